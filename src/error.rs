@@ -1,0 +1,63 @@
+//! The one error type of the library: variants a caller can act on, never strings to parse.
+
+use std::path::PathBuf;
+
+/// Every failure makalog reports.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bytes on disk are not what the format allows. `file` is relative to the root when known.
+    #[error("{file}: corrupt at byte {offset}: {what}", file = file.display())]
+    Corrupt {
+        file: PathBuf,
+        offset: u64,
+        what: String,
+    },
+    /// Two files disagree (a gap or repeat in ordinals or sequence numbers, or a broken chain).
+    #[error("{first} / {second}: {what}", first = first.display(), second = second.display())]
+    Inconsistent {
+        first: PathBuf,
+        second: PathBuf,
+        what: String,
+    },
+    /// An operating-system I/O call failed.
+    #[error("{file}: {op} failed: {source}", file = file.display())]
+    Io {
+        file: PathBuf,
+        op: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// An earlier write or sync of this writer failed; nothing more is acknowledged until the
+    /// session is reopened and recovered from disk.
+    #[error("{file}: writer poisoned by an earlier failed write or sync; reopen to recover", file = file.display())]
+    Poisoned { file: PathBuf },
+    /// Input the caller supplied breaks a rule (bad id, oversized record, …). Nothing was written.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// The path is not a makalog root (no marker, or a marker of another kind).
+    #[error("{path}: not a makalog root: {why}", path = path.display())]
+    NotARoot { path: PathBuf, why: String },
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Wraps an I/O error with the file and the operation that failed.
+    pub fn io(file: impl Into<PathBuf>, op: &'static str, source: std::io::Error) -> Self {
+        Error::Io {
+            file: file.into(),
+            op,
+            source,
+        }
+    }
+
+    /// A corruption finding at `offset` of `file`.
+    pub fn corrupt(file: impl Into<PathBuf>, offset: u64, what: impl Into<String>) -> Self {
+        Error::Corrupt {
+            file: file.into(),
+            offset,
+            what: what.into(),
+        }
+    }
+}

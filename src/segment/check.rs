@@ -1,0 +1,245 @@
+//! Checking one session's segments against each other: ordinals, sequence numbers and the
+//! chain must run on without gaps from genesis to the last frame.
+
+use super::layout::SegmentFile;
+use super::scan::{ScanResult, SegmentEnd, SegmentScan};
+use crate::format::{genesis_chain, ChainValue};
+use std::path::PathBuf;
+
+/// One thing wrong with a session's segments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// Non-zero bytes with no valid frame after the last valid frame of the last segment.
+    TornTail {
+        file: PathBuf,
+        offset: u64,
+        len: u64,
+        what: String,
+    },
+    /// The last segment's header does not decode and the file holds no frame.
+    TornCreate { file: PathBuf, what: String },
+    /// Damage no interrupted write explains, inside one file.
+    Damage {
+        file: PathBuf,
+        offset: u64,
+        what: String,
+    },
+    /// Two files disagree: a gap or repeat in ordinals or sequence numbers, or a broken chain.
+    Mismatch {
+        first: PathBuf,
+        second: PathBuf,
+        what: String,
+    },
+}
+
+impl Problem {
+    /// One line for a person: the file (relative to the root), the byte offset and what is wrong.
+    pub fn describe(&self) -> String {
+        match self {
+            Problem::TornTail {
+                file,
+                offset,
+                len,
+                what,
+            } => format!(
+                "{} at byte {offset}: torn tail of {len} bytes ({what})",
+                file.display()
+            ),
+            Problem::TornCreate { file, what } => format!(
+                "{} at byte 0: torn segment create, header does not decode ({what})",
+                file.display()
+            ),
+            Problem::Damage { file, offset, what } => {
+                format!("{} at byte {offset}: {what}", file.display())
+            }
+            Problem::Mismatch {
+                first,
+                second,
+                what,
+            } => format!("{} / {}: {what}", first.display(), second.display()),
+        }
+    }
+}
+
+/// A segment file and what scanning it found.
+#[derive(Debug, Clone)]
+pub struct ScannedSegment {
+    pub file: SegmentFile,
+    pub result: ScanResult,
+}
+
+/// What checking a session found.
+#[derive(Debug, Clone, Default)]
+pub struct SessionCheck {
+    /// Everything wrong, in file order.
+    pub problems: Vec<Problem>,
+    /// Valid records, counting every segment's valid prefix.
+    pub record_count: u64,
+    /// Sequence number and chain value after the last valid record of the valid prefix.
+    pub head: (u64, ChainValue),
+}
+
+/// Checks a session's scanned segments, given in name order.
+pub fn check_session(session_id: &str, segments: &[ScannedSegment]) -> SessionCheck {
+    let mut out = SessionCheck {
+        head: (0, genesis_chain(session_id)),
+        ..SessionCheck::default()
+    };
+    let mut prev: Option<(&SegmentFile, &SegmentScan)> = None;
+    let mut prefix_intact = true;
+    for (i, seg) in segments.iter().enumerate() {
+        let is_last = i + 1 == segments.len();
+        let file = &seg.file;
+        let scan = match &seg.result {
+            ScanResult::BadHeader { error, body_empty } => {
+                if is_last && *body_empty {
+                    out.problems.push(Problem::TornCreate {
+                        file: file.path.clone(),
+                        what: error.what.clone(),
+                    });
+                } else {
+                    out.problems.push(Problem::Damage {
+                        file: file.path.clone(),
+                        offset: error.offset as u64,
+                        what: format!("segment header does not decode: {}", error.what),
+                    });
+                    prefix_intact = false;
+                }
+                prev = None;
+                continue;
+            }
+            ScanResult::Scanned(scan) => scan,
+        };
+        let before = out.problems.len();
+        check_own_header(session_id, file, scan, i == 0, &mut out.problems);
+        if let Some((pf, ps)) = prev {
+            check_continuity(pf, ps, file, scan, &mut out.problems);
+        }
+        if out.problems.len() > before {
+            prefix_intact = false;
+        }
+        if prefix_intact {
+            out.record_count += scan.frame_count;
+            out.head = (scan.last_seq, scan.chain);
+        }
+        let before_end = out.problems.len();
+        check_end(file, scan, is_last, &mut out.problems);
+        if out.problems[before_end..]
+            .iter()
+            .any(|p| !matches!(p, Problem::TornTail { .. }))
+        {
+            prefix_intact = false;
+        }
+        prev = Some((file, scan));
+    }
+    out
+}
+
+fn check_own_header(
+    session_id: &str,
+    file: &SegmentFile,
+    scan: &SegmentScan,
+    is_first: bool,
+    problems: &mut Vec<Problem>,
+) {
+    let h = &scan.header;
+    let damage = |offset: u64, what: String| Problem::Damage {
+        file: file.path.clone(),
+        offset,
+        what,
+    };
+    if h.session_id != session_id {
+        problems.push(damage(
+            66,
+            format!(
+                "header names session {:?}, directory is {session_id:?}",
+                h.session_id
+            ),
+        ));
+    }
+    if h.first_seq != file.first_seq {
+        problems.push(damage(
+            24,
+            format!(
+                "header says first sequence {}, file name says {}",
+                h.first_seq, file.first_seq
+            ),
+        ));
+    }
+    if is_first {
+        if h.ordinal != 0 || h.first_seq != 1 {
+            problems.push(damage(
+                16,
+                format!(
+                    "first segment has ordinal {} and first sequence {}, expected 0 and 1",
+                    h.ordinal, h.first_seq
+                ),
+            ));
+        }
+        if h.prev_chain != genesis_chain(session_id) {
+            problems.push(damage(
+                32,
+                "first segment does not start from the session's genesis chain value".into(),
+            ));
+        }
+    }
+}
+
+fn check_continuity(
+    pf: &SegmentFile,
+    ps: &SegmentScan,
+    file: &SegmentFile,
+    scan: &SegmentScan,
+    problems: &mut Vec<Problem>,
+) {
+    let mismatch = |what: String| Problem::Mismatch {
+        first: pf.path.clone(),
+        second: file.path.clone(),
+        what,
+    };
+    let h = &scan.header;
+    if h.ordinal != ps.header.ordinal + 1 {
+        problems.push(mismatch(format!(
+            "segment ordinals {} then {}: a gap or repeat",
+            ps.header.ordinal, h.ordinal
+        )));
+    }
+    if h.first_seq != ps.last_seq + 1 {
+        problems.push(mismatch(format!(
+            "sequence numbers end at {} then start at {}: a gap or repeat",
+            ps.last_seq, h.first_seq
+        )));
+    }
+    if h.prev_chain != ps.chain {
+        problems.push(mismatch(
+            "the chain is broken: the second header does not continue the first's final chain value".into(),
+        ));
+    }
+}
+
+fn check_end(file: &SegmentFile, scan: &SegmentScan, is_last: bool, problems: &mut Vec<Problem>) {
+    let damage = |offset: u64, what: String| Problem::Damage {
+        file: file.path.clone(),
+        offset,
+        what,
+    };
+    match &scan.end {
+        SegmentEnd::Sealed { .. } => {}
+        SegmentEnd::Eof | SegmentEnd::Zeros { .. } if is_last => {}
+        SegmentEnd::Eof | SegmentEnd::Zeros { .. } => problems.push(damage(
+            scan.data_end,
+            "segment is followed by another but has no seal footer".into(),
+        )),
+        SegmentEnd::Torn { len, what } if is_last => problems.push(Problem::TornTail {
+            file: file.path.clone(),
+            offset: scan.data_end,
+            len: *len,
+            what: what.clone(),
+        }),
+        SegmentEnd::Torn { what, .. } => problems.push(damage(
+            scan.data_end,
+            format!("{what} in a segment that is followed by another"),
+        )),
+        SegmentEnd::Damaged { offset, what } => problems.push(damage(*offset, what.clone())),
+    }
+}

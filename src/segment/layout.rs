@@ -1,0 +1,108 @@
+//! Where a session's segments live and how their files are named.
+//!
+//! `sessions/<session-id>/<first-seq, 20 digits>.seg`, plus quarantined torn tails named
+//! `<segment>.torn-<offset>` beside them.
+
+use crate::error::{Error, Result};
+use crate::format::validate_session_id;
+use crate::storage::{EntryKind, Storage};
+use std::path::{Path, PathBuf};
+
+/// The directory that holds every session, relative to the root.
+pub const SESSIONS_DIR: &str = "sessions";
+
+const SEGMENT_SUFFIX: &str = ".seg";
+const TORN_INFIX: &str = ".torn-";
+
+/// The directory of one session, relative to the root. The id must be valid.
+pub fn session_dir(session_id: &str) -> PathBuf {
+    Path::new(SESSIONS_DIR).join(session_id)
+}
+
+/// The file name of the segment whose first frame has sequence number `first_seq`.
+pub fn segment_file_name(first_seq: u64) -> String {
+    format!("{first_seq:020}{SEGMENT_SUFFIX}")
+}
+
+/// The quarantine file for a torn tail cut from `segment` at `offset`.
+pub fn torn_file_name(segment_name: &str, offset: u64) -> String {
+    format!("{segment_name}{TORN_INFIX}{offset}")
+}
+
+/// The first sequence number a segment file name announces, if it is a segment name.
+pub fn parse_segment_name(name: &str) -> Option<u64> {
+    let digits = name.strip_suffix(SEGMENT_SUFFIX)?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// True when `name` is a quarantined torn tail.
+pub fn is_torn_name(name: &str) -> bool {
+    name.split_once(TORN_INFIX)
+        .is_some_and(|(seg, off)| parse_segment_name(seg).is_some() && off.parse::<u64>().is_ok())
+}
+
+/// One segment file found in a session directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentFile {
+    /// Path relative to the root.
+    pub path: PathBuf,
+    /// File name.
+    pub name: String,
+    /// The first sequence number its name announces.
+    pub first_seq: u64,
+}
+
+/// What a session directory holds: its segments in name order, quarantine files, and strays.
+#[derive(Debug, Clone, Default)]
+pub struct SessionListing {
+    pub segments: Vec<SegmentFile>,
+    pub torn: Vec<PathBuf>,
+    /// Entries that are neither segments nor quarantine files (reported, never touched).
+    pub strays: Vec<PathBuf>,
+}
+
+/// Lists a session directory.
+pub fn list_session(storage: &dyn Storage, session_id: &str) -> Result<SessionListing> {
+    let dir = session_dir(session_id);
+    let entries = storage
+        .list_dir(&dir)
+        .map_err(|e| Error::io(&dir, "list directory", e))?;
+    let mut out = SessionListing::default();
+    for entry in entries {
+        let path = dir.join(&entry.name);
+        match (entry.kind, parse_segment_name(&entry.name)) {
+            (EntryKind::File, Some(first_seq)) => out.segments.push(SegmentFile {
+                path,
+                name: entry.name,
+                first_seq,
+            }),
+            (EntryKind::File, None) if is_torn_name(&entry.name) => out.torn.push(path),
+            _ => out.strays.push(path),
+        }
+    }
+    Ok(out)
+}
+
+/// Lists the session ids of a root, with entries of `sessions/` that are not valid session
+/// directories returned apart.
+pub fn list_sessions(storage: &dyn Storage) -> Result<(Vec<String>, Vec<PathBuf>)> {
+    let dir = Path::new(SESSIONS_DIR);
+    let entries = match storage.list_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), Vec::new())),
+        Err(e) => return Err(Error::io(dir, "list directory", e)),
+    };
+    let mut ids = Vec::new();
+    let mut strays = Vec::new();
+    for entry in entries {
+        if entry.kind == EntryKind::Dir && validate_session_id(&entry.name).is_ok() {
+            ids.push(entry.name);
+        } else {
+            strays.push(dir.join(entry.name));
+        }
+    }
+    Ok((ids, strays))
+}

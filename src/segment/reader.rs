@@ -1,0 +1,176 @@
+//! Reading a session's records in order from any sequence number, checking every frame and the
+//! chain as it goes. Sealed segments are memory-mapped; the last one is read into memory.
+
+use super::layout::{list_session, SegmentFile};
+use super::load::read_segment;
+use super::scan::{FrameCursor, SegmentEnd};
+use crate::error::{Error, Result};
+use crate::format::{validate_session_id, ChainValue, RecordKind, SegmentHeader, HEADER_LEN};
+use crate::storage::{FileBytes, Storage};
+use std::path::PathBuf;
+
+/// One record as read back, with where it lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub seq: u64,
+    pub kind: RecordKind,
+    pub payload: Vec<u8>,
+    /// The chain value stored with the record.
+    pub chain: ChainValue,
+    /// The segment file, relative to the root.
+    pub file: PathBuf,
+    /// Byte offset of the frame in that file.
+    pub offset: u64,
+}
+
+/// Iterates a session's records from a sequence number. Yields the valid records, then stops:
+/// at the end of data, at a torn tail of the last segment (a write in flight), or with one
+/// `Err` naming the file and byte offset of damage.
+pub struct SessionReader<'s> {
+    storage: &'s dyn Storage,
+    segments: Vec<SegmentFile>,
+    next_index: usize,
+    from_seq: u64,
+    current: Option<Open>,
+    expect: Option<(u64, ChainValue)>,
+    done: bool,
+}
+
+struct Open {
+    file: SegmentFile,
+    bytes: FileBytes,
+    cursor: FrameCursor,
+    is_last: bool,
+}
+
+impl<'s> SessionReader<'s> {
+    /// A reader over `session_id`'s records whose sequence number is at least `from_seq`.
+    pub fn open(storage: &'s dyn Storage, session_id: &str, from_seq: u64) -> Result<Self> {
+        validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        let segments = list_session(storage, session_id)?.segments;
+        let start = segments
+            .iter()
+            .rposition(|s| s.first_seq <= from_seq)
+            .unwrap_or(0);
+        Ok(SessionReader {
+            storage,
+            segments,
+            next_index: start,
+            from_seq,
+            current: None,
+            expect: None,
+            done: false,
+        })
+    }
+
+    fn open_next(&mut self) -> Result<bool> {
+        let Some(file) = self.segments.get(self.next_index).cloned() else {
+            return Ok(false);
+        };
+        let is_last = self.next_index + 1 == self.segments.len();
+        self.next_index += 1;
+        let bytes = read_segment(self.storage, &file.path, is_last)?;
+        let header = match SegmentHeader::decode(&bytes) {
+            Ok((h, _)) => h,
+            // A create torn before its first sync holds no record: the end of data.
+            Err(_) if is_last && body_is_zero(&bytes) => return Ok(false),
+            Err(e) => return Err(Error::corrupt(&file.path, e.offset as u64, e.what)),
+        };
+        if let Some((seq, chain)) = self.expect {
+            if header.first_seq != seq || header.prev_chain != chain {
+                let prev = self.segments[self.next_index - 2].path.clone();
+                return Err(Error::Inconsistent {
+                    first: prev,
+                    second: file.path.clone(),
+                    what: "the second segment does not continue the first's sequence and chain"
+                        .into(),
+                });
+            }
+        }
+        self.current = Some(Open {
+            cursor: FrameCursor::new(&header),
+            file,
+            bytes,
+            is_last,
+        });
+        Ok(true)
+    }
+
+    fn step(&mut self) -> Result<Option<Record>> {
+        loop {
+            if self.current.is_none() && !self.open_next()? {
+                return Ok(None);
+            }
+            let Some(open) = self.current.as_mut() else {
+                return Ok(None);
+            };
+            if let Some((offset, frame)) = open.cursor.next_frame(&open.bytes) {
+                if frame.seq < self.from_seq {
+                    continue;
+                }
+                return Ok(Some(Record {
+                    seq: frame.seq,
+                    kind: frame.kind,
+                    payload: frame.payload.to_vec(),
+                    chain: frame.chain,
+                    file: open.file.path.clone(),
+                    offset,
+                }));
+            }
+            let end = open.cursor.end().cloned().unwrap_or(SegmentEnd::Eof);
+            match end {
+                SegmentEnd::Damaged { offset, what } => {
+                    return Err(Error::corrupt(&open.file.path, offset, what))
+                }
+                SegmentEnd::Torn { what, .. } if !open.is_last => {
+                    return Err(Error::corrupt(
+                        &open.file.path,
+                        open.cursor.data_end(),
+                        what,
+                    ))
+                }
+                SegmentEnd::Eof | SegmentEnd::Zeros { .. } if !open.is_last => {
+                    return Err(Error::corrupt(
+                        &open.file.path,
+                        open.cursor.data_end(),
+                        "segment is followed by another but has no seal footer",
+                    ))
+                }
+                SegmentEnd::Sealed { .. } => {
+                    self.expect = Some((open.cursor.next_seq(), open.cursor.chain()));
+                    self.current = None;
+                }
+                _ => return Ok(None),
+            }
+        }
+    }
+}
+
+fn body_is_zero(bytes: &[u8]) -> bool {
+    bytes
+        .get(HEADER_LEN..)
+        .unwrap_or(&[])
+        .iter()
+        .all(|&b| b == 0)
+}
+
+impl Iterator for SessionReader<'_> {
+    type Item = Result<Record>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.step() {
+            Ok(Some(r)) => Some(Ok(r)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}

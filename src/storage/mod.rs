@@ -1,0 +1,106 @@
+//! The storage seam: the one door through which every byte the engine reads or writes passes.
+//!
+//! Paths handed to a [`Storage`] are relative to the root it was made for, so every error and
+//! every finding names files the way a person looking at the root sees them. Nothing outside
+//! this module touches `std::fs`. A second implementation (simulated files that keep durable
+//! and volatile bytes apart, for crash tests) must keep the same contract, stated on each method.
+
+mod atomic;
+mod real;
+
+pub use atomic::write_atomically;
+pub use real::RealStorage;
+
+use std::io;
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+
+/// How [`Storage::open`] opens a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Create the file; fail with `AlreadyExists` if it exists. Read and write.
+    CreateNew,
+    /// Open an existing file for reading and writing; fail with `NotFound` if absent.
+    ReadWrite,
+    /// Open an existing file for reading only.
+    Read,
+}
+
+/// What a directory entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Dir,
+    /// Anything else (symlink, socket, …): never followed.
+    Other,
+}
+
+/// One entry of [`Storage::list_dir`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    pub name: String,
+    pub kind: EntryKind,
+}
+
+/// An open file. Offsets are absolute; there is no cursor, so one handle serves many readers.
+pub trait StorageFile: Send + Sync {
+    /// The file's current length in bytes (written bytes count, synced or not).
+    fn len(&self) -> io::Result<u64>;
+    /// Reads up to `buf.len()` bytes at `offset`; returns how many were read (0 at the end).
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+    /// Writes all of `buf` at `offset`, extending the file if needed. Not durable until
+    /// [`StorageFile::sync_data`] returns `Ok`. On error, any prefix of `buf` may have been written.
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Makes every byte written so far, and the file's length, durable (`fdatasync`). An error
+    /// means the written bytes may or may not be durable; the caller must not retry and carry on.
+    fn sync_data(&self) -> io::Result<()>;
+    /// Sets the file's length, cutting or zero-extending it. Durable only after `sync_data`.
+    fn set_len(&self, len: u64) -> io::Result<()>;
+}
+
+/// Bytes of a whole file: memory-mapped where the implementation can, owned otherwise.
+pub enum FileBytes {
+    /// A read-only mapping. Only immutable (sealed) files are mapped.
+    Mapped(memmap2::Mmap),
+    /// A copy in memory.
+    Owned(Vec<u8>),
+}
+
+impl Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            FileBytes::Mapped(m) => m,
+            FileBytes::Owned(v) => v,
+        }
+    }
+}
+
+/// The file system as the engine sees it. All paths are relative to the storage's root; the
+/// empty path is the root itself.
+pub trait Storage: Send + Sync {
+    /// Opens a file. With [`OpenMode::CreateNew`] the entry is durable only after
+    /// [`Storage::sync_dir`] of its parent.
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageFile>>;
+    /// Reads a whole file; an implementation may memory-map it. Call only on files no writer
+    /// will change while the bytes are held (sealed segments); use [`Storage::read_file`] otherwise.
+    fn map_file(&self, path: &Path) -> io::Result<FileBytes>;
+    /// Reads a whole file into memory.
+    fn read_file(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Creates one directory (its parent must exist); `AlreadyExists` if present. The empty path
+    /// creates the root itself, with mode 0700, and makes that creation durable. Other entries
+    /// are durable only after [`Storage::sync_dir`] of the parent.
+    fn create_dir(&self, path: &Path) -> io::Result<()>;
+    /// Renames a file atomically, replacing `to` if present. Durable after `sync_dir` of the parent.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes a file. Durable after `sync_dir` of the parent.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Makes the directory's entries (creations, renames, removals) durable (`fsync` on the directory).
+    fn sync_dir(&self, path: &Path) -> io::Result<()>;
+    /// Lists a directory, sorted by name. `NotFound` if it does not exist.
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>>;
+    /// What is at `path`, or `None` if nothing is.
+    fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>>;
+    /// A name for this storage's root in messages (the directory path for real files).
+    fn describe_root(&self) -> PathBuf;
+}

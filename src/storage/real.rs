@@ -1,0 +1,138 @@
+//! The storage seam over the real file system.
+
+use super::{DirEntry, EntryKind, FileBytes, OpenMode, Storage, StorageFile};
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Real files under one root directory.
+#[derive(Debug, Clone)]
+pub struct RealStorage {
+    root: PathBuf,
+}
+
+impl RealStorage {
+    /// Storage rooted at `root`. Nothing is touched until a method is called.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        RealStorage { root: root.into() }
+    }
+
+    fn full(&self, path: &Path) -> PathBuf {
+        if path.as_os_str().is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(path)
+        }
+    }
+}
+
+struct RealFile(File);
+
+impl StorageFile for RealFile {
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.0.metadata()?.len())
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        loop {
+            match self.0.read_at(buf, offset) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => return other,
+            }
+        }
+    }
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.0.write_all_at(buf, offset)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+}
+
+impl Storage for RealStorage {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageFile>> {
+        let mut o = OpenOptions::new();
+        match mode {
+            OpenMode::CreateNew => o.read(true).write(true).create_new(true).mode(0o600),
+            OpenMode::ReadWrite => o.read(true).write(true),
+            OpenMode::Read => o.read(true),
+        };
+        Ok(Box::new(RealFile(o.open(self.full(path))?)))
+    }
+
+    fn map_file(&self, path: &Path) -> io::Result<FileBytes> {
+        let file = File::open(self.full(path))?;
+        if file.metadata()?.len() == 0 {
+            return Ok(FileBytes::Owned(Vec::new()));
+        }
+        // SAFETY: only sealed segments are mapped (the trait's contract); the write path never
+        // changes a sealed segment, so the mapped bytes do not change while they are borrowed.
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        Ok(FileBytes::Mapped(map))
+    }
+
+    fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
+        fs::read(self.full(path))
+    }
+
+    fn create_dir(&self, path: &Path) -> io::Result<()> {
+        let full = self.full(path);
+        fs::DirBuilder::new().mode(0o700).create(&full)?;
+        if path.as_os_str().is_empty() {
+            if let Some(parent) = full.parent().filter(|p| !p.as_os_str().is_empty()) {
+                File::open(parent)?.sync_all()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(self.full(from), self.full(to))
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(self.full(path))
+    }
+
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        File::open(self.full(path))?.sync_all()
+    }
+
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
+        let mut out = Vec::new();
+        for entry in fs::read_dir(self.full(path))? {
+            let entry = entry?;
+            let ft = entry.file_type()?;
+            let kind = if ft.is_file() {
+                EntryKind::File
+            } else if ft.is_dir() {
+                EntryKind::Dir
+            } else {
+                EntryKind::Other
+            };
+            out.push(DirEntry {
+                name: entry.file_name().to_string_lossy().into_owned(),
+                kind,
+            });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
+        match fs::symlink_metadata(self.full(path)) {
+            Ok(m) if m.is_file() => Ok(Some(EntryKind::File)),
+            Ok(m) if m.is_dir() => Ok(Some(EntryKind::Dir)),
+            Ok(_) => Ok(Some(EntryKind::Other)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn describe_root(&self) -> PathBuf {
+        self.root.clone()
+    }
+}

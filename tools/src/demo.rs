@@ -1,0 +1,234 @@
+//! `makalog demo [ROOT]`: writes a few agent sessions of realistic records across several
+//! segments through the library's writer, then verifies the root and prints a summary.
+
+use makalog::format::chain::chain_hex;
+use makalog::format::RecordKind;
+use makalog::root::create_or_open_root;
+use makalog::segment::{Durability, SegmentWriter, WriterConfig};
+use makalog::storage::RealStorage;
+use makalog::verify::verify_root;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Small segments so that even a short demo rolls and seals several of them.
+const DEMO_SEGMENT_SIZE: u64 = 8 << 10;
+
+const TURNS_PER_SESSION: u64 = 3;
+
+const PROMPTS: [&str; 3] = [
+    "summarize the failing test in crates/ledger",
+    "read src/segment/writer.rs and explain group commit",
+    "list the files that mention fdatasync",
+];
+
+pub fn run(root: &Path) -> ExitCode {
+    match write_demo(root) {
+        Ok(()) => {}
+        Err(e) => {
+            eprintln!("makalog demo: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    let storage = RealStorage::new(root);
+    let report = match verify_root(&storage) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("makalog demo: verify: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    println!("root {} (rootId {})", root.display(), report.marker.root_id);
+    for s in &report.sessions {
+        println!(
+            "  session {}: {} records, head seq {}, chain {}",
+            s.session_id,
+            s.record_count,
+            s.head_seq,
+            chain_hex(&s.head_chain)
+        );
+    }
+    for f in &report.findings {
+        println!("  finding: {f}");
+    }
+    if report.is_clean() {
+        println!("verify: clean");
+        println!(
+            "next: makalog verify {0}; makalog dump {0} --session demo-1",
+            root.display()
+        );
+        ExitCode::SUCCESS
+    } else {
+        println!("verify: {} findings", report.findings.len());
+        ExitCode::from(1)
+    }
+}
+
+fn write_demo(root: &Path) -> makalog::Result<()> {
+    let storage = Arc::new(RealStorage::new(root));
+    create_or_open_root(&*storage)?;
+    let config = WriterConfig {
+        segment_size: DEMO_SEGMENT_SIZE,
+        prealloc_step: 4 << 10,
+        ..WriterConfig::default()
+    };
+    for (i, prompt) in PROMPTS.iter().enumerate() {
+        let session = format!("demo-{}", i + 1);
+        let (writer, _) = SegmentWriter::open(storage.clone(), &session, config.clone())?;
+        for turn in 0..TURNS_PER_SESSION {
+            let base = 1_800_000_000_000 + writer.next_seq() * 1_000 + turn;
+            write_journey(&writer, &session, prompt, base)?;
+        }
+        writer.close()?;
+    }
+    Ok(())
+}
+
+fn append(w: &SegmentWriter, kind: RecordKind, v: &Value, d: Durability) -> makalog::Result<()> {
+    let bytes = serde_json::to_vec(v).map_err(|e| makalog::Error::InvalidInput(e.to_string()))?;
+    w.append(kind, &bytes, d).map(|_| ())
+}
+
+/// One turn of a coding agent: header, user message, run lifecycle, streamed text, a tool call
+/// and its result, the terminal event, and the closing records.
+fn write_journey(w: &SegmentWriter, session: &str, prompt: &str, base: u64) -> makalog::Result<()> {
+    use Durability::{Buffered, Durable};
+    let run = format!("run-{base}");
+    let turn = format!("turn-{base}");
+    let event = |n: u64, extra: Value| {
+        let mut v = json!({
+            "author": "agent", "id": format!("evt-{base}-{n}"), "invocationId": run,
+            "partial": false, "role": "model", "runId": run, "sessionId": session,
+            "ts": base + n, "turnId": turn,
+        });
+        if let (Some(obj), Value::Object(more)) = (v.as_object_mut(), extra) {
+            obj.extend(more);
+        }
+        v
+    };
+    append(
+        w,
+        RecordKind::SessionHeader,
+        &json!({
+            "id": session, "cwd": "/work/project", "workspaceRoot": "/work/project", "name": prompt,
+            "backend": "fake", "llmConnectionSlug": "fake", "model": "fake-model",
+            "permissionMode": "ask", "status": "running", "createdAt": base, "lastUsedAt": base,
+            "titleIsManual": false, "isFlagged": false, "isArchived": false, "hasUnread": false,
+            "connectionLocked": true, "labels": [], "schemaVersion": 1,
+        }),
+        Durable,
+    )?;
+    append(
+        w,
+        RecordKind::Message,
+        &json!({
+            "type": "user", "id": format!("msg-{base}"), "turnId": turn, "ts": base, "text": prompt,
+        }),
+        Durable,
+    )?;
+    append(
+        w,
+        RecordKind::Run,
+        &json!({
+            "runId": run, "sessionId": session, "turnId": turn, "status": "running",
+            "backendKind": "fake", "llmConnectionSlug": "fake", "modelId": "fake-model",
+            "cwd": "/work/project", "permissionMode": "ask", "createdAt": base, "updatedAt": base,
+            "invocationId": run,
+        }),
+        Durable,
+    )?;
+    append(
+        w,
+        RecordKind::RunEvent,
+        &json!({
+            "type": "run_started", "id": format!("re-{base}"), "runId": run, "sessionId": session,
+            "turnId": turn, "ts": base + 1,
+        }),
+        Durable,
+    )?;
+    let answer = format!("Fake backend received: {prompt}\n\nThis proves the session stream and ledger are connected.");
+    let chars: Vec<char> = answer.chars().collect();
+    for (n, chunk) in chars.chunks(9).enumerate() {
+        let text: String = chunk.iter().collect();
+        append(
+            w,
+            RecordKind::RuntimeEvent,
+            &event(
+                10 + n as u64,
+                json!({
+                    "partial": true, "content": {"kind": "text", "text": text},
+                    "refs": {"providerEventId": format!("msg-a-{base}")},
+                }),
+            ),
+            Buffered,
+        )?;
+    }
+    append(
+        w,
+        RecordKind::RuntimeEvent,
+        &event(
+            200,
+            json!({
+                "content": {"kind": "function_call", "id": "tool-1", "name": "Read", "args": {"path": "/work/project/src/lib.rs"}},
+                "refs": {"toolCallId": "tool-1"},
+            }),
+        ),
+        Durable,
+    )?;
+    append(
+        w,
+        RecordKind::RuntimeEvent,
+        &event(
+            201,
+            json!({
+                "role": "tool", "author": "tool",
+                "content": {"kind": "function_response", "id": "tool-1", "name": "Read", "result": {"kind": "text", "text": "pub mod ledger;"}},
+                "refs": {"toolCallId": "tool-1"},
+            }),
+        ),
+        Durable,
+    )?;
+    append(
+        w,
+        RecordKind::RuntimeEvent,
+        &event(
+            202,
+            json!({
+                "content": {"kind": "text", "text": answer},
+            }),
+        ),
+        Durable,
+    )?;
+    append(
+        w,
+        RecordKind::RuntimeEvent,
+        &event(
+            203,
+            json!({
+                "role": "system", "author": "system", "status": "completed",
+                "actions": {"endInvocation": true, "stateDelta": {"stopReason": "end_turn"}},
+            }),
+        ),
+        Durable,
+    )?;
+    append(
+        w,
+        RecordKind::RunEvent,
+        &json!({
+            "type": "run_completed", "id": format!("rc-{base}"), "runId": run, "sessionId": session,
+            "turnId": turn, "ts": base + 204,
+        }),
+        Durable,
+    )?;
+    append(
+        w,
+        RecordKind::Message,
+        &json!({
+            "type": "turn_state", "id": format!("ts-{base}"), "turnId": turn, "ts": base + 205,
+            "status": "completed", "partialOutputRetained": false,
+        }),
+        Durable,
+    )?;
+    Ok(())
+}
