@@ -1,1 +1,494 @@
-fn main() {}
+//! Append throughput: makalog side by side with the raw floor, okaywal and SQLite, in one run.
+//!
+//! Run with `cargo bench --bench append [-- --quick] [-- --records N]`. Every case runs a fixed
+//! number of records in a fresh directory under the target directory (same disk as the code),
+//! prints one line per engine as it finishes, and the run ends with a markdown table for README.md.
+//! Setup (opening, preallocating, creating tables) and teardown are outside the timed section.
+
+use makalog::format::{RecordKind, FRAME_OVERHEAD};
+use makalog::segment::{Durability, SegmentWriter, WriterConfig};
+use makalog::storage::{RealStorage, Storage};
+use okaywal::{LogVoid, WriteAheadLog};
+use rusqlite::Connection;
+use std::error::Error;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+type BenchResult<T> = Result<T, Box<dyn Error + Send + Sync>>;
+
+/// Payload bytes per record (a typical canonical RuntimeEvent).
+const PAYLOAD_LEN: usize = 400;
+/// One durable append in every this many, in the streaming case.
+const DURABLE_EVERY: usize = 100;
+/// The design's bar for streaming appends, in events/s.
+const STREAMING_BAR: f64 = 500_000.0;
+/// Session counts of the concurrent cases.
+const CONCURRENCY: [usize; 2] = [16, 64];
+
+/// Command-line options after `--`.
+struct Args {
+    quick: bool,
+    records: Option<usize>,
+}
+
+/// Record counts for each case.
+struct Plan {
+    /// Records in each single-session durable case.
+    single: usize,
+    /// Records in each concurrent case, split evenly over its threads.
+    concurrent_total: usize,
+    /// Records in the streaming (buffered) case.
+    buffered: usize,
+}
+
+impl Plan {
+    fn new(args: &Args) -> Plan {
+        let single = args
+            .records
+            .unwrap_or(if args.quick { 2_000 } else { 20_000 });
+        Plan {
+            single,
+            concurrent_total: single * 2,
+            buffered: single * 10,
+        }
+    }
+
+    fn per_thread(&self, threads: usize) -> usize {
+        (self.concurrent_total / threads).max(1)
+    }
+}
+
+/// The competitors of one case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    Makalog,
+    Raw,
+    Okaywal,
+    Sqlite,
+}
+
+impl Engine {
+    fn name(self) -> &'static str {
+        match self {
+            Engine::Makalog => "makalog",
+            Engine::Raw => "raw floor",
+            Engine::Okaywal => "okaywal",
+            Engine::Sqlite => "SQLite",
+        }
+    }
+}
+
+/// Commits per second of each engine in one durable case.
+struct DurableRow {
+    sessions: usize,
+    makalog: f64,
+    raw: f64,
+    okaywal: f64,
+    sqlite: f64,
+}
+
+fn main() -> BenchResult<()> {
+    let args = parse_args()?;
+    let plan = Plan::new(&args);
+    let payload = payload();
+    println!(
+        "append bench: {} B payloads ({} B frames); {} records for one session, {} per case \
+         at {:?} sessions, {} streaming",
+        PAYLOAD_LEN,
+        PAYLOAD_LEN + FRAME_OVERHEAD,
+        group(plan.single as f64),
+        group(plan.concurrent_total as f64),
+        CONCURRENCY,
+        group(plan.buffered as f64),
+    );
+
+    let mut rows = vec![durable_case(1, plan.single, &payload)?];
+    for threads in CONCURRENCY {
+        rows.push(durable_case(threads, plan.per_thread(threads), &payload)?);
+    }
+    let streaming = streaming_case(plan.buffered, &payload)?;
+
+    println!();
+    print_table(&rows, streaming);
+    Ok(())
+}
+
+/// Reads `--quick` and `--records N`; ignores `--bench`, which cargo passes to every bench.
+fn parse_args() -> BenchResult<Args> {
+    let mut args = Args {
+        quick: false,
+        records: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--quick" => args.quick = true,
+            "--records" => {
+                let n = it.next().ok_or("--records needs a number")?;
+                args.records = Some(n.parse().map_err(|e| format!("--records {n}: {e}"))?);
+            }
+            "--bench" => {}
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    Ok(args)
+}
+
+/// A 400-byte JSON text, valid UTF-8 so SQLite stores the same bytes as TEXT.
+fn payload() -> Vec<u8> {
+    let head = r#"{"type":"text","partial":false,"role":"model","content":{"kind":"text","text":""#;
+    let tail = r#""}}"#;
+    let mut out = head.as_bytes().to_vec();
+    out.resize(PAYLOAD_LEN - tail.len(), b'x');
+    out.extend_from_slice(tail.as_bytes());
+    out
+}
+
+/// A fresh directory on the same disk as the target directory (not a tmpfs `/tmp`).
+fn scratch() -> BenchResult<TempDir> {
+    Ok(TempDir::new_in(env!("CARGO_TARGET_TMPDIR"))?)
+}
+
+/// Runs every engine with `threads` writers of `per_thread` durable records each.
+fn durable_case(threads: usize, per_thread: usize, payload: &[u8]) -> BenchResult<DurableRow> {
+    let total = threads * per_thread;
+    let label = sessions_label(threads);
+    println!(
+        "durable appends, {label} ({} commits per engine)",
+        group(total as f64)
+    );
+    let makalog = report(
+        Engine::Makalog,
+        total,
+        makalog_durable(threads, per_thread, payload)?,
+        None,
+    );
+    let baseline = Some(makalog);
+    Ok(DurableRow {
+        sessions: threads,
+        makalog,
+        raw: report(
+            Engine::Raw,
+            total,
+            raw_durable(threads, per_thread, payload)?,
+            baseline,
+        ),
+        okaywal: report(
+            Engine::Okaywal,
+            total,
+            okaywal_durable(threads, per_thread, payload)?,
+            baseline,
+        ),
+        sqlite: report(
+            Engine::Sqlite,
+            total,
+            sqlite_durable(threads, per_thread, payload)?,
+            baseline,
+        ),
+    })
+}
+
+/// Prints one engine's rate (and makalog's ratio to it) and returns the rate.
+fn report(engine: Engine, commits: usize, elapsed: Duration, makalog: Option<f64>) -> f64 {
+    let rate = commits as f64 / elapsed.as_secs_f64();
+    let ratio = makalog.map_or(String::new(), |m| {
+        format!("   makalog/{} {:.2}", engine.name(), m / rate)
+    });
+    println!(
+        "  {:<10} {:>10} commits/s  ({:.2} s){ratio}",
+        engine.name(),
+        group(rate),
+        elapsed.as_secs_f64()
+    );
+    rate
+}
+
+/// Starts one thread per state, releases them together, and times until every one has done
+/// `per_thread` operations. States are returned and dropped after the clock stops.
+fn run_threads<S, F>(states: Vec<S>, per_thread: usize, op: F) -> BenchResult<Duration>
+where
+    S: Send,
+    F: Fn(&mut S, usize) -> BenchResult<()> + Sync,
+{
+    let barrier = Barrier::new(states.len() + 1);
+    let (elapsed, finished) = thread::scope(|scope| {
+        let handles: Vec<_> = states
+            .into_iter()
+            .map(|mut state| {
+                let (barrier, op) = (&barrier, &op);
+                scope.spawn(move || -> BenchResult<S> {
+                    barrier.wait();
+                    for i in 0..per_thread {
+                        op(&mut state, i)?;
+                    }
+                    Ok(state)
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        let finished: Vec<_> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("bench thread panicked".into()))
+            })
+            .collect();
+        (start.elapsed(), finished)
+    });
+    for state in finished {
+        drop(state?);
+    }
+    Ok(elapsed)
+}
+
+/// makalog: one session (one `SegmentWriter`) per thread, all in one root.
+fn makalog_durable(threads: usize, per_thread: usize, payload: &[u8]) -> BenchResult<Duration> {
+    let dir = scratch()?;
+    let storage: Arc<dyn Storage> = Arc::new(RealStorage::new(dir.path()));
+    let writers = (0..threads)
+        .map(|t| open_session(&storage, t))
+        .collect::<BenchResult<Vec<_>>>()?;
+    run_threads(writers, per_thread, |writer, _| {
+        writer.append(RecordKind::RuntimeEvent, payload, Durability::Durable)?;
+        Ok(())
+    })
+}
+
+fn open_session(storage: &Arc<dyn Storage>, index: usize) -> BenchResult<SegmentWriter> {
+    let (writer, _report) = SegmentWriter::open(
+        Arc::clone(storage),
+        &format!("s-{index}"),
+        WriterConfig::default(),
+    )?;
+    Ok(writer)
+}
+
+/// The raw floor: per thread, a preallocated file overwritten one frame at a time, each followed
+/// by `fdatasync`. Frames are as long as makalog's, so both write the same bytes.
+fn raw_durable(threads: usize, per_thread: usize, payload: &[u8]) -> BenchResult<Duration> {
+    let dir = scratch()?;
+    let frame = vec![0xa5u8; payload.len() + FRAME_OVERHEAD];
+    let files = (0..threads)
+        .map(|t| {
+            preallocated(
+                &dir.path().join(format!("raw-{t}")),
+                per_thread * frame.len(),
+            )
+        })
+        .collect::<BenchResult<Vec<_>>>()?;
+    run_threads(files, per_thread, |file, i| {
+        file.write_all_at(&frame, (i * frame.len()) as u64)?;
+        file.sync_data()?;
+        Ok(())
+    })
+}
+
+/// A file of `len` zero bytes, synced, so later overwrites change no metadata.
+fn preallocated(path: &Path, len: usize) -> BenchResult<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    let zeros = vec![0u8; 1 << 20];
+    let mut at = 0;
+    while at < len {
+        let n = (len - at).min(zeros.len());
+        file.write_all_at(&zeros[..n], at as u64)?;
+        at += n;
+    }
+    file.sync_data()?;
+    File::open(path.parent().ok_or("no parent")?)?.sync_all()?;
+    Ok(file)
+}
+
+/// okaywal 0.3: every thread commits to one shared log, one chunk per entry.
+///
+/// What its source (0.3.1) does: `EntryWriter::commit` writes the end-of-entry marker and calls
+/// `WriteAheadLog::reclaim`, which hands the file back to other writers and then calls
+/// `LogFile::synchronize(new_length)`: that flushes its write buffer and calls `File::sync_data`
+/// (`fdatasync`) unless another thread's sync already covered the offset (group commit). So
+/// `commit` returns only after an `fdatasync` covering the entry; a new log file also gets a
+/// directory `fsync`. `LogVoid` abandons old segments on recovery and checkpoints nothing; the
+/// default configuration (1 MiB preallocation, checkpoint after 768 KiB) is used.
+fn okaywal_durable(threads: usize, per_thread: usize, payload: &[u8]) -> BenchResult<Duration> {
+    let dir = scratch()?;
+    let wal = WriteAheadLog::recover(dir.path().join("wal"), LogVoid)?;
+    let handles = vec![wal.clone(); threads];
+    let elapsed = run_threads(handles, per_thread, |wal, _| {
+        let mut entry = wal.begin_entry()?;
+        entry.write_chunk(payload)?;
+        entry.commit()?;
+        Ok(())
+    })?;
+    wal.shutdown()?;
+    Ok(elapsed)
+}
+
+/// SQLite with the original runtime's settings: WAL, `synchronous=FULL`, one INSERT per
+/// (autocommit) transaction into `runtime_events`; a connection per thread, one database file.
+fn sqlite_durable(threads: usize, per_thread: usize, payload: &[u8]) -> BenchResult<Duration> {
+    let dir = scratch()?;
+    let db = dir.path().join("state.db");
+    let setup = sqlite_connection(&db)?;
+    setup.execute_batch(RUNTIME_EVENTS_SCHEMA)?;
+    let connections = (0..threads)
+        .map(|_| sqlite_connection(&db))
+        .collect::<BenchResult<Vec<_>>>()?;
+    let json = std::str::from_utf8(payload)?;
+    let states: Vec<_> = connections.into_iter().enumerate().collect();
+    run_threads(states, per_thread, |(t, conn), i| {
+        let mut insert = conn.prepare_cached(INSERT_EVENT)?;
+        let session = format!("s-{t}");
+        insert.execute(rusqlite::params![
+            format!("{session}-e-{i}"),
+            session,
+            format!("{session}-inv"),
+            format!("{session}-run"),
+            format!("{session}-turn"),
+            i as i64,
+            "text",
+            json,
+            i as i64,
+        ])?;
+        Ok(())
+    })
+}
+
+const RUNTIME_EVENTS_SCHEMA: &str = "CREATE TABLE runtime_events (
+    event_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    invocation_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    event_seq INTEGER NOT NULL,
+    event_kind TEXT NOT NULL,
+    payload_json TEXT NOT NULL,
+    committed_at INTEGER NOT NULL
+)";
+
+const INSERT_EVENT: &str = "INSERT INTO runtime_events (event_id, session_id, invocation_id, \
+    run_id, turn_id, event_seq, event_kind, payload_json, committed_at) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+
+fn sqlite_connection(path: &Path) -> BenchResult<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(60))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(format!("journal_mode is {mode}, not wal").into());
+    }
+    conn.execute_batch("PRAGMA synchronous=FULL")?;
+    Ok(conn)
+}
+
+/// A streaming turn: buffered appends with a durable one every `DURABLE_EVERY` records.
+fn streaming_case(records: usize, payload: &[u8]) -> BenchResult<f64> {
+    println!(
+        "streaming appends, one session (buffered, durable every {DURABLE_EVERY}; {} events)",
+        group(records as f64)
+    );
+    let dir = scratch()?;
+    let storage: Arc<dyn Storage> = Arc::new(RealStorage::new(dir.path()));
+    let writer = open_session(&storage, 0)?;
+    let start = Instant::now();
+    for i in 1..=records {
+        let durability = if i % DURABLE_EVERY == 0 {
+            Durability::Durable
+        } else {
+            Durability::Buffered
+        };
+        writer.append(RecordKind::RuntimeEvent, payload, durability)?;
+    }
+    writer.sync()?;
+    let elapsed = start.elapsed();
+    let rate = records as f64 / elapsed.as_secs_f64();
+    println!(
+        "  {:<10} {:>10} events/s   ({:.2} s)   makalog/bar {:.2}",
+        Engine::Makalog.name(),
+        group(rate),
+        elapsed.as_secs_f64(),
+        rate / STREAMING_BAR
+    );
+    writer.close()?;
+    Ok(rate)
+}
+
+/// The markdown table for README.md.
+fn print_table(rows: &[DurableRow], streaming: f64) {
+    println!("| case | makalog | raw floor | okaywal | SQLite | makalog/raw | makalog/okaywal | makalog/SQLite | bar |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
+    for row in rows {
+        println!(
+            "| durable, {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {} |",
+            sessions_label(row.sessions),
+            group(row.makalog),
+            group(row.raw),
+            group(row.okaywal),
+            group(row.sqlite),
+            row.makalog / row.raw,
+            row.makalog / row.okaywal,
+            row.makalog / row.sqlite,
+            bar_verdict(row),
+        );
+    }
+    println!(
+        "| streaming, 1 session (events/s; durable every {DURABLE_EVERY}) | {} | – | – | – | – | – | – | ≥ {} events/s: {} |",
+        group(streaming),
+        group(STREAMING_BAR),
+        met(streaming >= STREAMING_BAR),
+    );
+    println!("\nRates in commits/s unless noted; ratios above 1 mean makalog is faster.");
+}
+
+/// The design's bars for a durable case, each with whether this run met it.
+fn bar_verdict(row: &DurableRow) -> String {
+    if row.sessions == 1 {
+        format!(
+            "≥ 0.9 × raw: {}; ≥ okaywal: {}",
+            met(row.makalog >= 0.9 * row.raw),
+            met(row.makalog >= row.okaywal)
+        )
+    } else {
+        format!(
+            "≥ okaywal: {}; ≥ 5 × SQLite: {}",
+            met(row.makalog >= row.okaywal),
+            met(row.makalog >= 5.0 * row.sqlite)
+        )
+    }
+}
+
+fn met(ok: bool) -> &'static str {
+    if ok {
+        "met"
+    } else {
+        "**missed**"
+    }
+}
+
+fn sessions_label(n: usize) -> String {
+    if n == 1 {
+        "1 session".to_owned()
+    } else {
+        format!("{n} sessions")
+    }
+}
+
+/// A rate rounded to a whole number, with thousands separators.
+fn group(value: f64) -> String {
+    let digits = format!("{:.0}", value);
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -5,7 +5,7 @@ use super::layout::{list_session, SegmentFile};
 use super::load::read_segment;
 use super::scan::{FrameCursor, SegmentEnd};
 use crate::error::{Error, Result};
-use crate::format::{validate_session_id, ChainValue, RecordKind, SegmentHeader, HEADER_LEN};
+use crate::format::{hex, validate_session_id, ChainValue, RecordKind, SegmentHeader, HEADER_LEN};
 use crate::storage::{FileBytes, Storage};
 use std::path::PathBuf;
 
@@ -21,6 +21,26 @@ pub struct Record {
     pub file: PathBuf,
     /// Byte offset of the frame in that file.
     pub offset: u64,
+}
+
+impl Record {
+    /// The record as `makalog dump` prints it: where it lives, its sequence number, kind and
+    /// chain value, and the payload as JSON when it is JSON (as `payloadHex` otherwise).
+    pub fn to_json(&self, session_id: &str) -> serde_json::Value {
+        let mut v = serde_json::json!({
+            "session": session_id,
+            "file": self.file.display().to_string(),
+            "offset": self.offset,
+            "seq": self.seq,
+            "kind": self.kind.name(),
+            "chain": hex(&self.chain),
+        });
+        match serde_json::from_slice::<serde_json::Value>(&self.payload) {
+            Ok(p) => v["payload"] = p,
+            Err(_) => v["payloadHex"] = serde_json::Value::String(hex(&self.payload)),
+        }
+        v
+    }
 }
 
 /// Iterates a session's records from a sequence number. Yields the valid records, then stops:

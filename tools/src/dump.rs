@@ -1,13 +1,10 @@
 //! `makalog dump ROOT [--session ID]`: one JSON object per record.
 
-use makalog::format::chain::chain_hex;
-use makalog::format::hex;
 use makalog::root::read_marker;
 use makalog::segment::layout::list_sessions;
-use makalog::segment::{Record, SessionReader};
+use makalog::segment::SessionReader;
 use makalog::storage::RealStorage;
 use makalog::Error;
-use serde_json::{json, Value};
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -43,7 +40,7 @@ pub fn run(root: &Path, only: Option<&str>) -> ExitCode {
         for record in reader {
             match record {
                 Ok(r) => {
-                    if writeln!(out, "{}", record_json(&id, &r)).is_err() {
+                    if writeln!(out, "{}", r.to_json(&id)).is_err() {
                         return ExitCode::from(1);
                     }
                 }
@@ -59,21 +56,4 @@ pub fn run(root: &Path, only: Option<&str>) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
-}
-
-/// The dump line of one record: the payload as JSON when it is JSON, as hex otherwise.
-pub fn record_json(session: &str, r: &Record) -> Value {
-    let mut v = json!({
-        "session": session,
-        "file": r.file.display().to_string(),
-        "offset": r.offset,
-        "seq": r.seq,
-        "kind": r.kind.name(),
-        "chain": chain_hex(&r.chain),
-    });
-    match serde_json::from_slice::<Value>(&r.payload) {
-        Ok(p) => v["payload"] = p,
-        Err(_) => v["payloadHex"] = Value::String(hex(&r.payload)),
-    }
-    v
 }

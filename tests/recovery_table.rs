@@ -1,0 +1,367 @@
+//! The recovery decision table of DESIGN.md, one test per row, on real files.
+
+mod support;
+
+use makalog::format::{SegmentHeader, HEADER_LEN};
+use makalog::segment::{Repair, SegmentWriter, WriterConfig};
+use makalog::storage::Storage;
+use makalog::Error;
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use support::*;
+
+const S: &str = "session-1";
+
+fn open(
+    storage: &std::sync::Arc<makalog::storage::RealStorage>,
+    config: &WriterConfig,
+) -> makalog::Result<(SegmentWriter, makalog::segment::RecoveryReport)> {
+    SegmentWriter::open(storage.clone(), S, config.clone())
+}
+
+fn write_at(path: &std::path::Path, offset: u64, bytes: &[u8]) {
+    let f = OpenOptions::new().write(true).open(path).expect("open");
+    f.write_all_at(bytes, offset).expect("write");
+}
+
+fn set_len(path: &std::path::Path, len: u64) {
+    OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("open")
+        .set_len(len)
+        .expect("set_len");
+}
+
+/// Asserts that opening for writing is refused and that no byte of the root changed.
+fn assert_refused_untouched(
+    storage: &std::sync::Arc<makalog::storage::RealStorage>,
+    config: &WriterConfig,
+) -> Error {
+    let root = storage.describe_root();
+    let before = snapshot(&root);
+    let err = match open(storage, config) {
+        Ok(_) => panic!("open must refuse"),
+        Err(e) => e,
+    };
+    assert_eq!(
+        before,
+        snapshot(&root),
+        "a refusal must leave every file byte-identical"
+    );
+    err
+}
+
+#[test]
+fn clean_end_of_last_segment_needs_nothing() {
+    let (_t, storage) = temp_root();
+    let config = exact_config();
+    write_n(&storage, S, &config, 1, 5, 100);
+    let root = storage.describe_root();
+    let before = snapshot(&root);
+    let (w, report) = open(&storage, &config).expect("open");
+    assert!(report.repairs.is_empty());
+    assert_eq!(before, snapshot(&root), "a clean open writes nothing");
+    assert_eq!(w.next_seq(), 6);
+}
+
+#[test]
+fn incomplete_last_frame_is_a_torn_tail_truncated_and_quarantined() {
+    let (_t, storage) = temp_root();
+    let config = exact_config();
+    write_n(&storage, S, &config, 1, 5, 100);
+    let recs = read_all(&*storage, S).expect("read");
+    let seg = &segment_paths(&storage.describe_root(), S)[0];
+    let last_off = recs[4].offset;
+    let full = std::fs::metadata(seg).expect("stat").len();
+    set_len(seg, last_off + 30);
+    let torn_bytes = std::fs::read(seg).expect("read")[last_off as usize..].to_vec();
+
+    let (w, report) = open(&storage, &config).expect("open");
+    assert_eq!(
+        report.repairs,
+        vec![Repair::TruncateTornTail {
+            file: recs[4].file.clone(),
+            offset: last_off,
+            len: 30
+        }]
+    );
+    assert_eq!(report.bytes_dropped(), 30);
+    assert!(full > last_off + 30);
+    assert_eq!(std::fs::metadata(seg).expect("stat").len(), last_off);
+    let q = storage.describe_root().join(&report.quarantined[0]);
+    assert_eq!(std::fs::read(q).expect("quarantine"), torn_bytes);
+    assert_eq!(w.next_seq(), 5);
+    drop(w);
+    assert_eq!(read_all(&*storage, S).expect("read").len(), 4);
+}
+
+#[test]
+fn bad_checksum_last_frame_is_a_torn_tail() {
+    let (_t, storage) = temp_root();
+    let config = exact_config();
+    write_n(&storage, S, &config, 1, 5, 100);
+    let recs = read_all(&*storage, S).expect("read");
+    let seg = &segment_paths(&storage.describe_root(), S)[0];
+    write_at(seg, recs[4].offset + 40, b"X");
+    let (w, report) = open(&storage, &config).expect("open");
+    assert!(
+        matches!(report.repairs.as_slice(), [Repair::TruncateTornTail { offset, .. }] if *offset == recs[4].offset)
+    );
+    assert_eq!(w.next_seq(), 5);
+}
+
+#[test]
+fn zeros_after_the_last_frame_are_the_end_of_data() {
+    let (_t, storage) = temp_root();
+    let config = WriterConfig {
+        prealloc_step: 4096,
+        ..WriterConfig::default()
+    };
+    write_n(&storage, S, &config, 1, 3, 100);
+    let root = storage.describe_root();
+    let seg = &segment_paths(&root, S)[0];
+    let recs = read_all(&*storage, S).expect("read");
+    let data_end = recs[2].offset + 100 + 49;
+    assert!(
+        std::fs::metadata(seg).expect("stat").len() > data_end,
+        "preallocated zeros follow the data"
+    );
+    let before = snapshot(&root);
+    let (w, report) = open(&storage, &config).expect("open");
+    assert!(report.repairs.is_empty());
+    assert_eq!(before, snapshot(&root));
+    assert_eq!(w.next_seq(), 4);
+}
+
+#[test]
+fn nonzero_bytes_after_the_end_of_data_with_no_valid_frame_are_a_torn_tail() {
+    let (_t, storage) = temp_root();
+    let config = WriterConfig {
+        prealloc_step: 4096,
+        ..WriterConfig::default()
+    };
+    write_n(&storage, S, &config, 1, 3, 100);
+    let root = storage.describe_root();
+    let seg = &segment_paths(&root, S)[0];
+    let recs = read_all(&*storage, S).expect("read");
+    let data_end = recs[2].offset + 149;
+    write_at(seg, data_end + 100, b"\xde\xad\xbe\xef");
+    let (w, report) = open(&storage, &config).expect("open");
+    assert_eq!(
+        report.repairs,
+        vec![Repair::TruncateTornTail {
+            file: recs[0].file.clone(),
+            offset: data_end,
+            len: 104
+        }]
+    );
+    assert_eq!(w.next_seq(), 4);
+    drop(w);
+    assert_eq!(read_all(&*storage, S).expect("read").len(), 3);
+}
+
+#[test]
+fn bad_frame_followed_by_valid_frames_refuses_naming_file_and_offset() {
+    let (_t, storage) = temp_root();
+    let config = exact_config();
+    write_n(&storage, S, &config, 1, 5, 100);
+    let recs = read_all(&*storage, S).expect("read");
+    let seg = &segment_paths(&storage.describe_root(), S)[0];
+    write_at(seg, recs[1].offset + 40, b"X");
+    match assert_refused_untouched(&storage, &config) {
+        Error::Corrupt { file, offset, .. } => {
+            assert_eq!(file, recs[1].file);
+            assert_eq!(offset, recs[1].offset);
+        }
+        other => panic!("expected Corrupt, got {other}"),
+    }
+    // Read-only readers still read the valid prefix, then report the damage.
+    let mut reader = makalog::segment::SessionReader::open(&*storage, S, 1).expect("reader");
+    assert_eq!(reader.next().expect("first").expect("ok").seq, 1);
+    assert!(
+        matches!(reader.next(), Some(Err(Error::Corrupt { offset, .. })) if offset == recs[1].offset)
+    );
+    assert!(reader.next().is_none());
+}
+
+fn three_segments(
+    storage: &std::sync::Arc<makalog::storage::RealStorage>,
+) -> (WriterConfig, Vec<std::path::PathBuf>) {
+    let config = WriterConfig {
+        segment_size: 1024,
+        prealloc_step: 0,
+        ..WriterConfig::default()
+    };
+    write_n(storage, S, &config, 1, 12, 200);
+    let segs = segment_paths(&storage.describe_root(), S);
+    assert!(
+        segs.len() >= 3,
+        "expected at least three segments, got {}",
+        segs.len()
+    );
+    (config, segs)
+}
+
+#[test]
+fn damage_in_a_sealed_segment_refuses() {
+    let (_t, storage) = temp_root();
+    let (config, segs) = three_segments(&storage);
+    let recs = read_all(&*storage, S).expect("read");
+    let last_of_first = recs
+        .iter()
+        .filter(|r| storage.describe_root().join(&r.file) == segs[0])
+        .last()
+        .expect("a record in the first segment")
+        .clone();
+    write_at(&segs[0], last_of_first.offset + 30, b"X");
+    match assert_refused_untouched(&storage, &config) {
+        Error::Corrupt { file, offset, .. } => {
+            assert_eq!(file, last_of_first.file);
+            assert_eq!(offset, last_of_first.offset);
+        }
+        other => panic!("expected Corrupt, got {other}"),
+    }
+}
+
+#[test]
+fn a_missing_middle_segment_is_a_gap_that_refuses_naming_both_files() {
+    let (_t, storage) = temp_root();
+    let (config, segs) = three_segments(&storage);
+    std::fs::remove_file(&segs[1]).expect("remove");
+    match assert_refused_untouched(&storage, &config) {
+        Error::Inconsistent { first, second, .. } => {
+            assert!(segs[0].ends_with(&first));
+            assert!(segs[2].ends_with(&second));
+        }
+        other => panic!("expected Inconsistent, got {other}"),
+    }
+}
+
+fn rewrite_header(path: &std::path::Path, change: impl FnOnce(&mut SegmentHeader)) {
+    let bytes = std::fs::read(path).expect("read");
+    let (mut h, _) = SegmentHeader::decode(&bytes).expect("header");
+    change(&mut h);
+    write_at(path, 0, &h.encode());
+}
+
+#[test]
+fn a_repeated_ordinal_refuses_naming_both_files() {
+    let (_t, storage) = temp_root();
+    let (config, segs) = three_segments(&storage);
+    rewrite_header(&segs[1], |h| h.ordinal = 0);
+    match assert_refused_untouched(&storage, &config) {
+        Error::Inconsistent {
+            first,
+            second,
+            what,
+        } => {
+            assert!(segs[0].ends_with(&first));
+            assert!(segs[1].ends_with(&second));
+            assert!(what.contains("ordinal"), "{what}");
+        }
+        other => panic!("expected Inconsistent, got {other}"),
+    }
+}
+
+#[test]
+fn a_broken_chain_between_segments_refuses_even_with_valid_checksums() {
+    let (_t, storage) = temp_root();
+    let (config, segs) = three_segments(&storage);
+    rewrite_header(&segs[2], |h| h.prev_chain[0] ^= 1);
+    match assert_refused_untouched(&storage, &config) {
+        Error::Inconsistent {
+            first,
+            second,
+            what,
+        } => {
+            assert!(segs[1].ends_with(&first));
+            assert!(segs[2].ends_with(&second));
+            assert!(what.contains("chain"), "{what}");
+        }
+        other => panic!("expected Inconsistent, got {other}"),
+    }
+}
+
+#[test]
+fn an_undecodable_header_of_a_segment_with_frames_refuses() {
+    let (_t, storage) = temp_root();
+    let config = exact_config();
+    write_n(&storage, S, &config, 1, 3, 100);
+    let seg = &segment_paths(&storage.describe_root(), S)[0];
+    write_at(seg, 20, b"\xff");
+    match assert_refused_untouched(&storage, &config) {
+        Error::Corrupt { offset, what, .. } => {
+            assert_eq!(
+                offset as usize,
+                HEADER_LEN - 4,
+                "the header CRC is what fails: {what}"
+            );
+        }
+        other => panic!("expected Corrupt, got {other}"),
+    }
+}
+
+#[test]
+fn an_undecodable_header_of_an_empty_last_segment_is_a_torn_create_and_is_removed() {
+    let (_t, storage) = temp_root();
+    let (config, segs) = three_segments(&storage);
+    let recs_before = read_all(&*storage, S).expect("read");
+    // Drop the last segment and leave in its place a create torn before its first sync.
+    let last = segs.last().expect("last");
+    let in_last = recs_before
+        .iter()
+        .filter(|r| storage.describe_root().join(&r.file) == *last)
+        .count();
+    std::fs::write(last, [0x4d, 0x4b, 0x4c, 0x47, 0, 0, 0]).expect("write torn create");
+    let (w, report) = open(&storage, &config).expect("open");
+    assert!(matches!(
+        report.repairs.as_slice(),
+        [Repair::RemoveTornCreate { .. }]
+    ));
+    assert_eq!(report.quarantined.len(), 1);
+    let expected_next = recs_before.len() - in_last + 1;
+    assert_eq!(w.next_seq() as usize, expected_next);
+    drop(w);
+    let after = read_all(&*storage, S).expect("read");
+    assert_eq!(after, recs_before[..expected_next - 1].to_vec());
+}
+
+#[test]
+fn an_empty_file_as_the_only_segment_is_a_torn_create() {
+    let (_t, storage) = temp_root();
+    let config = exact_config();
+    write_n(&storage, S, &config, 1, 1, 50);
+    let seg = &segment_paths(&storage.describe_root(), S)[0];
+    set_len(seg, 0);
+    let (w, report) = open(&storage, &config).expect("open");
+    assert!(matches!(
+        report.repairs.as_slice(),
+        [Repair::RemoveTornCreate { .. }]
+    ));
+    assert_eq!(w.next_seq(), 1, "the session starts again from genesis");
+}
+
+#[test]
+fn a_sealed_last_segment_continues_in_a_new_segment() {
+    let (_t, storage) = temp_root();
+    let (config, segs) = three_segments(&storage);
+    let recs = read_all(&*storage, S).expect("read");
+    let last = segs.last().expect("last");
+    let kept = recs
+        .iter()
+        .filter(|r| storage.describe_root().join(&r.file) != *last)
+        .count();
+    std::fs::remove_file(last).expect("remove");
+    let (w, report) = open(&storage, &config).expect("open");
+    assert!(report.repairs.is_empty());
+    assert_eq!(w.next_seq() as usize, kept + 1);
+    w.append(
+        makalog::format::RecordKind::Message,
+        b"{}",
+        makalog::segment::Durability::Durable,
+    )
+    .expect("append");
+    drop(w);
+    assert_eq!(read_all(&*storage, S).expect("read").len(), kept + 1);
+}

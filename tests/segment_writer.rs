@@ -1,0 +1,378 @@
+//! The segment writer: durable and buffered appends, group commit, roll, poisoning, reading back.
+
+mod support;
+
+use makalog::format::{RecordKind, MAX_PAYLOAD_LIMIT};
+use makalog::segment::{
+    Durability, ScanResult, SegmentEnd, SegmentWriter, SessionReader, WriterConfig,
+};
+use makalog::storage::{
+    DirEntry, EntryKind, FileBytes, OpenMode, RealStorage, Storage, StorageFile,
+};
+use makalog::Error;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use support::*;
+
+const S: &str = "session-w";
+
+/// Real storage that counts `sync_data` calls and can make them fail from the Nth on.
+struct CountingStorage {
+    inner: RealStorage,
+    syncs: Arc<AtomicU64>,
+    fail_from: u64,
+}
+
+struct CountingFile {
+    inner: Box<dyn StorageFile>,
+    syncs: Arc<AtomicU64>,
+    fail_from: u64,
+}
+
+impl StorageFile for CountingFile {
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.inner.write_all_at(buf, offset)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        let n = self.syncs.fetch_add(1, Ordering::SeqCst) + 1;
+        if n >= self.fail_from {
+            return Err(io::Error::other("injected EIO"));
+        }
+        self.inner.sync_data()
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+}
+
+impl Storage for CountingStorage {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageFile>> {
+        Ok(Box::new(CountingFile {
+            inner: self.inner.open(path, mode)?,
+            syncs: self.syncs.clone(),
+            fail_from: self.fail_from,
+        }))
+    }
+    fn map_file(&self, path: &Path) -> io::Result<FileBytes> {
+        self.inner.map_file(path)
+    }
+    fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.inner.read_file(path)
+    }
+    fn create_dir(&self, path: &Path) -> io::Result<()> {
+        self.inner.create_dir(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove_file(path)
+    }
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        self.inner.sync_dir(path)
+    }
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
+        self.inner.list_dir(path)
+    }
+    fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
+        self.inner.entry_kind(path)
+    }
+    fn describe_root(&self) -> PathBuf {
+        self.inner.describe_root()
+    }
+}
+
+fn counting(root: PathBuf, fail_from: u64) -> (Arc<CountingStorage>, Arc<AtomicU64>) {
+    let syncs = Arc::new(AtomicU64::new(0));
+    let s = CountingStorage {
+        inner: RealStorage::new(root),
+        syncs: syncs.clone(),
+        fail_from,
+    };
+    (Arc::new(s), syncs)
+}
+
+#[test]
+fn durable_appends_read_back_in_order_with_their_chain() {
+    let (_t, storage) = temp_root();
+    let (w, _) = SegmentWriter::open(storage.clone(), S, WriterConfig::default()).expect("open");
+    let mut acks = Vec::new();
+    for i in 1..=50 {
+        acks.push(
+            w.append(RecordKind::Message, &payload(i, 64), Durability::Durable)
+                .expect("append"),
+        );
+    }
+    let recs = read_all(&*storage, S).expect("read");
+    assert_eq!(recs.len(), 50);
+    for (i, (r, a)) in recs.iter().zip(&acks).enumerate() {
+        assert_eq!(r.seq, i as u64 + 1);
+        assert_eq!(r.seq, a.seq);
+        assert_eq!(r.chain, a.chain);
+        assert_eq!(r.payload, payload(i as u64 + 1, 64));
+        assert_eq!(r.kind, RecordKind::Message);
+    }
+}
+
+#[test]
+fn concurrent_durable_appends_share_syncs_and_get_consecutive_sequence_numbers() {
+    let (t, _) = temp_root();
+    let (storage, syncs) = counting(t.path().join("root"), u64::MAX);
+    let (w, _) = SegmentWriter::open(storage.clone(), S, WriterConfig::default()).expect("open");
+    let w = Arc::new(w);
+    let base = syncs.load(Ordering::SeqCst);
+    let threads = 8;
+    let per = 200;
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let w = w.clone();
+            std::thread::spawn(move || {
+                (0..per)
+                    .map(|i| {
+                        w.append(
+                            RecordKind::RuntimeEvent,
+                            &payload(t * 1000 + i, 100),
+                            Durability::Durable,
+                        )
+                        .expect("append")
+                        .seq
+                    })
+                    .collect::<Vec<u64>>()
+            })
+        })
+        .collect();
+    let mut seqs: Vec<u64> = handles
+        .into_iter()
+        .flat_map(|h| h.join().expect("join"))
+        .collect();
+    seqs.sort_unstable();
+    let total = threads * per;
+    assert_eq!(seqs, (1..=total).collect::<Vec<_>>());
+    let used = syncs.load(Ordering::SeqCst) - base;
+    assert!(
+        used < total,
+        "group commit: {used} syncs for {total} appends"
+    );
+    let recs = read_all(&*storage, S).expect("read");
+    assert_eq!(recs.len() as u64, total);
+}
+
+#[test]
+fn a_segment_rolls_at_its_size_and_is_sealed_with_a_footer() {
+    let (_t, storage) = temp_root();
+    let config = WriterConfig {
+        segment_size: 2048,
+        prealloc_step: 512,
+        ..WriterConfig::default()
+    };
+    write_n(&storage, S, &config, 1, 40, 150);
+    let root = storage.describe_root();
+    let segs = segment_paths(&root, S);
+    assert!(segs.len() >= 4, "{} segments", segs.len());
+    for (i, seg) in segs.iter().enumerate() {
+        let bytes = std::fs::read(seg).expect("read");
+        assert!(
+            bytes.len() as u64 <= 2048,
+            "segment {i} is {} bytes",
+            bytes.len()
+        );
+        let ScanResult::Scanned(scan) = makalog::segment::scan_segment(&bytes) else {
+            panic!("segment {i} header")
+        };
+        assert_eq!(scan.header.ordinal, i as u64);
+        if i + 1 < segs.len() {
+            assert!(
+                matches!(
+                    scan.end,
+                    SegmentEnd::Sealed {
+                        trailing_zeros: 0,
+                        ..
+                    }
+                ),
+                "segment {i}: {:?}",
+                scan.end
+            );
+        }
+    }
+    // Reopening continues the chain in the last segment.
+    write_n(&storage, S, &config, 41, 10, 150);
+    let recs = read_all(&*storage, S).expect("read");
+    assert_eq!(recs.len(), 50);
+    assert!(recs
+        .iter()
+        .enumerate()
+        .all(|(i, r)| r.payload == payload(i as u64 + 1, 150)));
+}
+
+#[test]
+fn buffered_appends_become_durable_with_the_next_durable_append() {
+    let (_t, storage) = temp_root();
+    let (w, _) = SegmentWriter::open(storage.clone(), S, WriterConfig::default()).expect("open");
+    for i in 1..=10 {
+        w.append(
+            RecordKind::RuntimeEvent,
+            &payload(i, 80),
+            Durability::Buffered,
+        )
+        .expect("append");
+    }
+    assert_eq!(
+        read_all(&*storage, S).expect("read").len(),
+        0,
+        "buffered records stay in memory"
+    );
+    w.append(
+        RecordKind::RuntimeEvent,
+        &payload(11, 80),
+        Durability::Durable,
+    )
+    .expect("append");
+    assert_eq!(read_all(&*storage, S).expect("read").len(), 11);
+}
+
+#[test]
+fn buffered_appends_past_the_limit_are_written_out() {
+    let (_t, storage) = temp_root();
+    let config = WriterConfig {
+        buffered_limit: 1000,
+        ..WriterConfig::default()
+    };
+    let (w, _) = SegmentWriter::open(storage.clone(), S, config).expect("open");
+    // Each frame is 249 bytes: the 5th and the 10th append cross the 1000-byte limit.
+    for i in 1..=12 {
+        w.append(
+            RecordKind::RuntimeEvent,
+            &payload(i, 200),
+            Durability::Buffered,
+        )
+        .expect("append");
+    }
+    assert_eq!(read_all(&*storage, S).expect("read").len(), 10);
+}
+
+#[test]
+fn a_failed_sync_poisons_the_writer_and_reopening_recovers() {
+    let (t, _) = temp_root();
+    let root = t.path().join("root");
+    let (good, _) = counting(root.clone(), u64::MAX);
+    let (w, _) = SegmentWriter::open(good, S, WriterConfig::default()).expect("open");
+    for i in 1..=5 {
+        w.append(RecordKind::Message, &payload(i, 50), Durability::Durable)
+            .expect("append");
+    }
+    drop(w);
+    // The second sync after opening fails: one append is acknowledged, the next is not.
+    let (bad, syncs) = counting(root.clone(), u64::MAX);
+    let (w, _) = SegmentWriter::open(bad, S, WriterConfig::default()).expect("open");
+    let opened = syncs.load(Ordering::SeqCst);
+    drop(w);
+    let (bad, _) = counting(root.clone(), opened + 2);
+    let (w, _) = SegmentWriter::open(bad, S, WriterConfig::default()).expect("open");
+    w.append(RecordKind::Message, &payload(6, 50), Durability::Durable)
+        .expect("first sync works");
+    let err = w
+        .append(RecordKind::Message, &payload(7, 50), Durability::Durable)
+        .expect_err("sync fails");
+    assert!(
+        matches!(
+            err,
+            Error::Io {
+                op: "fdatasync",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = w
+        .append(RecordKind::Message, &payload(8, 50), Durability::Durable)
+        .expect_err("poisoned");
+    assert!(matches!(err, Error::Poisoned { .. }), "{err}");
+    assert!(matches!(w.sync(), Err(Error::Poisoned { .. })));
+    drop(w);
+    let (good, _) = counting(root, u64::MAX);
+    let (w, _) = SegmentWriter::open(good.clone(), S, WriterConfig::default()).expect("reopen");
+    let recs = read_all(&*good, S).expect("read");
+    assert!(
+        recs.len() == 6 || recs.len() == 7,
+        "acknowledged records survive: {}",
+        recs.len()
+    );
+    assert_eq!(w.next_seq(), recs.len() as u64 + 1);
+}
+
+#[test]
+fn an_oversized_record_is_refused_and_nothing_is_written() {
+    let (_t, storage) = temp_root();
+    let config = WriterConfig {
+        max_payload: 1000,
+        ..WriterConfig::default()
+    };
+    let (w, _) = SegmentWriter::open(storage.clone(), S, config).expect("open");
+    let before = snapshot(&storage.describe_root());
+    let err = w
+        .append(RecordKind::Message, &vec![b'x'; 1001], Durability::Durable)
+        .expect_err("too big");
+    assert!(matches!(err, Error::InvalidInput(_)));
+    assert_eq!(before, snapshot(&storage.describe_root()));
+    assert_eq!(w.next_seq(), 1);
+    w.append(RecordKind::Message, &vec![b'x'; 1000], Durability::Durable)
+        .expect("at the bound");
+}
+
+#[test]
+fn a_payload_bound_above_the_format_limit_is_refused() {
+    let (_t, storage) = temp_root();
+    let config = WriterConfig {
+        max_payload: MAX_PAYLOAD_LIMIT + 1,
+        ..WriterConfig::default()
+    };
+    assert!(matches!(
+        SegmentWriter::open(storage, S, config),
+        Err(Error::InvalidInput(_))
+    ));
+}
+
+#[test]
+fn session_ids_that_are_not_safe_path_components_are_refused() {
+    let (_t, storage) = temp_root();
+    for bad in ["", "..", "a/b", "a b", &"x".repeat(129), "ü"] {
+        assert!(
+            matches!(
+                SegmentWriter::open(storage.clone(), bad, WriterConfig::default()),
+                Err(Error::InvalidInput(_))
+            ),
+            "{bad:?}"
+        );
+    }
+    assert!(!storage
+        .describe_root()
+        .join("sessions")
+        .join("..")
+        .join("x")
+        .exists());
+}
+
+#[test]
+fn a_reader_starts_at_any_sequence_number() {
+    let (_t, storage) = temp_root();
+    let config = WriterConfig {
+        segment_size: 1024,
+        ..WriterConfig::default()
+    };
+    write_n(&storage, S, &config, 1, 30, 120);
+    for from in 1..=31u64 {
+        let seqs: Vec<u64> = SessionReader::open(&*storage, S, from)
+            .expect("reader")
+            .map(|r| r.expect("record").seq)
+            .collect();
+        assert_eq!(seqs, (from..=30).collect::<Vec<_>>(), "from {from}");
+    }
+}

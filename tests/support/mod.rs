@@ -1,0 +1,94 @@
+//! Helpers shared by the integration tests: temporary roots, file snapshots, record writing.
+#![allow(dead_code)]
+
+use makalog::format::RecordKind;
+use makalog::root::create_or_open_root;
+use makalog::segment::{Durability, Record, SegmentWriter, SessionReader, WriterConfig};
+use makalog::storage::{RealStorage, Storage};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A fresh root with its marker, and storage rooted at it.
+pub fn temp_root() -> (tempfile::TempDir, Arc<RealStorage>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let storage = Arc::new(RealStorage::new(dir.path().join("root")));
+    create_or_open_root(&*storage).expect("create root");
+    (dir, storage)
+}
+
+/// Every file under `dir` with its bytes, keyed by path relative to `dir`.
+pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read_dir") {
+            let entry = entry.expect("entry");
+            let path = entry.path();
+            if entry.file_type().expect("file_type").is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).expect("prefix").to_path_buf();
+                out.insert(rel, std::fs::read(&path).expect("read"));
+            }
+        }
+    }
+    out
+}
+
+/// A payload that says which record it is, `len` bytes long (at least 16).
+pub fn payload(i: u64, len: usize) -> Vec<u8> {
+    let mut p = format!("{{\"record\":{i:08},\"pad\":\"").into_bytes();
+    while p.len() + 2 < len {
+        p.push(b'a' + (i % 26) as u8);
+    }
+    p.extend_from_slice(b"\"}");
+    p
+}
+
+/// Appends `n` durable records of `len` bytes, numbered from `first`, and closes the writer.
+pub fn write_n(
+    storage: &Arc<RealStorage>,
+    session: &str,
+    config: &WriterConfig,
+    first: u64,
+    n: u64,
+    len: usize,
+) {
+    let (w, _) =
+        SegmentWriter::open(storage.clone(), session, config.clone()).expect("open writer");
+    for i in first..first + n {
+        w.append(
+            RecordKind::RuntimeEvent,
+            &payload(i, len),
+            Durability::Durable,
+        )
+        .expect("append");
+    }
+    w.close().expect("close");
+}
+
+/// Every record of a session, or the first error.
+pub fn read_all(storage: &dyn Storage, session: &str) -> makalog::Result<Vec<Record>> {
+    SessionReader::open(storage, session, 1)?.collect()
+}
+
+/// The segment files of a session, in order, as real paths.
+pub fn segment_paths(root: &Path, session: &str) -> Vec<PathBuf> {
+    let dir = root.join("sessions").join(session);
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Config without preallocation, so files end exactly where their data ends.
+pub fn exact_config() -> WriterConfig {
+    WriterConfig {
+        prealloc_step: 0,
+        ..WriterConfig::default()
+    }
+}
