@@ -1,0 +1,335 @@
+//! Golden vectors checked both ways, and every truncation and single-bit flip of them.
+
+mod support;
+#[path = "support/vectors.rs"]
+mod vectors;
+
+use makalog::format::{hex, FrameDecode};
+use makalog::segment::layout::SegmentFile;
+use makalog::segment::{
+    check_session, scan_segment, FrameCursor, Problem, ScanResult, ScannedSegment, SegmentEnd,
+    SegmentWriter, WriterConfig,
+};
+use makalog::storage::RealStorage;
+use makalog::verify::verify_root;
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use std::sync::Arc;
+
+fn vector_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(vectors::vectors_dir())
+        .expect("vectors")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 3, "vectors: {names:?}");
+    names
+}
+
+/// The segment files of a vector's session, in order, with their bytes.
+fn segments(vector: &Path, session: &str) -> Vec<(SegmentFile, Vec<u8>)> {
+    let rel_dir = Path::new("sessions").join(session);
+    let mut names: Vec<String> = std::fs::read_dir(vector.join(&rel_dir))
+        .expect("session dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let bytes = std::fs::read(vector.join(&rel_dir).join(&name)).expect("read");
+            let first_seq =
+                makalog::segment::layout::parse_segment_name(&name).expect("segment name");
+            (
+                SegmentFile {
+                    path: rel_dir.join(&name),
+                    name,
+                    first_seq,
+                },
+                bytes,
+            )
+        })
+        .collect()
+}
+
+/// (seq, kind code, payload) of every record the expected dump lists.
+fn expected_records(vector: &Path) -> Vec<(u64, String, serde_json::Value)> {
+    std::fs::read_to_string(vector.join("expected.jsonl"))
+        .expect("expected.jsonl")
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("json line");
+            (
+                v["seq"].as_u64().expect("seq"),
+                v["kind"].as_str().expect("kind").to_owned(),
+                v["payload"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Records decoded from segment bytes by the pure cursor, in order, stopping at the first
+/// segment that does not end cleanly or sealed.
+fn decode_all(segs: &[(SegmentFile, Vec<u8>)]) -> Vec<(u64, String, serde_json::Value)> {
+    let mut out = Vec::new();
+    for (_, bytes) in segs {
+        let ScanResult::Scanned(scan) = scan_segment(bytes) else {
+            break;
+        };
+        let mut cursor = FrameCursor::new(&scan.header);
+        while let Some((_, f)) = cursor.next_frame(bytes) {
+            let payload = serde_json::from_slice(f.payload).unwrap_or(serde_json::Value::Null);
+            out.push((f.seq, f.kind.name().to_owned(), payload));
+        }
+        if !matches!(cursor.end(), Some(SegmentEnd::Sealed { .. })) {
+            break;
+        }
+    }
+    out
+}
+
+fn check(session: &str, segs: &[(SegmentFile, Vec<u8>)]) -> Vec<Problem> {
+    let scanned: Vec<ScannedSegment> = segs
+        .iter()
+        .map(|(file, bytes)| ScannedSegment {
+            file: file.clone(),
+            result: scan_segment(bytes),
+        })
+        .collect();
+    check_session(session, &scanned).problems
+}
+
+#[test]
+fn the_manifest_lists_every_vector_file_with_its_sha256() {
+    let base = vectors::vectors_dir();
+    let manifest = std::fs::read_to_string(base.join("MANIFEST.sha256")).expect("manifest");
+    let mut listed = Vec::new();
+    for line in manifest.lines() {
+        let (sum, rel) = line.split_once("  ").expect("manifest line");
+        let bytes = std::fs::read(base.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        assert_eq!(
+            hex(&Sha256::digest(&bytes)),
+            sum,
+            "{rel} changed: vectors are never regenerated, bump the format version"
+        );
+        listed.push(rel.to_owned());
+    }
+    let mut present = Vec::new();
+    let mut stack = vec![base.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("dir").filter_map(|e| e.ok()) {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n != "MANIFEST.sha256") {
+                present.push(p.strip_prefix(&base).expect("prefix").display().to_string());
+            }
+        }
+    }
+    listed.sort();
+    present.sort();
+    assert_eq!(
+        listed, present,
+        "every vector file is in the manifest and nothing else"
+    );
+}
+
+#[test]
+fn the_reader_produces_each_expected_dump_and_verify_is_clean() {
+    for name in vector_names() {
+        let dir = vectors::vectors_dir().join(&name);
+        let input = vectors::read_input(&dir);
+        let expected = std::fs::read_to_string(dir.join("expected.jsonl")).expect("expected");
+        assert_eq!(vectors::dump(&dir, &input.session_id), expected, "{name}");
+        assert_eq!(expected.lines().count(), input.records.len(), "{name}");
+        let report = verify_root(&RealStorage::new(&dir)).expect("verify");
+        assert!(report.is_clean(), "{name}: {:?}", report.findings);
+    }
+}
+
+#[test]
+fn the_writer_reproduces_each_vector_byte_for_byte() {
+    for name in vector_names() {
+        let dir = vectors::vectors_dir().join(&name);
+        let input = vectors::read_input(&dir);
+        let tmp = tempfile::tempdir().expect("tmp");
+        vectors::write_vector(tmp.path(), &name, &input);
+        let want = support::snapshot(&dir.join("sessions"));
+        let got = support::snapshot(&tmp.path().join("sessions"));
+        assert_eq!(
+            want.keys().collect::<Vec<_>>(),
+            got.keys().collect::<Vec<_>>(),
+            "{name}"
+        );
+        for (path, bytes) in &want {
+            assert!(got[path] == *bytes, "{name}: {} differs", path.display());
+        }
+    }
+}
+
+/// Copies a vector's session into a fresh root, with `file` replaced by `bytes`.
+fn root_with(
+    vector: &Path,
+    session: &str,
+    file: &Path,
+    bytes: &[u8],
+) -> (tempfile::TempDir, Arc<RealStorage>) {
+    let (t, storage) = support::temp_root();
+    let root = t.path().join("root");
+    let dir = root.join("sessions").join(session);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    for (seg, seg_bytes) in segments(vector, session) {
+        let data = if seg.path == file {
+            bytes
+        } else {
+            &seg_bytes[..]
+        };
+        std::fs::write(root.join(&seg.path), data).expect("write");
+    }
+    (t, storage)
+}
+
+#[test]
+fn every_truncation_of_the_last_segment_recovers_a_valid_prefix() {
+    for name in vector_names() {
+        let dir = vectors::vectors_dir().join(&name);
+        let input = vectors::read_input(&dir);
+        let expected = expected_records(&dir);
+        let segs = segments(&dir, &input.session_id);
+        let (last, bytes) = segs.last().expect("segments").clone();
+        let sealed = decode_all(&segs[..segs.len() - 1]).len();
+        for len in 0..bytes.len() {
+            let (_t, storage) = root_with(&dir, &input.session_id, &last.path, &bytes[..len]);
+            let (w, _) =
+                SegmentWriter::open(storage.clone(), &input.session_id, WriterConfig::default())
+                    .unwrap_or_else(|e| panic!("{name} cut at {len}: {e}"));
+            drop(w);
+            let got: Vec<_> = support::read_all(&*storage, &input.session_id)
+                .unwrap_or_else(|e| panic!("{name} cut at {len}: {e}"))
+                .into_iter()
+                .map(|r| {
+                    (
+                        r.seq,
+                        r.kind.name().to_owned(),
+                        serde_json::from_slice(&r.payload).expect("json"),
+                    )
+                })
+                .collect();
+            assert!(
+                got.len() <= expected.len() && got[..] == expected[..got.len()],
+                "{name} cut at {len}"
+            );
+            assert!(
+                got.len() >= sealed,
+                "{name} cut at {len}: records of sealed segments lost"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_truncation_of_a_sealed_segment_is_found_and_a_valid_prefix_still_reads() {
+    let name = "rolled";
+    let dir = vectors::vectors_dir().join(name);
+    let input = vectors::read_input(&dir);
+    let expected = expected_records(&dir);
+    let segs = segments(&dir, &input.session_id);
+    assert!(segs.len() >= 3);
+    for i in 0..segs.len() - 1 {
+        for len in 0..segs[i].1.len() {
+            let mut cut = segs.clone();
+            cut[i].1.truncate(len);
+            assert!(
+                !check(&input.session_id, &cut).is_empty(),
+                "segment {i} cut at {len} not found"
+            );
+            let got = decode_all(&cut);
+            assert!(
+                got.len() < expected.len() && got[..] == expected[..got.len()],
+                "segment {i} cut at {len}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_single_bit_flip_is_detected_and_never_decodes_a_different_record() {
+    let mut flips = 0u64;
+    for name in vector_names() {
+        let dir = vectors::vectors_dir().join(&name);
+        let input = vectors::read_input(&dir);
+        let expected = expected_records(&dir);
+        let segs = segments(&dir, &input.session_id);
+        assert!(
+            check(&input.session_id, &segs).is_empty(),
+            "{name} is clean"
+        );
+        for i in 0..segs.len() {
+            for bit in 0..segs[i].1.len() * 8 {
+                let mut flipped = segs.clone();
+                flipped[i].1[bit / 8] ^= 1 << (bit % 8);
+                assert!(
+                    !check(&input.session_id, &flipped).is_empty(),
+                    "{name}: flip of bit {bit} in segment {i} not detected"
+                );
+                let got = decode_all(&flipped);
+                assert!(
+                    got.len() <= expected.len() && got[..] == expected[..got.len()],
+                    "{name}: flip of bit {bit} in segment {i} decoded a different record"
+                );
+                flips += 1;
+            }
+        }
+    }
+    assert!(flips > 10_000, "{flips} flips");
+}
+
+#[test]
+fn a_zero_filled_tail_is_the_end_of_data_and_garbage_in_it_is_a_torn_tail() {
+    let dir = vectors::vectors_dir().join("single-segment");
+    let input = vectors::read_input(&dir);
+    let segs = segments(&dir, &input.session_id);
+    let (file, bytes) = segs[0].clone();
+    let mut zeroed = bytes.clone();
+    zeroed.extend(std::iter::repeat_n(0u8, 8192));
+    let mut s = segs.clone();
+    s[0].1 = zeroed.clone();
+    assert!(check(&input.session_id, &s).is_empty());
+    assert_eq!(decode_all(&s), expected_records(&dir));
+
+    let (_t, storage) = root_with(&dir, &input.session_id, &file.path, &zeroed);
+    let (w, report) =
+        SegmentWriter::open(storage.clone(), &input.session_id, WriterConfig::default())
+            .expect("open");
+    assert!(report.repairs.is_empty());
+    assert_eq!(w.next_seq() as usize, expected_records(&dir).len() + 1);
+    drop(w);
+
+    zeroed[bytes.len() + 5000] = 7;
+    s[0].1 = zeroed;
+    assert!(
+        matches!(check(&input.session_id, &s).as_slice(), [Problem::TornTail { offset, len, .. }] if *offset == bytes.len() as u64 && *len == 5001)
+    );
+}
+
+#[test]
+fn an_all_zero_frame_header_is_never_a_frame_and_an_all_zero_segment_header_never_decodes() {
+    assert_eq!(
+        makalog::format::decode_frame(&[0u8; 17], 1024),
+        Ok(FrameDecode::EndOfData)
+    );
+    assert_eq!(
+        makalog::format::decode_frame(&[0u8; 300], 1024),
+        Ok(FrameDecode::EndOfData)
+    );
+    assert!(makalog::format::SegmentHeader::decode(&[0u8; 256]).is_err());
+    assert!(matches!(
+        scan_segment(&[0u8; 4096]),
+        ScanResult::BadHeader {
+            body_empty: true,
+            ..
+        }
+    ));
+}

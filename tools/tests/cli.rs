@@ -1,0 +1,153 @@
+//! The `makalog` tool end to end: demo, verify (exit codes, findings), dump.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn makalog(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_makalog"))
+        .args(args)
+        .output()
+        .expect("run makalog")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)
+            .expect("dir")
+            .map(|e| e.expect("entry"))
+        {
+            if e.file_type().expect("type").is_dir() {
+                stack.push(e.path());
+            } else {
+                out.insert(e.path(), std::fs::read(e.path()).expect("read"));
+            }
+        }
+    }
+    out
+}
+
+fn demo_root() -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    let out = makalog(&["demo", root.to_str().expect("utf8")]);
+    assert!(
+        out.status.success(),
+        "demo: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(text(&out.stdout).contains("verify: clean"));
+    (t, root)
+}
+
+#[test]
+fn demo_writes_sessions_across_several_segments_and_verify_is_clean() {
+    let (_t, root) = demo_root();
+    for s in ["demo-1", "demo-2", "demo-3"] {
+        let segs = std::fs::read_dir(root.join("sessions").join(s))
+            .expect("session")
+            .count();
+        assert!(segs >= 3, "{s} has {segs} segments");
+    }
+    let out = makalog(&["verify", root.to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("session demo-"))
+            .count(),
+        3
+    );
+    assert!(stdout.lines().any(
+        |l| l.contains(", chain ") && l.split(", chain ").nth(1).is_some_and(|h| h.len() == 64)
+    ));
+}
+
+#[test]
+fn running_demo_again_extends_the_same_root() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let count = || text(&makalog(&["dump", r]).stdout).lines().count();
+    let before = count();
+    assert!(makalog(&["demo", r]).status.success());
+    assert_eq!(count(), before * 2);
+}
+
+#[test]
+fn verify_reports_damage_with_file_and_offset_and_exits_1_without_writing() {
+    let (_t, root) = demo_root();
+    let seg = root.join("sessions/demo-2/00000000000000000001.seg");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .expect("open");
+    f.write_all_at(b"X", 600).expect("write");
+    let before = snapshot(&root);
+    let out = makalog(&["verify", root.to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    let finding = stdout
+        .lines()
+        .find(|l| l.starts_with("sessions/demo-2/00000000000000000001.seg at byte "))
+        .unwrap_or_else(|| panic!("no finding line in {stdout}"));
+    assert!(
+        finding.contains("CRC") || finding.contains("chain"),
+        "{finding}"
+    );
+    assert_eq!(before, snapshot(&root), "verify never writes");
+}
+
+#[test]
+fn verify_exits_2_for_a_path_that_is_not_a_root_and_for_usage_errors() {
+    let t = tempfile::tempdir().expect("tmp");
+    let out = makalog(&["verify", t.path().to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("not a makalog root"));
+    let missing = t.path().join("missing");
+    assert_eq!(
+        makalog(&["verify", missing.to_str().expect("utf8")])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert!(!missing.exists(), "verify creates nothing");
+    assert_eq!(makalog(&["verify"]).status.code(), Some(2));
+    assert_eq!(makalog(&["frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn dump_prints_one_json_object_per_record() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let out = makalog(&["dump", r, "--session", "demo-1"]);
+    assert!(out.status.success());
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert!(lines.len() > 20);
+    for (i, v) in lines.iter().enumerate() {
+        assert_eq!(v["seq"].as_u64(), Some(i as u64 + 1));
+        assert_eq!(v["session"], "demo-1");
+        assert!(v["file"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("sessions/demo-1/")));
+        assert!(v["payload"].is_object());
+    }
+    assert_eq!(lines[0]["kind"], "session_header");
+    let all = text(&makalog(&["dump", r]).stdout).lines().count();
+    assert!(all > lines.len());
+    assert_eq!(
+        makalog(&["dump", r, "--session", "../etc"]).status.code(),
+        Some(2)
+    );
+}
