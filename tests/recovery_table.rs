@@ -210,8 +210,7 @@ fn damage_in_a_sealed_segment_refuses() {
     let recs = read_all(&*storage, S).expect("read");
     let last_of_first = recs
         .iter()
-        .filter(|r| storage.describe_root().join(&r.file) == segs[0])
-        .last()
+        .rfind(|r| storage.describe_root().join(&r.file) == segs[0])
         .expect("a record in the first segment")
         .clone();
     write_at(&segs[0], last_of_first.offset + 30, b"X");

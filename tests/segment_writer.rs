@@ -32,8 +32,8 @@ struct CountingFile {
 }
 
 impl StorageFile for CountingFile {
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
+    fn size(&self) -> io::Result<u64> {
+        self.inner.size()
     }
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.inner.read_at(buf, offset)

@@ -144,7 +144,7 @@ impl SegmentWriter {
                 let file = storage
                     .open(&path, OpenMode::ReadWrite)
                     .map_err(|e| Error::io(&path, "open", e))?;
-                let allocated = file.len().map_err(|e| Error::io(&path, "stat", e))?;
+                let allocated = file.size().map_err(|e| Error::io(&path, "stat", e))?;
                 let io = Io {
                     file,
                     path,
@@ -417,7 +417,7 @@ fn current_chunk(pending: &mut Vec<Chunk>) -> &mut Chunk {
     &mut pending[last]
 }
 
-const ZEROS: [u8; 64 << 10] = [0u8; 64 << 10];
+static ZEROS: [u8; 64 << 10] = [0u8; 64 << 10];
 
 fn zero_fill(file: &dyn StorageFile, path: &Path, from: u64, to: u64) -> Result<()> {
     let mut at = from;

@@ -45,7 +45,7 @@ pub struct DirEntry {
 /// An open file. Offsets are absolute; there is no cursor, so one handle serves many readers.
 pub trait StorageFile: Send + Sync {
     /// The file's current length in bytes (written bytes count, synced or not).
-    fn len(&self) -> io::Result<u64>;
+    fn size(&self) -> io::Result<u64>;
     /// Reads up to `buf.len()` bytes at `offset`; returns how many were read (0 at the end).
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
     /// Writes all of `buf` at `offset`, extending the file if needed. Not durable until

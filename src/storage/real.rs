@@ -30,7 +30,7 @@ impl RealStorage {
 struct RealFile(File);
 
 impl StorageFile for RealFile {
-    fn len(&self) -> io::Result<u64> {
+    fn size(&self) -> io::Result<u64> {
         Ok(self.0.metadata()?.len())
     }
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
