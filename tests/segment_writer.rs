@@ -376,3 +376,21 @@ fn a_reader_starts_at_any_sequence_number() {
         assert_eq!(seqs, (from..=30).collect::<Vec<_>>(), "from {from}");
     }
 }
+
+#[test]
+fn small_batches_grow_the_segment_with_zeros_ahead_and_large_ones_do_not() {
+    let (_t, storage) = temp_root();
+    let config = WriterConfig {
+        prealloc_step: 1024,
+        ..WriterConfig::default()
+    };
+    let (w, _) = SegmentWriter::open(storage.clone(), S, config).expect("open");
+    let seg = segment_paths(&storage.describe_root(), S)[0].clone();
+    let len = || std::fs::metadata(&seg).expect("stat").len();
+    assert_eq!(len(), 256 + 1024, "a new segment is preallocated");
+    w.append(RecordKind::RuntimeEvent, &vec![b'x'; 20_000], Durability::Durable).expect("append");
+    let data_end = 256 + 49 + 20_000;
+    assert_eq!(len(), data_end, "a large batch is not zero-filled ahead");
+    w.append(RecordKind::RuntimeEvent, &payload(2, 100), Durability::Durable).expect("append");
+    assert_eq!(len(), data_end + 149 + 1024, "a small batch grows the file with zeros ahead");
+}

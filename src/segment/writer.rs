@@ -360,10 +360,14 @@ impl SegmentWriter {
                     .map_err(|e| Error::io(&io.path, "write", e))?;
                 io.pos = end;
                 if end > io.allocated {
-                    let target =
-                        (end + self.config.prealloc_step).min(self.config.segment_size.max(end));
-                    zero_fill(&*io.file, &io.path, end, target)?;
-                    io.allocated = target.max(end);
+                    io.allocated = if chunk.bytes.len() < ZERO_FILL_BELOW {
+                        let target = (end + self.config.prealloc_step)
+                            .min(self.config.segment_size.max(end));
+                        zero_fill(&*io.file, &io.path, end, target)?;
+                        target.max(end)
+                    } else {
+                        end
+                    };
                 }
             }
             if let Some(roll) = chunk.roll {
@@ -416,6 +420,11 @@ fn current_chunk(pending: &mut Vec<Chunk>) -> &mut Chunk {
     let last = pending.len() - 1;
     &mut pending[last]
 }
+
+/// Batches smaller than this grow the segment with zeros ahead of the data, so the syncs of
+/// later small batches change no file size. A larger batch pays for its own size change once;
+/// zero-filling ahead of it would write every byte twice.
+const ZERO_FILL_BELOW: usize = 8 << 10;
 
 static ZEROS: [u8; 64 << 10] = [0u8; 64 << 10];
 
