@@ -422,9 +422,10 @@ fn current_chunk(pending: &mut Vec<Chunk>) -> &mut Chunk {
 }
 
 /// Batches smaller than this grow the segment with zeros ahead of the data, so the syncs of
-/// later small batches change no file size. A larger batch pays for its own size change once;
-/// zero-filling ahead of it would write every byte twice.
-const ZERO_FILL_BELOW: usize = 8 << 10;
+/// later batches change no file size (on ext4 a size change costs a journal commit, measured
+/// here at about 145 µs a sync, about what writing 64 KiB costs). A larger batch pays for its
+/// own size change once; zero-filling ahead of it would only write every byte twice.
+const ZERO_FILL_BELOW: usize = 64 << 10;
 
 static ZEROS: [u8; 64 << 10] = [0u8; 64 << 10];
 
