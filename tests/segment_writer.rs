@@ -388,9 +388,23 @@ fn small_batches_grow_the_segment_with_zeros_ahead_and_large_ones_do_not() {
     let seg = segment_paths(&storage.describe_root(), S)[0].clone();
     let len = || std::fs::metadata(&seg).expect("stat").len();
     assert_eq!(len(), 256 + 1024, "a new segment is preallocated");
-    w.append(RecordKind::RuntimeEvent, &vec![b'x'; 100_000], Durability::Durable).expect("append");
+    w.append(
+        RecordKind::RuntimeEvent,
+        &vec![b'x'; 100_000],
+        Durability::Durable,
+    )
+    .expect("append");
     let data_end = 256 + 49 + 100_000;
     assert_eq!(len(), data_end, "a large batch is not zero-filled ahead");
-    w.append(RecordKind::RuntimeEvent, &payload(2, 100), Durability::Durable).expect("append");
-    assert_eq!(len(), data_end + 149 + 1024, "a small batch grows the file with zeros ahead");
+    w.append(
+        RecordKind::RuntimeEvent,
+        &payload(2, 100),
+        Durability::Durable,
+    )
+    .expect("append");
+    assert_eq!(
+        len(),
+        data_end + 149 + 1024,
+        "a small batch grows the file with zeros ahead"
+    );
 }
