@@ -7,15 +7,15 @@
 //! Setup (opening, preallocating, creating tables) and teardown are outside the timed section.
 
 use makalog::format::{RecordKind, FRAME_OVERHEAD};
+use makalog::root::{try_acquire_owner, Owner};
 use makalog::segment::{Durability, SegmentWriter, WriterConfig};
-use makalog::storage::{RealStorage, Storage};
 use okaywal::{LogVoid, WriteAheadLog};
 use rusqlite::Connection;
 use std::error::Error;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
@@ -309,9 +309,9 @@ where
 /// makalog: one session (one `SegmentWriter`) per thread, all in one root.
 fn makalog_durable(threads: usize, per_thread: usize, payload: &[u8]) -> BenchResult<Duration> {
     let dir = scratch()?;
-    let storage: Arc<dyn Storage> = Arc::new(RealStorage::new(dir.path()));
+    let owner = owner(dir.path())?;
     let writers = (0..threads)
-        .map(|t| open_session(&storage, t))
+        .map(|t| open_session(&owner, t))
         .collect::<BenchResult<Vec<_>>>()?;
     run_threads(writers, per_thread, |writer, _| {
         writer.append(RecordKind::RuntimeEvent, payload, Durability::Durable)?;
@@ -319,12 +319,14 @@ fn makalog_durable(threads: usize, per_thread: usize, payload: &[u8]) -> BenchRe
     })
 }
 
-fn open_session(storage: &Arc<dyn Storage>, index: usize) -> BenchResult<SegmentWriter> {
-    let (writer, _report) = SegmentWriter::open(
-        Arc::clone(storage),
-        &format!("s-{index}"),
-        WriterConfig::default(),
-    )?;
+/// The lease of a fresh root in `dir`.
+fn owner(dir: &Path) -> BenchResult<Owner> {
+    try_acquire_owner(&dir.join("root"))?.ok_or_else(|| "root busy".into())
+}
+
+fn open_session(owner: &Owner, index: usize) -> BenchResult<SegmentWriter> {
+    let (writer, _report) =
+        SegmentWriter::open(owner, &format!("s-{index}"), WriterConfig::default())?;
     Ok(writer)
 }
 
@@ -491,8 +493,8 @@ fn streaming_case(records: usize, payload: &[u8]) -> BenchResult<StreamingRow> {
 /// makalog: one session, buffered appends and a durable one every `DURABLE_EVERY`.
 fn makalog_streaming(records: usize, payload: &[u8]) -> BenchResult<Duration> {
     let dir = scratch()?;
-    let storage: Arc<dyn Storage> = Arc::new(RealStorage::new(dir.path()));
-    let writer = open_session(&storage, 0)?;
+    let owner = owner(dir.path())?;
+    let writer = open_session(&owner, 0)?;
     let start = Instant::now();
     for i in 1..=records {
         let durability = if i % DURABLE_EVERY == 0 {

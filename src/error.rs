@@ -31,6 +31,9 @@ pub enum Error {
     /// session is reopened and recovered from disk.
     #[error("{file}: writer poisoned by an earlier failed write or sync; reopen to recover", file = file.display())]
     Poisoned { file: PathBuf },
+    /// Another process or handle owns the root for writing.
+    #[error("{path}: root is busy: another process owns it for writing", path = path.display())]
+    RootBusy { path: PathBuf },
     /// Input the caller supplied breaks a rule (bad id, oversized record, …). Nothing was written.
     #[error("invalid input: {0}")]
     InvalidInput(String),

@@ -5,8 +5,10 @@
 //! door to the disk), [`segment`] (per-session log: writer, reader, recovery), [`root`] (the
 //! marker), [`verify`] (offline checks of a whole root).
 
+mod commit;
 pub mod error;
 pub mod format;
+pub mod recovery;
 pub mod root;
 pub mod segment;
 pub mod storage;

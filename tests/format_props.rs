@@ -31,7 +31,7 @@ proptest! {
         let mut out = Vec::new();
         encode_frame(&mut out, seq, k, &payload, &chain);
         prop_assert_eq!(out.len(), FRAME_OVERHEAD + payload.len());
-        match decode_frame(&out, 4096) {
+        match decode_frame::<RecordKind>(&out, 4096) {
             Ok(FrameDecode::Frame(f, used)) => {
                 prop_assert_eq!(used, out.len());
                 prop_assert_eq!(f.seq, seq);
@@ -43,7 +43,7 @@ proptest! {
         }
         // Every strict prefix is incomplete, never a different frame.
         for cut in 1..out.len() {
-            prop_assert!(!matches!(decode_frame(&out[..cut], 4096), Ok(FrameDecode::Frame(..))));
+            prop_assert!(!matches!(decode_frame::<RecordKind>(&out[..cut], 4096), Ok(FrameDecode::Frame(..))));
         }
     }
 
@@ -56,7 +56,7 @@ proptest! {
 
     #[test]
     fn decoding_arbitrary_bytes_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..1024), max in 0u32..=MAX_PAYLOAD_LIMIT) {
-        let _ = decode_frame(&bytes, max);
+        let _ = decode_frame::<RecordKind>(&bytes, max);
         let _ = SegmentHeader::decode(&bytes);
         let _ = SealFooter::decode(&bytes);
         let _ = scan_segment(&bytes);
@@ -67,7 +67,7 @@ proptest! {
         let mut bytes = len.to_le_bytes().to_vec();
         bytes.extend_from_slice(&rest);
         if (len as usize) + FRAME_OVERHEAD > bytes.len() {
-            prop_assert!(decode_frame(&bytes, MAX_PAYLOAD_LIMIT).is_err());
+            prop_assert!(decode_frame::<RecordKind>(&bytes, MAX_PAYLOAD_LIMIT).is_err());
         }
     }
 

@@ -3,7 +3,8 @@
 mod support;
 
 use makalog::format::{SegmentHeader, HEADER_LEN};
-use makalog::segment::{Repair, SegmentWriter, WriterConfig};
+use makalog::recovery::{RecoveryReport, Repair};
+use makalog::segment::{SegmentWriter, WriterConfig};
 use makalog::storage::Storage;
 use makalog::Error;
 use std::fs::OpenOptions;
@@ -15,8 +16,8 @@ const S: &str = "session-1";
 fn open(
     storage: &std::sync::Arc<makalog::storage::RealStorage>,
     config: &WriterConfig,
-) -> makalog::Result<(SegmentWriter, makalog::segment::RecoveryReport)> {
-    SegmentWriter::open(storage.clone(), S, config.clone())
+) -> makalog::Result<(SegmentWriter, RecoveryReport)> {
+    SegmentWriter::open(&owner(storage), S, config.clone())
 }
 
 fn write_at(path: &std::path::Path, offset: u64, bytes: &[u8]) {

@@ -2,12 +2,11 @@
 
 mod support;
 
+use makalog::format::Tail;
 use makalog::format::{RecordKind, MAX_PAYLOAD_LIMIT};
-use makalog::segment::{
-    Durability, ScanResult, SegmentEnd, SegmentWriter, SessionReader, WriterConfig,
-};
+use makalog::segment::{Durability, ScanResult, SegmentWriter, SessionReader, WriterConfig};
 use makalog::storage::{
-    DirEntry, EntryKind, FileBytes, OpenMode, RealStorage, Storage, StorageFile,
+    DirEntry, EntryKind, FileBytes, OpenMode, RealStorage, Storage, StorageFile, StorageLock,
 };
 use makalog::Error;
 use std::io;
@@ -85,6 +84,9 @@ impl Storage for CountingStorage {
     fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
         self.inner.entry_kind(path)
     }
+    fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn StorageLock>>> {
+        self.inner.try_lock(path)
+    }
     fn describe_root(&self) -> PathBuf {
         self.inner.describe_root()
     }
@@ -103,7 +105,7 @@ fn counting(root: PathBuf, fail_from: u64) -> (Arc<CountingStorage>, Arc<AtomicU
 #[test]
 fn durable_appends_read_back_in_order_with_their_chain() {
     let (_t, storage) = temp_root();
-    let (w, _) = SegmentWriter::open(storage.clone(), S, WriterConfig::default()).expect("open");
+    let (w, _) = SegmentWriter::open(&owner(&storage), S, WriterConfig::default()).expect("open");
     let mut acks = Vec::new();
     for i in 1..=50 {
         acks.push(
@@ -126,7 +128,7 @@ fn durable_appends_read_back_in_order_with_their_chain() {
 fn concurrent_durable_appends_share_syncs_and_get_consecutive_sequence_numbers() {
     let (t, _) = temp_root();
     let (storage, syncs) = counting(t.path().join("root"), u64::MAX);
-    let (w, _) = SegmentWriter::open(storage.clone(), S, WriterConfig::default()).expect("open");
+    let (w, _) = SegmentWriter::open(&owner(&storage), S, WriterConfig::default()).expect("open");
     let w = Arc::new(w);
     let base = syncs.load(Ordering::SeqCst);
     let threads = 8;
@@ -192,7 +194,7 @@ fn a_segment_rolls_at_its_size_and_is_sealed_with_a_footer() {
             assert!(
                 matches!(
                     scan.end,
-                    SegmentEnd::Sealed {
+                    Tail::Sealed {
                         trailing_zeros: 0,
                         ..
                     }
@@ -215,7 +217,7 @@ fn a_segment_rolls_at_its_size_and_is_sealed_with_a_footer() {
 #[test]
 fn buffered_appends_become_durable_with_the_next_durable_append() {
     let (_t, storage) = temp_root();
-    let (w, _) = SegmentWriter::open(storage.clone(), S, WriterConfig::default()).expect("open");
+    let (w, _) = SegmentWriter::open(&owner(&storage), S, WriterConfig::default()).expect("open");
     for i in 1..=10 {
         w.append(
             RecordKind::RuntimeEvent,
@@ -245,7 +247,7 @@ fn buffered_appends_past_the_limit_are_written_out() {
         buffered_limit: 1000,
         ..WriterConfig::default()
     };
-    let (w, _) = SegmentWriter::open(storage.clone(), S, config).expect("open");
+    let (w, _) = SegmentWriter::open(&owner(&storage), S, config).expect("open");
     // Each frame is 249 bytes: the 5th and the 10th append cross the 1000-byte limit.
     for i in 1..=12 {
         w.append(
@@ -263,7 +265,7 @@ fn a_failed_sync_poisons_the_writer_and_reopening_recovers() {
     let (t, _) = temp_root();
     let root = t.path().join("root");
     let (good, _) = counting(root.clone(), u64::MAX);
-    let (w, _) = SegmentWriter::open(good, S, WriterConfig::default()).expect("open");
+    let (w, _) = SegmentWriter::open(&owner(&good), S, WriterConfig::default()).expect("open");
     for i in 1..=5 {
         w.append(RecordKind::Message, &payload(i, 50), Durability::Durable)
             .expect("append");
@@ -271,11 +273,11 @@ fn a_failed_sync_poisons_the_writer_and_reopening_recovers() {
     drop(w);
     // The second sync after opening fails: one append is acknowledged, the next is not.
     let (bad, syncs) = counting(root.clone(), u64::MAX);
-    let (w, _) = SegmentWriter::open(bad, S, WriterConfig::default()).expect("open");
+    let (w, _) = SegmentWriter::open(&owner(&bad), S, WriterConfig::default()).expect("open");
     let opened = syncs.load(Ordering::SeqCst);
     drop(w);
     let (bad, _) = counting(root.clone(), opened + 2);
-    let (w, _) = SegmentWriter::open(bad, S, WriterConfig::default()).expect("open");
+    let (w, _) = SegmentWriter::open(&owner(&bad), S, WriterConfig::default()).expect("open");
     w.append(RecordKind::Message, &payload(6, 50), Durability::Durable)
         .expect("first sync works");
     let err = w
@@ -298,7 +300,7 @@ fn a_failed_sync_poisons_the_writer_and_reopening_recovers() {
     assert!(matches!(w.sync(), Err(Error::Poisoned { .. })));
     drop(w);
     let (good, _) = counting(root, u64::MAX);
-    let (w, _) = SegmentWriter::open(good.clone(), S, WriterConfig::default()).expect("reopen");
+    let (w, _) = SegmentWriter::open(&owner(&good), S, WriterConfig::default()).expect("reopen");
     let recs = read_all(&*good, S).expect("read");
     assert!(
         recs.len() == 6 || recs.len() == 7,
@@ -315,7 +317,7 @@ fn an_oversized_record_is_refused_and_nothing_is_written() {
         max_payload: 1000,
         ..WriterConfig::default()
     };
-    let (w, _) = SegmentWriter::open(storage.clone(), S, config).expect("open");
+    let (w, _) = SegmentWriter::open(&owner(&storage), S, config).expect("open");
     let before = snapshot(&storage.describe_root());
     let err = w
         .append(RecordKind::Message, &vec![b'x'; 1001], Durability::Durable)
@@ -335,7 +337,7 @@ fn a_payload_bound_above_the_format_limit_is_refused() {
         ..WriterConfig::default()
     };
     assert!(matches!(
-        SegmentWriter::open(storage, S, config),
+        SegmentWriter::open(&owner(&storage), S, config),
         Err(Error::InvalidInput(_))
     ));
 }
@@ -346,7 +348,7 @@ fn session_ids_that_are_not_safe_path_components_are_refused() {
     for bad in ["", "..", "a/b", "a b", &"x".repeat(129), "ü"] {
         assert!(
             matches!(
-                SegmentWriter::open(storage.clone(), bad, WriterConfig::default()),
+                SegmentWriter::open(&owner(&storage), bad, WriterConfig::default()),
                 Err(Error::InvalidInput(_))
             ),
             "{bad:?}"
@@ -384,7 +386,7 @@ fn small_batches_grow_the_segment_with_zeros_ahead_and_large_ones_do_not() {
         prealloc_step: 1024,
         ..WriterConfig::default()
     };
-    let (w, _) = SegmentWriter::open(storage.clone(), S, config).expect("open");
+    let (w, _) = SegmentWriter::open(&owner(&storage), S, config).expect("open");
     let seg = segment_paths(&storage.describe_root(), S)[0].clone();
     let len = || std::fs::metadata(&seg).expect("stat").len();
     assert_eq!(len(), 256 + 1024, "a new segment is preallocated");
@@ -407,4 +409,24 @@ fn small_batches_grow_the_segment_with_zeros_ahead_and_large_ones_do_not() {
         data_end + 149 + 1024,
         "a small batch grows the file with zeros ahead"
     );
+}
+
+#[test]
+fn a_record_above_the_open_segments_bound_starts_a_segment_with_the_new_bound() {
+    let (_t, storage) = temp_root();
+    let small = WriterConfig {
+        max_payload: 1000,
+        ..WriterConfig::default()
+    };
+    write_n(&storage, S, &small, 1, 3, 500);
+    let large = WriterConfig {
+        max_payload: 5000,
+        ..WriterConfig::default()
+    };
+    write_n(&storage, S, &large, 4, 1, 4000);
+    write_n(&storage, S, &large, 5, 1, 500);
+    let recs = read_all(&*storage, S).expect("read");
+    assert_eq!(recs.len(), 5);
+    assert_eq!(recs[3].payload, payload(4, 4000));
+    assert_eq!(segment_paths(&storage.describe_root(), S).len(), 2);
 }

@@ -5,10 +5,11 @@ mod support;
 mod vectors;
 
 use makalog::format::{hex, FrameDecode};
+use makalog::format::{FrameCursor, RecordKind, Tail};
+use makalog::recovery::Problem;
 use makalog::segment::layout::SegmentFile;
 use makalog::segment::{
-    check_session, scan_segment, FrameCursor, Problem, ScanResult, ScannedSegment, SegmentEnd,
-    SegmentWriter, WriterConfig,
+    check_session, scan_segment, ScanResult, ScannedSegment, SegmentWriter, WriterConfig,
 };
 use makalog::storage::RealStorage;
 use makalog::verify::verify_root;
@@ -78,12 +79,12 @@ fn decode_all(segs: &[(SegmentFile, Vec<u8>)]) -> Vec<(u64, String, serde_json::
         let ScanResult::Scanned(scan) = scan_segment(bytes) else {
             break;
         };
-        let mut cursor = FrameCursor::new(&scan.header);
+        let mut cursor = FrameCursor::for_segment(&scan.header);
         while let Some((_, f)) = cursor.next_frame(bytes) {
             let payload = serde_json::from_slice(f.payload).unwrap_or(serde_json::Value::Null);
             out.push((f.seq, f.kind.name().to_owned(), payload));
         }
-        if !matches!(cursor.end(), Some(SegmentEnd::Sealed { .. })) {
+        if !matches!(cursor.end(), Some(Tail::Sealed { .. })) {
             break;
         }
     }
@@ -202,9 +203,12 @@ fn every_truncation_of_the_last_segment_recovers_a_valid_prefix() {
         let sealed = decode_all(&segs[..segs.len() - 1]).len();
         for len in 0..bytes.len() {
             let (_t, storage) = root_with(&dir, &input.session_id, &last.path, &bytes[..len]);
-            let (w, _) =
-                SegmentWriter::open(storage.clone(), &input.session_id, WriterConfig::default())
-                    .unwrap_or_else(|e| panic!("{name} cut at {len}: {e}"));
+            let (w, _) = SegmentWriter::open(
+                &support::owner(&storage),
+                &input.session_id,
+                WriterConfig::default(),
+            )
+            .unwrap_or_else(|e| panic!("{name} cut at {len}: {e}"));
             drop(w);
             let got: Vec<_> = support::read_all(&*storage, &input.session_id)
                 .unwrap_or_else(|e| panic!("{name} cut at {len}: {e}"))
@@ -300,9 +304,12 @@ fn a_zero_filled_tail_is_the_end_of_data_and_garbage_in_it_is_a_torn_tail() {
     assert_eq!(decode_all(&s), expected_records(&dir));
 
     let (_t, storage) = root_with(&dir, &input.session_id, &file.path, &zeroed);
-    let (w, report) =
-        SegmentWriter::open(storage.clone(), &input.session_id, WriterConfig::default())
-            .expect("open");
+    let (w, report) = SegmentWriter::open(
+        &support::owner(&storage),
+        &input.session_id,
+        WriterConfig::default(),
+    )
+    .expect("open");
     assert!(report.repairs.is_empty());
     assert_eq!(w.next_seq() as usize, expected_records(&dir).len() + 1);
     drop(w);
@@ -317,11 +324,11 @@ fn a_zero_filled_tail_is_the_end_of_data_and_garbage_in_it_is_a_torn_tail() {
 #[test]
 fn an_all_zero_frame_header_is_never_a_frame_and_an_all_zero_segment_header_never_decodes() {
     assert_eq!(
-        makalog::format::decode_frame(&[0u8; 17], 1024),
+        makalog::format::decode_frame::<RecordKind>(&[0u8; 17], 1024),
         Ok(FrameDecode::EndOfData)
     );
     assert_eq!(
-        makalog::format::decode_frame(&[0u8; 300], 1024),
+        makalog::format::decode_frame::<RecordKind>(&[0u8; 300], 1024),
         Ok(FrameDecode::EndOfData)
     );
     assert!(makalog::format::SegmentHeader::decode(&[0u8; 256]).is_err());

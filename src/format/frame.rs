@@ -1,10 +1,21 @@
-//! A frame: one record in a segment.
+//! A frame: one record in a segment or in the claims log.
 //!
 //! Layout (little-endian): payload_len u32 ‖ crc u32 ‖ seq u64 ‖ kind u8 ‖ payload ‖ chain[32].
 //! The CRC-32 covers every byte of the frame except itself. A frame header of all zeros is
 //! never valid (kind 0 does not exist): it marks the end of data in a preallocated segment.
 
 use super::{array32_at, u32_at, u64_at, ChainValue, FormatError, RecordKind, CHAIN_LEN};
+
+/// The kinds of record one kind of file may hold. Code 0 is never a kind, so an all-zero frame
+/// header never decodes.
+pub trait FrameKind: Copy + Eq + std::fmt::Debug {
+    /// The kind with this code, if this file type has one.
+    fn from_code(code: u8) -> Option<Self>;
+    /// The byte stored in the frame.
+    fn code(self) -> u8;
+    /// The name tools print.
+    fn name(self) -> &'static str;
+}
 
 /// Bytes before the payload: length, CRC, sequence number, kind.
 pub const FRAME_HEADER_LEN: usize = 17;
@@ -14,18 +25,18 @@ pub const FRAME_OVERHEAD: usize = FRAME_HEADER_LEN + CHAIN_LEN;
 
 /// A decoded frame borrowing its payload from the decoded bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Frame<'a> {
+pub struct Frame<'a, K = RecordKind> {
     /// Sequence number in the session, from 1, without gaps.
     pub seq: u64,
     /// What the payload is.
-    pub kind: RecordKind,
+    pub kind: K,
     /// The record bytes.
     pub payload: &'a [u8],
     /// The chain value stored in the frame.
     pub chain: ChainValue,
 }
 
-impl Frame<'_> {
+impl<K> Frame<'_, K> {
     /// Total encoded length of this frame.
     pub fn encoded_len(&self) -> usize {
         FRAME_OVERHEAD + self.payload.len()
@@ -34,18 +45,18 @@ impl Frame<'_> {
 
 /// What [`decode_frame`] found at the start of the bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FrameDecode<'a> {
+pub enum FrameDecode<'a, K = RecordKind> {
     /// A frame whose CRC holds, and how many bytes it used.
-    Frame(Frame<'a>, usize),
+    Frame(Frame<'a, K>, usize),
     /// The end of data: no bytes left, or a frame header (or what remains of one) of all zeros.
     EndOfData,
 }
 
 /// Appends the encoding of one frame to `out`. `chain` must be `next_chain(prev, seq, kind, payload)`.
-pub fn encode_frame(
+pub fn encode_frame<K: FrameKind>(
     out: &mut Vec<u8>,
     seq: u64,
-    kind: RecordKind,
+    kind: K,
     payload: &[u8],
     chain: &ChainValue,
 ) {
@@ -53,7 +64,7 @@ pub fn encode_frame(
     out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     out.extend_from_slice(&[0u8; 4]);
     out.extend_from_slice(&seq.to_le_bytes());
-    out.push(kind as u8);
+    out.push(kind.code());
     out.extend_from_slice(payload);
     out.extend_from_slice(chain);
     let mut h = crc32fast::Hasher::new();
@@ -65,7 +76,10 @@ pub fn encode_frame(
 
 /// Decodes the frame at the start of `bytes`. `max_payload` is the segment header's bound:
 /// a larger length is refused before anything is read or allocated.
-pub fn decode_frame(bytes: &[u8], max_payload: u32) -> Result<FrameDecode<'_>, FormatError> {
+pub fn decode_frame<K: FrameKind>(
+    bytes: &[u8],
+    max_payload: u32,
+) -> Result<FrameDecode<'_, K>, FormatError> {
     let head = &bytes[..bytes.len().min(FRAME_HEADER_LEN)];
     if head.iter().all(|&b| b == 0) {
         return Ok(FrameDecode::EndOfData);
@@ -108,7 +122,7 @@ pub fn decode_frame(bytes: &[u8], max_payload: u32) -> Result<FrameDecode<'_>, F
     if seq == 0 {
         return Err(FormatError::new(8, "frame sequence number is 0"));
     }
-    let kind = RecordKind::from_code(bytes[16])
+    let kind = K::from_code(bytes[16])
         .ok_or_else(|| FormatError::new(16, format!("unknown record kind {}", bytes[16])))?;
     let payload_end = FRAME_HEADER_LEN + len as usize;
     Ok(FrameDecode::Frame(

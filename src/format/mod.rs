@@ -5,14 +5,18 @@
 //! present. These are what the golden vectors and the fuzz targets exercise.
 
 pub mod chain;
+pub mod cursor;
 pub mod footer;
 pub mod frame;
 pub mod header;
 pub mod record_kind;
 
 pub use chain::{genesis_chain, next_chain, ChainValue, CHAIN_LEN};
+pub use cursor::{FrameCursor, Tail};
 pub use footer::{SealFooter, FOOTER_LEN, FOOTER_MAGIC};
-pub use frame::{decode_frame, encode_frame, Frame, FrameDecode, FRAME_HEADER_LEN, FRAME_OVERHEAD};
+pub use frame::{
+    decode_frame, encode_frame, Frame, FrameDecode, FrameKind, FRAME_HEADER_LEN, FRAME_OVERHEAD,
+};
 pub use header::{SegmentHeader, HEADER_LEN, SEGMENT_MAGIC};
 pub use record_kind::RecordKind;
 

@@ -21,6 +21,18 @@ pub enum RecordKind {
     RunSeal = 7,
 }
 
+impl super::FrameKind for RecordKind {
+    fn from_code(code: u8) -> Option<RecordKind> {
+        RecordKind::from_code(code)
+    }
+    fn code(self) -> u8 {
+        self as u8
+    }
+    fn name(self) -> &'static str {
+        RecordKind::name(self)
+    }
+}
+
 impl RecordKind {
     /// Every kind, in code order.
     pub const ALL: [RecordKind; 7] = [

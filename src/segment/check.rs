@@ -2,64 +2,10 @@
 //! chain must run on without gaps from genesis to the last frame.
 
 use super::layout::SegmentFile;
-use super::scan::{ScanResult, SegmentEnd, SegmentScan};
+use super::scan::{ScanResult, SegmentScan};
+use crate::format::Tail;
 use crate::format::{genesis_chain, ChainValue};
-use std::path::PathBuf;
-
-/// One thing wrong with a session's segments.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Problem {
-    /// Non-zero bytes with no valid frame after the last valid frame of the last segment.
-    TornTail {
-        file: PathBuf,
-        offset: u64,
-        len: u64,
-        what: String,
-    },
-    /// The last segment's header does not decode and the file holds no frame.
-    TornCreate { file: PathBuf, what: String },
-    /// Damage no interrupted write explains, inside one file.
-    Damage {
-        file: PathBuf,
-        offset: u64,
-        what: String,
-    },
-    /// Two files disagree: a gap or repeat in ordinals or sequence numbers, or a broken chain.
-    Mismatch {
-        first: PathBuf,
-        second: PathBuf,
-        what: String,
-    },
-}
-
-impl Problem {
-    /// One line for a person: the file (relative to the root), the byte offset and what is wrong.
-    pub fn describe(&self) -> String {
-        match self {
-            Problem::TornTail {
-                file,
-                offset,
-                len,
-                what,
-            } => format!(
-                "{} at byte {offset}: torn tail of {len} bytes ({what})",
-                file.display()
-            ),
-            Problem::TornCreate { file, what } => format!(
-                "{} at byte 0: torn segment create, header does not decode ({what})",
-                file.display()
-            ),
-            Problem::Damage { file, offset, what } => {
-                format!("{} at byte {offset}: {what}", file.display())
-            }
-            Problem::Mismatch {
-                first,
-                second,
-                what,
-            } => format!("{} / {}: {what}", first.display(), second.display()),
-        }
-    }
-}
+use crate::recovery::Problem;
 
 /// A segment file and what scanning it found.
 #[derive(Debug, Clone)]
@@ -224,22 +170,22 @@ fn check_end(file: &SegmentFile, scan: &SegmentScan, is_last: bool, problems: &m
         what,
     };
     match &scan.end {
-        SegmentEnd::Sealed { .. } => {}
-        SegmentEnd::Eof | SegmentEnd::Zeros { .. } if is_last => {}
-        SegmentEnd::Eof | SegmentEnd::Zeros { .. } => problems.push(damage(
+        Tail::Sealed { .. } => {}
+        Tail::Eof | Tail::Zeros { .. } if is_last => {}
+        Tail::Eof | Tail::Zeros { .. } => problems.push(damage(
             scan.data_end,
             "segment is followed by another but has no seal footer".into(),
         )),
-        SegmentEnd::Torn { len, what } if is_last => problems.push(Problem::TornTail {
+        Tail::Torn { len, what } if is_last => problems.push(Problem::TornTail {
             file: file.path.clone(),
             offset: scan.data_end,
             len: *len,
             what: what.clone(),
         }),
-        SegmentEnd::Torn { what, .. } => problems.push(damage(
+        Tail::Torn { what, .. } => problems.push(damage(
             scan.data_end,
             format!("{what} in a segment that is followed by another"),
         )),
-        SegmentEnd::Damaged { offset, what } => problems.push(damage(*offset, what.clone())),
+        Tail::Damaged { offset, what } => problems.push(damage(*offset, what.clone())),
     }
 }

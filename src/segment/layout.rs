@@ -5,6 +5,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::validate_session_id;
+use crate::recovery::TORN_INFIX;
 use crate::storage::{EntryKind, Storage};
 use std::path::{Path, PathBuf};
 
@@ -12,7 +13,6 @@ use std::path::{Path, PathBuf};
 pub const SESSIONS_DIR: &str = "sessions";
 
 const SEGMENT_SUFFIX: &str = ".seg";
-const TORN_INFIX: &str = ".torn-";
 
 /// The directory of one session, relative to the root. The id must be valid.
 pub fn session_dir(session_id: &str) -> PathBuf {
@@ -22,11 +22,6 @@ pub fn session_dir(session_id: &str) -> PathBuf {
 /// The file name of the segment whose first frame has sequence number `first_seq`.
 pub fn segment_file_name(first_seq: u64) -> String {
     format!("{first_seq:020}{SEGMENT_SUFFIX}")
-}
-
-/// The quarantine file for a torn tail cut from `segment` at `offset`.
-pub fn torn_file_name(segment_name: &str, offset: u64) -> String {
-    format!("{segment_name}{TORN_INFIX}{offset}")
 }
 
 /// The first sequence number a segment file name announces, if it is a segment name.

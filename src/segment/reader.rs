@@ -3,9 +3,9 @@
 
 use super::layout::{list_session, SegmentFile};
 use super::load::read_segment;
-use super::scan::{FrameCursor, SegmentEnd};
 use crate::error::{Error, Result};
 use crate::format::{hex, validate_session_id, ChainValue, RecordKind, SegmentHeader, HEADER_LEN};
+use crate::format::{FrameCursor, Tail};
 use crate::storage::{FileBytes, Storage};
 use std::path::PathBuf;
 
@@ -108,7 +108,7 @@ impl<'s> SessionReader<'s> {
             }
         }
         self.current = Some(Open {
-            cursor: FrameCursor::new(&header),
+            cursor: FrameCursor::for_segment(&header),
             file,
             bytes,
             is_last,
@@ -137,26 +137,26 @@ impl<'s> SessionReader<'s> {
                     offset,
                 }));
             }
-            let end = open.cursor.end().cloned().unwrap_or(SegmentEnd::Eof);
+            let end = open.cursor.end().cloned().unwrap_or(Tail::Eof);
             match end {
-                SegmentEnd::Damaged { offset, what } => {
+                Tail::Damaged { offset, what } => {
                     return Err(Error::corrupt(&open.file.path, offset, what))
                 }
-                SegmentEnd::Torn { what, .. } if !open.is_last => {
+                Tail::Torn { what, .. } if !open.is_last => {
                     return Err(Error::corrupt(
                         &open.file.path,
                         open.cursor.data_end(),
                         what,
                     ))
                 }
-                SegmentEnd::Eof | SegmentEnd::Zeros { .. } if !open.is_last => {
+                Tail::Eof | Tail::Zeros { .. } if !open.is_last => {
                     return Err(Error::corrupt(
                         &open.file.path,
                         open.cursor.data_end(),
                         "segment is followed by another but has no seal footer",
                     ))
                 }
-                SegmentEnd::Sealed { .. } => {
+                Tail::Sealed { .. } => {
                     self.expect = Some((open.cursor.next_seq(), open.cursor.chain()));
                     self.current = None;
                 }

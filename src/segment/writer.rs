@@ -1,25 +1,26 @@
 //! The segment writer of one session: durable and buffered appends, group commit, roll and seal.
 //!
-//! Appenders encode their frame under a short lock and then either return (buffered) or wait
-//! until a sync covers their sequence number (durable). Whoever finds no flush in progress
-//! becomes the leader: it takes every pending frame, writes them in one call and syncs once,
-//! so concurrent appends to one session share one write and one `fdatasync`. Segments are
-//! preallocated with zeros ahead of use, so most syncs change no file size and cost less.
+//! Appends go through [`GroupCommit`]: concurrent appends to one session share one write and one
+//! `fdatasync`. A segment rolls before it would grow past the configured size: the old one gets
+//! its seal footer and is cut and synced, the new one is created by the write protocol, all in
+//! the flush that carries the frames, so rolls need no lock of their own.
 
 use super::check::check_session;
 use super::layout::{segment_file_name, session_dir, SESSIONS_DIR};
 use super::load::scan_session_files;
-use super::recovery::{apply, plan, RecoveryReport};
-use super::scan::{ScanResult, SegmentEnd};
+use super::scan::ScanResult;
+use crate::commit::{AppendFile, GroupCommit, Pending, Prealloc, Sink};
 use crate::error::{Error, Result};
 use crate::format::{
     encode_frame, next_chain, validate_session_id, ChainValue, RecordKind, SealFooter,
-    SegmentHeader, DEFAULT_MAX_PAYLOAD, FOOTER_LEN, FORMAT_VERSION, FRAME_OVERHEAD, HEADER_LEN,
-    MAX_PAYLOAD_LIMIT,
+    SegmentHeader, Tail, DEFAULT_MAX_PAYLOAD, FOOTER_LEN, FORMAT_VERSION, FRAME_OVERHEAD,
+    HEADER_LEN, MAX_PAYLOAD_LIMIT,
 };
-use crate::storage::{EntryKind, OpenMode, Storage, StorageFile};
+use crate::recovery::{apply, plan, RecoveryReport};
+use crate::root::{Lease, Owner};
+use crate::storage::{EntryKind, Storage};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 
 /// How a writer lays out its segments.
 #[derive(Debug, Clone)]
@@ -45,12 +46,21 @@ impl Default for WriterConfig {
     }
 }
 
+impl WriterConfig {
+    fn prealloc(&self) -> Prealloc {
+        Prealloc {
+            step: self.prealloc_step,
+            cap: self.segment_size,
+        }
+    }
+}
+
 /// Whether an append waits for `fdatasync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
     /// Acknowledged only once its bytes are synced.
     Durable,
-    /// Acknowledged at once; durable with the session's next durable write or flush.
+    /// Acknowledged at once; durable with the session's next durable write or sync.
     Buffered,
 }
 
@@ -63,32 +73,27 @@ pub struct Appended {
     pub chain: ChainValue,
 }
 
-/// The one writer of a session's segments.
+/// The one writer of a session's segments. It holds a share of the owner's lease.
 pub struct SegmentWriter {
-    storage: Arc<dyn Storage>,
-    dir: PathBuf,
+    commit: GroupCommit<Head, SegmentSink>,
     config: WriterConfig,
-    state: Mutex<State>,
-    flushed: Condvar,
-    io: Mutex<Io>,
+    session_id: String,
+    dir: PathBuf,
+    _lease: Arc<Lease>,
 }
 
-/// Logical state: what has been assigned, what is pending, what is durable.
-struct State {
-    next_seq: u64,
+/// Where the session's log stands, counting queued frames.
+struct Head {
     chain: ChainValue,
-    seg_ordinal: u64,
-    seg_frames: u64,
-    /// Length of the current segment counting pending bytes.
-    seg_len: u64,
-    pending: Vec<Chunk>,
-    pending_bytes: usize,
-    flushing: bool,
-    synced_seq: u64,
-    poisoned: Option<PathBuf>,
+    ordinal: u64,
+    frames: u64,
+    /// Length of the current segment counting queued bytes.
+    len: u64,
+    /// The payload bound the current segment's header declares.
+    max_payload: u32,
 }
 
-/// Bytes for one segment file, and the roll that follows them if they end with a seal footer.
+/// Bytes for one segment file, and the segment that follows if they end with a seal footer.
 struct Chunk {
     bytes: Vec<u8>,
     roll: Option<Roll>,
@@ -99,23 +104,46 @@ struct Roll {
     header: SegmentHeader,
 }
 
-/// The file being appended to; only the leader touches it.
-struct Io {
-    file: Box<dyn StorageFile>,
-    path: PathBuf,
-    pos: u64,
-    allocated: u64,
+/// The segment being appended to; only the flush leader touches it.
+struct SegmentSink {
+    storage: Arc<dyn Storage>,
+    file: AppendFile,
+    config: WriterConfig,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+impl Sink for SegmentSink {
+    type Chunk = Chunk;
+
+    fn write_out(&mut self, chunks: Vec<Chunk>, sync: bool) -> Result<()> {
+        for chunk in chunks {
+            self.file.append(&chunk.bytes)?;
+            if let Some(roll) = chunk.roll {
+                self.file.cut_and_sync()?;
+                self.file = AppendFile::create(
+                    &*self.storage,
+                    &roll.path,
+                    &roll.header.encode(),
+                    self.config.prealloc(),
+                )?;
+            }
+        }
+        if sync {
+            self.file.sync()?;
+        }
+        Ok(())
+    }
+
+    fn current_path(&self) -> PathBuf {
+        self.file.path().to_owned()
+    }
 }
 
 impl SegmentWriter {
-    /// Opens a session for writing: creates it if absent, otherwise recovers it by the decision
-    /// table (truncating a torn tail, removing a torn create, or refusing with nothing written).
+    /// Opens a session for writing under the owner's lease: creates it if absent, otherwise
+    /// recovers it by the decision table (cutting a torn tail, removing a torn create, or
+    /// refusing with nothing written).
     pub fn open(
-        storage: Arc<dyn Storage>,
+        owner: &Owner,
         session_id: &str,
         config: WriterConfig,
     ) -> Result<(SegmentWriter, RecoveryReport)> {
@@ -125,76 +153,74 @@ impl SegmentWriter {
                 "max_payload must be 1..={MAX_PAYLOAD_LIMIT}"
             )));
         }
+        let storage = owner.storage().clone();
         let dir = session_dir(session_id);
         ensure_dir(&*storage, Path::new(SESSIONS_DIR), Path::new(""))?;
         ensure_dir(&*storage, &dir, Path::new(SESSIONS_DIR))?;
 
         let (_, scanned) = scan_session_files(&*storage, session_id)?;
         let check = check_session(session_id, &scanned);
-        let repairs = plan(&check)?;
-        let report = apply(&*storage, &dir, repairs)?;
+        let repairs = plan(&check.problems)?;
+        let report = apply(&*storage, repairs)?;
         let (head_seq, head_chain) = check.head;
 
         let last = scanned.iter().rev().find_map(|s| match &s.result {
             ScanResult::Scanned(scan) => Some((s.file.path.clone(), scan.clone())),
             ScanResult::BadHeader { .. } => None,
         });
-        let (io, ordinal, frames) = match last {
-            Some((path, scan)) if !matches!(scan.end, SegmentEnd::Sealed { .. }) => {
-                let file = storage
-                    .open(&path, OpenMode::ReadWrite)
-                    .map_err(|e| Error::io(&path, "open", e))?;
-                let allocated = file.size().map_err(|e| Error::io(&path, "stat", e))?;
-                let io = Io {
-                    file,
-                    path,
-                    pos: scan.data_end,
-                    allocated,
+        let (file, head) = match last {
+            Some((path, scan)) if !matches!(scan.end, Tail::Sealed { .. }) => {
+                let file = AppendFile::open(&*storage, &path, scan.data_end, config.prealloc())?;
+                let head = Head {
+                    chain: head_chain,
+                    ordinal: scan.header.ordinal,
+                    frames: scan.frame_count,
+                    len: scan.data_end,
+                    max_payload: scan.header.max_payload,
                 };
-                (io, scan.header.ordinal, scan.frame_count)
+                (file, head)
             }
             sealed_or_none => {
-                let ordinal = sealed_or_none.map_or(0, |(_, s)| s.header.ordinal + 1);
                 let header = SegmentHeader {
                     version: FORMAT_VERSION,
                     max_payload: config.max_payload,
-                    ordinal,
+                    ordinal: sealed_or_none.map_or(0, |(_, s)| s.header.ordinal + 1),
                     first_seq: head_seq + 1,
                     prev_chain: head_chain,
                     session_id: session_id.to_owned(),
                 };
                 let path = dir.join(segment_file_name(header.first_seq));
-                let io = create_segment(&*storage, &dir, &path, &header, &config)?;
-                (io, ordinal, 0)
+                let file =
+                    AppendFile::create(&*storage, &path, &header.encode(), config.prealloc())?;
+                let head = Head {
+                    chain: head_chain,
+                    ordinal: header.ordinal,
+                    frames: 0,
+                    len: HEADER_LEN as u64,
+                    max_payload: config.max_payload,
+                };
+                (file, head)
             }
         };
-        let state = State {
-            next_seq: head_seq + 1,
-            chain: head_chain,
-            seg_ordinal: ordinal,
-            seg_frames: frames,
-            seg_len: io.pos,
-            pending: Vec::new(),
-            pending_bytes: 0,
-            flushing: false,
-            synced_seq: head_seq,
-            poisoned: None,
+        let sink = SegmentSink {
+            storage,
+            file,
+            config: config.clone(),
         };
         Ok((
             SegmentWriter {
-                storage,
-                dir,
+                commit: GroupCommit::new(head, sink, head_seq),
                 config,
-                state: Mutex::new(state),
-                flushed: Condvar::new(),
-                io: Mutex::new(io),
+                session_id: session_id.to_owned(),
+                dir,
+                _lease: owner.lease(),
             },
             report,
         ))
     }
 
     /// Appends one record. A durable append returns once its bytes are synced; a buffered one
-    /// returns at once. Payloads above the segment bound are refused with nothing written.
+    /// returns at once. Payloads above the configured bound are refused with nothing written.
     pub fn append(
         &self,
         kind: RecordKind,
@@ -208,53 +234,44 @@ impl SegmentWriter {
                 self.config.max_payload
             )));
         }
-        let mut st = lock(&self.state);
-        if let Some(file) = &st.poisoned {
-            return Err(Error::Poisoned { file: file.clone() });
-        }
+        let mut st = self.commit.lock()?;
         let frame_len = (FRAME_OVERHEAD + payload.len()) as u64;
-        if st.seg_frames > 0
-            && st.seg_len + frame_len + FOOTER_LEN as u64 > self.config.segment_size
-        {
+        let full = st.log.len + frame_len + FOOTER_LEN as u64 > self.config.segment_size;
+        let too_big = payload.len() > st.log.max_payload as usize;
+        if (st.log.frames > 0 && full) || too_big {
             self.roll(&mut st);
         }
-        let seq = st.next_seq;
-        let chain = next_chain(&st.chain, seq, kind as u8, payload);
-        let chunk = current_chunk(&mut st.pending);
-        encode_frame(&mut chunk.bytes, seq, kind, payload, &chain);
-        st.next_seq += 1;
-        st.chain = chain;
-        st.seg_frames += 1;
-        st.seg_len += frame_len;
-        st.pending_bytes += frame_len as usize;
+        let seq = st.next_seq();
+        let chain = next_chain(&st.log.chain, seq, kind as u8, payload);
+        encode_frame(
+            &mut current_chunk(&mut st.chunks).bytes,
+            seq,
+            kind,
+            payload,
+            &chain,
+        );
+        st.queued(frame_len as usize);
+        st.log.chain = chain;
+        st.log.frames += 1;
+        st.log.len += frame_len;
         let ack = Appended { seq, chain };
         match durability {
-            Durability::Durable => self.wait_synced(st, seq).map(|_| ack),
-            Durability::Buffered => {
-                if st.pending_bytes >= self.config.buffered_limit && !st.flushing {
-                    let (_st, result) = self.lead(st, false);
-                    result?;
-                }
-                Ok(ack)
-            }
+            Durability::Durable => self.commit.wait_durable(st, seq).map(|_| ack),
+            Durability::Buffered => self
+                .commit
+                .spill(st, self.config.buffered_limit)
+                .map(|_| ack),
         }
     }
 
     /// Makes every record appended so far durable.
     pub fn sync(&self) -> Result<()> {
-        let st = lock(&self.state);
-        let target = st.next_seq - 1;
-        self.wait_synced(st, target)
+        self.commit.sync_all()
     }
 
     /// The sequence number the next record will get.
     pub fn next_seq(&self) -> u64 {
-        lock(&self.state).next_seq
-    }
-
-    /// The chain value after the last record appended (durable or not).
-    pub fn head_chain(&self) -> ChainValue {
-        lock(&self.state).chain
+        self.commit.next_seq()
     }
 
     /// Syncs everything pending and closes the writer, reporting any failure.
@@ -262,212 +279,56 @@ impl SegmentWriter {
         self.sync()
     }
 
-    /// Seals the current segment with a footer and starts the next one, all in pending bytes.
-    fn roll(&self, st: &mut State) {
+    /// Queues the seal footer of the current segment and the header of the next.
+    fn roll(&self, st: &mut Pending<Head, Chunk>) {
+        let next_seq = st.next_seq();
         let footer = SealFooter {
-            footer_offset: st.seg_len,
-            last_seq: st.next_seq - 1,
-            frame_count: st.seg_frames,
-            chain: st.chain,
+            footer_offset: st.log.len,
+            last_seq: next_seq - 1,
+            frame_count: st.log.frames,
+            chain: st.log.chain,
         };
         let header = SegmentHeader {
             version: FORMAT_VERSION,
             max_payload: self.config.max_payload,
-            ordinal: st.seg_ordinal + 1,
-            first_seq: st.next_seq,
-            prev_chain: st.chain,
-            session_id: self.session_id(),
+            ordinal: st.log.ordinal + 1,
+            first_seq: next_seq,
+            prev_chain: st.log.chain,
+            session_id: self.session_id.clone(),
         };
-        let chunk = current_chunk(&mut st.pending);
+        let chunk = current_chunk(&mut st.chunks);
         chunk.bytes.extend_from_slice(&footer.encode());
         chunk.roll = Some(Roll {
-            path: self.dir.join(segment_file_name(header.first_seq)),
+            path: self.dir.join(segment_file_name(next_seq)),
             header,
         });
-        st.pending_bytes += FOOTER_LEN;
-        st.seg_ordinal += 1;
-        st.seg_frames = 0;
-        st.seg_len = HEADER_LEN as u64;
-    }
-
-    fn session_id(&self) -> String {
-        self.dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    }
-
-    /// Waits until `seq` is durable, leading a flush whenever none is in progress.
-    fn wait_synced<'a>(&'a self, mut st: MutexGuard<'a, State>, seq: u64) -> Result<()> {
-        loop {
-            if let Some(file) = &st.poisoned {
-                return Err(Error::Poisoned { file: file.clone() });
-            }
-            if st.synced_seq >= seq {
-                return Ok(());
-            }
-            if st.flushing {
-                st = self.flushed.wait(st).unwrap_or_else(|e| e.into_inner());
-            } else {
-                let (next, result) = self.lead(st, true);
-                result?;
-                st = next;
-            }
-        }
-    }
-
-    /// Takes every pending chunk, writes it (and syncs when `sync`), and publishes the outcome.
-    /// An error poisons the writer: nothing later is acknowledged.
-    fn lead<'a>(
-        &'a self,
-        mut st: MutexGuard<'a, State>,
-        sync: bool,
-    ) -> (MutexGuard<'a, State>, Result<()>) {
-        st.flushing = true;
-        let chunks = std::mem::take(&mut st.pending);
-        st.pending_bytes = 0;
-        let target = st.next_seq - 1;
-        drop(st);
-        let result = {
-            let mut io = lock(&self.io);
-            self.write_out(&mut io, chunks, sync)
-                .map_err(|e| (io.path.clone(), e))
-        };
-        let mut st = lock(&self.state);
-        st.flushing = false;
-        let result = match result {
-            Ok(()) => {
-                if sync {
-                    st.synced_seq = st.synced_seq.max(target);
-                }
-                Ok(())
-            }
-            Err((path, e)) => {
-                st.poisoned = Some(path);
-                Err(e)
-            }
-        };
-        self.flushed.notify_all();
-        (st, result)
-    }
-
-    fn write_out(&self, io: &mut Io, chunks: Vec<Chunk>, sync: bool) -> Result<()> {
-        for chunk in chunks {
-            if !chunk.bytes.is_empty() {
-                let end = io.pos + chunk.bytes.len() as u64;
-                io.file
-                    .write_all_at(&chunk.bytes, io.pos)
-                    .map_err(|e| Error::io(&io.path, "write", e))?;
-                io.pos = end;
-                if end > io.allocated {
-                    io.allocated = if chunk.bytes.len() < ZERO_FILL_BELOW {
-                        let target = (end + self.config.prealloc_step)
-                            .min(self.config.segment_size.max(end));
-                        zero_fill(&*io.file, &io.path, end, target)?;
-                        target.max(end)
-                    } else {
-                        end
-                    };
-                }
-            }
-            if let Some(roll) = chunk.roll {
-                io.file
-                    .set_len(io.pos)
-                    .map_err(|e| Error::io(&io.path, "truncate", e))?;
-                io.file
-                    .sync_data()
-                    .map_err(|e| Error::io(&io.path, "fdatasync", e))?;
-                *io = create_segment(
-                    &*self.storage,
-                    &self.dir,
-                    &roll.path,
-                    &roll.header,
-                    &self.config,
-                )?;
-            }
-        }
-        if sync {
-            io.file
-                .sync_data()
-                .map_err(|e| Error::io(&io.path, "fdatasync", e))?;
-        }
-        Ok(())
+        st.log.ordinal += 1;
+        st.log.frames = 0;
+        st.log.len = HEADER_LEN as u64;
+        st.log.max_payload = self.config.max_payload;
     }
 }
 
 impl Drop for SegmentWriter {
-    /// Buffered records still pending are synced on drop; call [`SegmentWriter::close`] to see
+    /// Buffered records still queued are synced on drop; call [`SegmentWriter::close`] to see
     /// whether that worked.
     fn drop(&mut self) {
-        let pending = {
-            let st = lock(&self.state);
-            st.poisoned.is_none() && st.synced_seq + 1 < st.next_seq
-        };
-        if pending {
+        if self.commit.has_unsynced() {
             let _ = self.sync();
         }
     }
 }
 
 /// The chunk new frames go into: the last one, unless it ends with a roll.
-fn current_chunk(pending: &mut Vec<Chunk>) -> &mut Chunk {
-    if pending.last().is_none_or(|c| c.roll.is_some()) {
-        pending.push(Chunk {
+fn current_chunk(chunks: &mut Vec<Chunk>) -> &mut Chunk {
+    if chunks.last().is_none_or(|c| c.roll.is_some()) {
+        chunks.push(Chunk {
             bytes: Vec::new(),
             roll: None,
         });
     }
-    let last = pending.len() - 1;
-    &mut pending[last]
-}
-
-/// Batches smaller than this grow the segment with zeros ahead of the data, so the syncs of
-/// later batches change no file size (on ext4 a size change costs a journal commit, measured
-/// here at about 145 µs a sync, about what writing 64 KiB costs). A larger batch pays for its
-/// own size change once; zero-filling ahead of it would only write every byte twice.
-const ZERO_FILL_BELOW: usize = 64 << 10;
-
-static ZEROS: [u8; 64 << 10] = [0u8; 64 << 10];
-
-fn zero_fill(file: &dyn StorageFile, path: &Path, from: u64, to: u64) -> Result<()> {
-    let mut at = from;
-    while at < to {
-        let n = (to - at).min(ZEROS.len() as u64) as usize;
-        file.write_all_at(&ZEROS[..n], at)
-            .map_err(|e| Error::io(path, "preallocate", e))?;
-        at += n as u64;
-    }
-    Ok(())
-}
-
-/// Creates a segment by the write protocol: exclusive create, header and preallocated zeros,
-/// `fdatasync`, then `fsync` of the directory, before anything is appended to it.
-fn create_segment(
-    storage: &dyn Storage,
-    dir: &Path,
-    path: &Path,
-    header: &SegmentHeader,
-    config: &WriterConfig,
-) -> Result<Io> {
-    let file = storage
-        .open(path, OpenMode::CreateNew)
-        .map_err(|e| Error::io(path, "create", e))?;
-    file.write_all_at(&header.encode(), 0)
-        .map_err(|e| Error::io(path, "write header", e))?;
-    let allocated =
-        (HEADER_LEN as u64 + config.prealloc_step).min(config.segment_size.max(HEADER_LEN as u64));
-    zero_fill(&*file, path, HEADER_LEN as u64, allocated)?;
-    file.sync_data()
-        .map_err(|e| Error::io(path, "fdatasync", e))?;
-    storage
-        .sync_dir(dir)
-        .map_err(|e| Error::io(dir, "fsync directory", e))?;
-    Ok(Io {
-        file,
-        path: path.to_owned(),
-        pos: HEADER_LEN as u64,
-        allocated: allocated.max(HEADER_LEN as u64),
-    })
+    let last = chunks.len() - 1;
+    &mut chunks[last]
 }
 
 /// Creates `dir` if absent and makes its entry durable by syncing `parent`.

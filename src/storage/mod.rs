@@ -76,6 +76,9 @@ impl Deref for FileBytes {
     }
 }
 
+/// An exclusive lock on a file; dropping it releases the lock.
+pub trait StorageLock: Send + Sync {}
+
 /// The file system as the engine sees it. All paths are relative to the storage's root; the
 /// empty path is the root itself.
 pub trait Storage: Send + Sync {
@@ -101,6 +104,9 @@ pub trait Storage: Send + Sync {
     fn list_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>>;
     /// What is at `path`, or `None` if nothing is.
     fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>>;
+    /// Takes an exclusive, non-blocking lock on `path`, creating the file (mode 0600) if absent.
+    /// `None` while any other holder (another process, or another handle in this one) has it.
+    fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn StorageLock>>>;
     /// A name for this storage's root in messages (the directory path for real files).
     fn describe_root(&self) -> PathBuf;
 }

@@ -1,6 +1,7 @@
 //! The storage seam over the real file system.
 
-use super::{DirEntry, EntryKind, FileBytes, OpenMode, Storage, StorageFile};
+use super::{DirEntry, EntryKind, FileBytes, OpenMode, Storage, StorageFile, StorageLock};
+use fs2::FileExt as _;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
@@ -51,6 +52,13 @@ impl StorageFile for RealFile {
         self.0.set_len(len)
     }
 }
+
+/// An open lock file holding an exclusive `flock`; closing the file releases it.
+struct RealLock {
+    _file: File,
+}
+
+impl StorageLock for RealLock {}
 
 impl Storage for RealStorage {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageFile>> {
@@ -128,6 +136,21 @@ impl Storage for RealStorage {
             Ok(m) if m.is_dir() => Ok(Some(EntryKind::Dir)),
             Ok(_) => Ok(Some(EntryKind::Other)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn StorageLock>>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(self.full(path))?;
+        match file.try_lock_exclusive() {
+            Ok(()) => Ok(Some(Box::new(RealLock { _file: file }))),
+            Err(e) if e.raw_os_error() == fs2::lock_contended_error().raw_os_error() => Ok(None),
             Err(e) => Err(e),
         }
     }

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use makalog::format::RecordKind;
-use makalog::root::create_or_open_root;
+use makalog::root::{create_or_open_root, Owner};
 use makalog::segment::{Durability, Record, SegmentWriter, SessionReader, WriterConfig};
 use makalog::storage::{RealStorage, Storage};
 use std::collections::BTreeMap;
@@ -46,6 +46,13 @@ pub fn payload(i: u64, len: usize) -> Vec<u8> {
     p
 }
 
+/// Takes the lease of a root; panics if it is held.
+pub fn owner(storage: &Arc<impl Storage + 'static>) -> Owner {
+    Owner::try_acquire(storage.clone())
+        .expect("acquire")
+        .expect("lease free")
+}
+
 /// Appends `n` durable records of `len` bytes, numbered from `first`, and closes the writer.
 pub fn write_n(
     storage: &Arc<RealStorage>,
@@ -56,7 +63,7 @@ pub fn write_n(
     len: usize,
 ) {
     let (w, _) =
-        SegmentWriter::open(storage.clone(), session, config.clone()).expect("open writer");
+        SegmentWriter::open(&owner(storage), session, config.clone()).expect("open writer");
     for i in first..first + n {
         w.append(
             RecordKind::RuntimeEvent,

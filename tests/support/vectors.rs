@@ -3,7 +3,7 @@
 //! (which writes a new version's vectors once, and refuses to overwrite existing ones).
 
 use makalog::format::{hex, RecordKind, FORMAT_VERSION};
-use makalog::root::{RootMarker, MARKER_FILE, ROOT_KIND};
+use makalog::root::{Owner, RootMarker, MARKER_FILE, ROOT_KIND};
 use makalog::segment::{Durability, SegmentWriter, SessionReader, WriterConfig};
 use makalog::storage::RealStorage;
 use serde::Deserialize;
@@ -61,7 +61,10 @@ pub fn write_vector(dir: &Path, name: &str, input: &VectorInput) {
         max_payload: input.max_payload,
         ..WriterConfig::default()
     };
-    let (w, _) = SegmentWriter::open(storage, &input.session_id, config).expect("writer");
+    let owner = Owner::try_acquire(storage)
+        .expect("acquire")
+        .expect("lease free");
+    let (w, _) = SegmentWriter::open(&owner, &input.session_id, config).expect("writer");
     for r in &input.records {
         let kind = RecordKind::from_name(&r.kind).expect("known kind");
         let payload = serde_json::to_vec(&r.payload).expect("payload");

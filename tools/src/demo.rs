@@ -3,14 +3,13 @@
 
 use makalog::format::chain::chain_hex;
 use makalog::format::RecordKind;
-use makalog::root::create_or_open_root;
+use makalog::root::try_acquire_owner;
 use makalog::segment::{Durability, SegmentWriter, WriterConfig};
 use makalog::storage::RealStorage;
 use makalog::verify::verify_root;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 /// Small segments so that even a short demo rolls and seals several of them.
 const DEMO_SEGMENT_SIZE: u64 = 8 << 10;
@@ -66,8 +65,9 @@ pub fn run(root: &Path) -> ExitCode {
 }
 
 fn write_demo(root: &Path) -> makalog::Result<()> {
-    let storage = Arc::new(RealStorage::new(root));
-    create_or_open_root(&*storage)?;
+    let owner = try_acquire_owner(root)?.ok_or_else(|| makalog::Error::RootBusy {
+        path: root.to_owned(),
+    })?;
     let config = WriterConfig {
         segment_size: DEMO_SEGMENT_SIZE,
         prealloc_step: 4 << 10,
@@ -75,7 +75,7 @@ fn write_demo(root: &Path) -> makalog::Result<()> {
     };
     for (i, prompt) in PROMPTS.iter().enumerate() {
         let session = format!("demo-{}", i + 1);
-        let (writer, _) = SegmentWriter::open(storage.clone(), &session, config.clone())?;
+        let (writer, _) = SegmentWriter::open(&owner, &session, config.clone())?;
         for turn in 0..TURNS_PER_SESSION {
             let base = 1_800_000_000_000 + writer.next_seq() * 1_000 + turn;
             write_journey(&writer, &session, prompt, base)?;

@@ -1,0 +1,138 @@
+//! A file appended at a known position, with zeros written ahead of the data.
+
+use crate::error::{Error, Result};
+use crate::storage::{OpenMode, Storage, StorageFile};
+use std::path::{Path, PathBuf};
+
+/// Batches smaller than this grow the file with zeros ahead of the data, so the syncs of
+/// later batches change no file size (on ext4 a size change costs a journal commit, measured
+/// here at about 145 µs a sync, about what writing 64 KiB costs). A larger batch pays for its
+/// own size change once; zero-filling ahead of it would only write every byte twice.
+const ZERO_FILL_BELOW: usize = 64 << 10;
+
+static ZEROS: [u8; 64 << 10] = [0u8; 64 << 10];
+
+/// How far ahead of the data a file is zero-filled.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Prealloc {
+    /// Bytes of zeros kept ahead of the data.
+    pub step: u64,
+    /// Never zero-fill past this length.
+    pub cap: u64,
+}
+
+/// An open file being appended to, and how far it is written.
+pub(crate) struct AppendFile {
+    file: Box<dyn StorageFile>,
+    path: PathBuf,
+    pos: u64,
+    allocated: u64,
+    prealloc: Prealloc,
+}
+
+impl AppendFile {
+    /// Creates a file by the write protocol: exclusive create, `head` and zeros ahead,
+    /// `fdatasync`, then `fsync` of its directory, before anything is appended.
+    pub fn create(
+        storage: &dyn Storage,
+        path: &Path,
+        head: &[u8],
+        prealloc: Prealloc,
+    ) -> Result<AppendFile> {
+        let file = storage
+            .open(path, OpenMode::CreateNew)
+            .map_err(|e| Error::io(path, "create", e))?;
+        file.write_all_at(head, 0)
+            .map_err(|e| Error::io(path, "write header", e))?;
+        let pos = head.len() as u64;
+        let allocated = (pos + prealloc.step).min(prealloc.cap).max(pos);
+        zero_fill(&*file, path, pos, allocated)?;
+        file.sync_data()
+            .map_err(|e| Error::io(path, "fdatasync", e))?;
+        let dir = path.parent().unwrap_or(Path::new(""));
+        storage
+            .sync_dir(dir)
+            .map_err(|e| Error::io(dir, "fsync directory", e))?;
+        Ok(AppendFile {
+            file,
+            path: path.to_owned(),
+            pos,
+            allocated,
+            prealloc,
+        })
+    }
+
+    /// Opens an existing file whose data ends at `data_end` (everything after it is zeros).
+    pub fn open(
+        storage: &dyn Storage,
+        path: &Path,
+        data_end: u64,
+        prealloc: Prealloc,
+    ) -> Result<AppendFile> {
+        let file = storage
+            .open(path, OpenMode::ReadWrite)
+            .map_err(|e| Error::io(path, "open", e))?;
+        let allocated = file.size().map_err(|e| Error::io(path, "stat", e))?;
+        Ok(AppendFile {
+            file,
+            path: path.to_owned(),
+            pos: data_end,
+            allocated: allocated.max(data_end),
+            prealloc,
+        })
+    }
+
+    /// The file, relative to the root.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes `bytes` after the data; small batches also zero-fill ahead. Not durable until synced.
+    pub fn append(&mut self, bytes: &[u8]) -> Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let end = self.pos + bytes.len() as u64;
+        self.file
+            .write_all_at(bytes, self.pos)
+            .map_err(|e| Error::io(&self.path, "write", e))?;
+        self.pos = end;
+        if end > self.allocated {
+            self.allocated = if bytes.len() < ZERO_FILL_BELOW {
+                let target = (end + self.prealloc.step).min(self.prealloc.cap.max(end));
+                zero_fill(&*self.file, &self.path, end, target)?;
+                target
+            } else {
+                end
+            };
+        }
+        Ok(())
+    }
+
+    /// Cuts the zeros after the data and makes everything durable: the end of a sealed file.
+    pub fn cut_and_sync(&mut self) -> Result<()> {
+        self.file
+            .set_len(self.pos)
+            .map_err(|e| Error::io(&self.path, "truncate", e))?;
+        self.allocated = self.pos;
+        self.sync()
+    }
+
+    /// `fdatasync`.
+    pub fn sync(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io(&self.path, "fdatasync", e))
+    }
+}
+
+fn zero_fill(file: &dyn StorageFile, path: &Path, from: u64, to: u64) -> Result<()> {
+    let mut at = from;
+    while at < to {
+        let n = (to - at).min(ZEROS.len() as u64) as usize;
+        file.write_all_at(&ZEROS[..n], at)
+            .map_err(|e| Error::io(path, "preallocate", e))?;
+        at += n as u64;
+    }
+    Ok(())
+}

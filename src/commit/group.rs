@@ -1,0 +1,172 @@
+//! Group commit: appenders queue encoded frames under a short lock and either return (buffered)
+//! or wait until a sync covers their sequence number (durable). Whoever finds no flush in
+//! progress leads one: it takes everything queued, writes it in one call and syncs once, so
+//! concurrent appends share one write and one `fdatasync`. A failed write or sync poisons the
+//! log: nothing more is acknowledged until it is reopened and recovered from disk.
+
+use crate::error::{Error, Result};
+use std::path::PathBuf;
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// Where queued chunks go; only the flush leader touches it.
+pub(crate) trait Sink: Send {
+    /// What appenders queue.
+    type Chunk: Send;
+    /// Writes the chunks in order, then syncs if `sync`.
+    fn write_out(&mut self, chunks: Vec<Self::Chunk>, sync: bool) -> Result<()>;
+    /// The file a failure is blamed on.
+    fn current_path(&self) -> PathBuf;
+}
+
+/// The state appenders share under the lock: the owner's logical state `log`, what is queued,
+/// and what is durable.
+pub(crate) struct Pending<T, C> {
+    /// The owner's state, changed only under this lock.
+    pub log: T,
+    /// Chunks queued for the next flush.
+    pub chunks: Vec<C>,
+    bytes: usize,
+    assigned: u64,
+    synced: u64,
+    flushing: bool,
+    poisoned: Option<PathBuf>,
+}
+
+impl<T, C> Pending<T, C> {
+    /// The sequence number the next record gets.
+    pub fn next_seq(&self) -> u64 {
+        self.assigned + 1
+    }
+
+    /// Records that one more record of `len` bytes was queued.
+    pub fn queued(&mut self, len: usize) {
+        self.assigned += 1;
+        self.bytes += len;
+    }
+}
+
+/// Group commit over one sink.
+pub(crate) struct GroupCommit<T, S: Sink> {
+    state: Mutex<Pending<T, S::Chunk>>,
+    flushed: Condvar,
+    sink: Mutex<S>,
+}
+
+type Guard<'a, T, C> = MutexGuard<'a, Pending<T, C>>;
+
+fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<T, S: Sink> GroupCommit<T, S> {
+    /// A log whose records up to `durable_seq` are already durable.
+    pub fn new(log: T, sink: S, durable_seq: u64) -> Self {
+        GroupCommit {
+            state: Mutex::new(Pending {
+                log,
+                chunks: Vec::new(),
+                bytes: 0,
+                assigned: durable_seq,
+                synced: durable_seq,
+                flushing: false,
+                poisoned: None,
+            }),
+            flushed: Condvar::new(),
+            sink: Mutex::new(sink),
+        }
+    }
+
+    /// Locks the shared state; fails once the log is poisoned.
+    pub fn lock(&self) -> Result<Guard<'_, T, S::Chunk>> {
+        let st = lock(&self.state);
+        match &st.poisoned {
+            Some(file) => Err(Error::Poisoned { file: file.clone() }),
+            None => Ok(st),
+        }
+    }
+
+    /// Waits until `seq` is durable, leading a flush whenever none is in progress.
+    pub fn wait_durable<'a>(
+        &'a self,
+        mut st: Guard<'a, T, S::Chunk>,
+        seq: u64,
+    ) -> Result<Guard<'a, T, S::Chunk>> {
+        loop {
+            if let Some(file) = &st.poisoned {
+                return Err(Error::Poisoned { file: file.clone() });
+            }
+            if st.synced >= seq {
+                return Ok(st);
+            }
+            if st.flushing {
+                st = self.flushed.wait(st).unwrap_or_else(|e| e.into_inner());
+            } else {
+                st = self.lead(st, true)?;
+            }
+        }
+    }
+
+    /// Writes the queue out (without a sync) once it holds `limit` bytes and no flush is running.
+    pub fn spill<'a>(
+        &'a self,
+        st: Guard<'a, T, S::Chunk>,
+        limit: usize,
+    ) -> Result<Guard<'a, T, S::Chunk>> {
+        if st.bytes >= limit && !st.flushing {
+            self.lead(st, false)
+        } else {
+            Ok(st)
+        }
+    }
+
+    /// Makes every record queued so far durable.
+    pub fn sync_all(&self) -> Result<()> {
+        let st = self.lock()?;
+        let target = st.assigned;
+        self.wait_durable(st, target).map(|_| ())
+    }
+
+    /// The sequence number the next record will get.
+    pub fn next_seq(&self) -> u64 {
+        lock(&self.state).next_seq()
+    }
+
+    /// True when records were queued that are not yet durable and the log is not poisoned.
+    pub fn has_unsynced(&self) -> bool {
+        let st = lock(&self.state);
+        st.poisoned.is_none() && st.synced < st.assigned
+    }
+
+    /// Takes the queue, writes it (and syncs when `sync`), and publishes the outcome.
+    fn lead<'a>(
+        &'a self,
+        mut st: Guard<'a, T, S::Chunk>,
+        sync: bool,
+    ) -> Result<Guard<'a, T, S::Chunk>> {
+        st.flushing = true;
+        let chunks = std::mem::take(&mut st.chunks);
+        st.bytes = 0;
+        let target = st.assigned;
+        drop(st);
+        let result = {
+            let mut sink = lock(&self.sink);
+            sink.write_out(chunks, sync)
+                .map_err(|e| (sink.current_path(), e))
+        };
+        let mut st = lock(&self.state);
+        st.flushing = false;
+        self.flushed.notify_all();
+        match result {
+            Ok(()) => {
+                if sync {
+                    st.synced = st.synced.max(target);
+                }
+                Ok(st)
+            }
+            Err((path, e)) => {
+                st.poisoned = Some(path);
+                Err(e)
+            }
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! Walking a run of frames: each checked for CRC, sequence number and chain as it is read,
+//! then a verdict on what lies after the last valid one. Pure: bytes in, findings out. Shared by
+//! segments and the claims log.
+
+use super::{
+    decode_frame, next_chain, ChainValue, FormatError, Frame, FrameDecode, FrameKind, RecordKind,
+    SealFooter, SegmentHeader, FOOTER_LEN, HEADER_LEN,
+};
+use std::marker::PhantomData;
+
+/// What lies after the last valid frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tail {
+    /// The file ends right after the last frame (or after the header).
+    Eof,
+    /// Only zeros follow: preallocated space, or writes that never reached the disk.
+    Zeros { len: u64 },
+    /// A valid seal footer follows; `trailing_zeros` zero bytes may follow it (a roll
+    /// interrupted before the preallocated space was cut).
+    Sealed {
+        footer: SealFooter,
+        trailing_zeros: u64,
+    },
+    /// Non-zero bytes that hold no valid frame: an interrupted write. `len` runs to the last
+    /// non-zero byte.
+    Torn { len: u64, what: String },
+    /// Something that no interrupted write explains: a bad frame with a valid frame after it,
+    /// a frame out of sequence or off the chain, a bad or misplaced footer, bytes after a footer.
+    Damaged { offset: u64, what: String },
+}
+
+/// Frames of one segment, checked as they are read.
+///
+/// The cursor holds only its position and what it has verified; the caller hands it the same
+/// bytes on every call, so it can live beside the bytes it reads.
+#[derive(Debug, Clone)]
+pub struct FrameCursor<K = RecordKind> {
+    pos: usize,
+    max_payload: u32,
+    footers: bool,
+    kind: PhantomData<K>,
+    next_seq: u64,
+    chain: ChainValue,
+    count: u64,
+    end: Option<Tail>,
+}
+
+impl FrameCursor<RecordKind> {
+    /// A cursor over the frames after the header of a segment whose decoded header is `header`.
+    pub fn for_segment(header: &SegmentHeader) -> Self {
+        FrameCursor::new(
+            HEADER_LEN,
+            header.max_payload,
+            header.first_seq,
+            header.prev_chain,
+            true,
+        )
+    }
+}
+
+impl<K: FrameKind> FrameCursor<K> {
+    /// A cursor over frames starting at byte `start`, the first with sequence number `first_seq`
+    /// continuing the chain from `prev_chain`. `footers` says whether a seal footer may end them.
+    pub fn new(
+        start: usize,
+        max_payload: u32,
+        first_seq: u64,
+        prev_chain: ChainValue,
+        footers: bool,
+    ) -> Self {
+        FrameCursor {
+            pos: start,
+            max_payload,
+            footers,
+            kind: PhantomData,
+            next_seq: first_seq,
+            chain: prev_chain,
+            count: 0,
+            end: None,
+        }
+    }
+
+    /// Offset just past the last valid frame returned so far.
+    pub fn data_end(&self) -> u64 {
+        self.pos as u64
+    }
+
+    /// Chain value after the last valid frame returned so far.
+    pub fn chain(&self) -> ChainValue {
+        self.chain
+    }
+
+    /// Sequence number the next frame must carry.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Number of valid frames returned so far.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// What follows the last valid frame, once [`FrameCursor::next_frame`] has returned `None`.
+    pub fn end(&self) -> Option<&Tail> {
+        self.end.as_ref()
+    }
+
+    /// The next valid frame and its offset, or `None` at the end of data or at damage.
+    pub fn next_frame<'a>(&mut self, bytes: &'a [u8]) -> Option<(u64, Frame<'a, K>)> {
+        if self.end.is_some() {
+            return None;
+        }
+        let rest = bytes.get(self.pos..).unwrap_or(&[]);
+        if self.footers && SealFooter::looks_like_footer(rest) {
+            self.end = Some(self.footer_end(rest));
+            return None;
+        }
+        match decode_frame::<K>(rest, self.max_payload) {
+            Ok(FrameDecode::EndOfData) => {
+                self.end = Some(self.after_end_of_data(rest));
+                None
+            }
+            Ok(FrameDecode::Frame(frame, used)) => {
+                let offset = self.pos as u64;
+                if frame.seq != self.next_seq {
+                    self.end = Some(Tail::Damaged {
+                        offset,
+                        what: format!(
+                            "frame has sequence number {}, expected {}",
+                            frame.seq, self.next_seq
+                        ),
+                    });
+                    return None;
+                }
+                let expected = next_chain(&self.chain, frame.seq, frame.kind.code(), frame.payload);
+                if frame.chain != expected {
+                    self.end = Some(Tail::Damaged {
+                        offset,
+                        what: format!("frame {} breaks the hash chain", frame.seq),
+                    });
+                    return None;
+                }
+                self.pos += used;
+                self.next_seq += 1;
+                self.chain = frame.chain;
+                self.count += 1;
+                Some((offset, frame))
+            }
+            Err(e) => {
+                self.end = Some(self.after_bad_frame(rest, e));
+                None
+            }
+        }
+    }
+
+    fn footer_end(&self, rest: &[u8]) -> Tail {
+        let offset = self.pos as u64;
+        let footer = match SealFooter::decode(rest) {
+            Ok((f, _)) => f,
+            Err(e) => {
+                return Tail::Damaged {
+                    offset: offset + e.offset as u64,
+                    what: e.what,
+                }
+            }
+        };
+        let last_seq = self.next_seq - 1;
+        let what = if footer.footer_offset != offset {
+            Some(format!(
+                "seal footer says it is at byte {}",
+                footer.footer_offset
+            ))
+        } else if footer.last_seq != last_seq {
+            Some(format!(
+                "seal footer says last sequence {}, segment ends at {last_seq}",
+                footer.last_seq
+            ))
+        } else if footer.frame_count != self.count {
+            Some(format!(
+                "seal footer counts {} frames, segment has {}",
+                footer.frame_count, self.count
+            ))
+        } else if footer.chain != self.chain {
+            Some("seal footer chain value differs from the last frame's".to_owned())
+        } else {
+            None
+        };
+        if let Some(what) = what {
+            return Tail::Damaged { offset, what };
+        }
+        let after = &rest[FOOTER_LEN..];
+        if let Some(i) = after.iter().position(|&b| b != 0) {
+            return Tail::Damaged {
+                offset: offset + (FOOTER_LEN + i) as u64,
+                what: "non-zero bytes after the seal footer".to_owned(),
+            };
+        }
+        Tail::Sealed {
+            footer,
+            trailing_zeros: after.len() as u64,
+        }
+    }
+
+    fn after_end_of_data(&self, rest: &[u8]) -> Tail {
+        match rest.iter().position(|&b| b != 0) {
+            None if rest.is_empty() => Tail::Eof,
+            None => Tail::Zeros {
+                len: rest.len() as u64,
+            },
+            Some(first) => self.classify_garbage(
+                rest,
+                first,
+                format!(
+                    "non-zero bytes at byte {} after the end of data",
+                    self.pos + first
+                ),
+            ),
+        }
+    }
+
+    fn after_bad_frame(&self, rest: &[u8], e: FormatError) -> Tail {
+        let what = format!("bad frame at byte {}: {}", self.pos, e.what);
+        self.classify_garbage(rest, 0, what)
+    }
+
+    /// Non-zero bytes start at `rest[first]`: a torn tail unless a valid frame or footer lies
+    /// anywhere after them, which no interrupted append can produce.
+    fn classify_garbage(&self, rest: &[u8], first: usize, what: String) -> Tail {
+        if let Some(at) = find_valid_after::<K>(rest, 1, self.max_payload, self.footers) {
+            return Tail::Damaged {
+                offset: (self.pos + first) as u64,
+                what: format!("{what}; a valid record follows at byte {}", self.pos + at),
+            };
+        }
+        let last_nonzero = rest.iter().rposition(|&b| b != 0).unwrap_or(first);
+        Tail::Torn {
+            len: (last_nonzero + 1) as u64,
+            what,
+        }
+    }
+}
+
+/// The first position at or after `from` where a CRC-valid frame or seal footer starts.
+fn find_valid_after<K: FrameKind>(
+    rest: &[u8],
+    from: usize,
+    max_payload: u32,
+    footers: bool,
+) -> Option<usize> {
+    (from..rest.len()).find(|&at| {
+        let tail = &rest[at..];
+        if footers && SealFooter::looks_like_footer(tail) {
+            return SealFooter::decode(tail).is_ok();
+        }
+        matches!(
+            decode_frame::<K>(tail, max_payload),
+            Ok(FrameDecode::Frame(..))
+        )
+    })
+}

@@ -1,0 +1,105 @@
+//! Carrying out the repairs the table allows: quarantine, then cut or remove.
+
+use super::{RecoveryReport, Repair};
+use crate::error::{Error, Result};
+use crate::storage::{OpenMode, Storage, StorageFile};
+use std::path::{Path, PathBuf};
+
+/// What separates a file's name from the offset in the name of its quarantine file.
+pub const TORN_INFIX: &str = ".torn-";
+
+/// The quarantine file for bytes cut from `file` at `offset`.
+pub fn torn_file_name(file_name: &str, offset: u64) -> String {
+    format!("{file_name}{TORN_INFIX}{offset}")
+}
+
+fn parent(file: &Path) -> &Path {
+    file.parent().unwrap_or(Path::new(""))
+}
+
+/// Carries out repairs: each torn byte range is first copied to a fsynced quarantine file.
+pub fn apply(storage: &dyn Storage, repairs: Vec<Repair>) -> Result<RecoveryReport> {
+    let mut report = RecoveryReport::default();
+    for repair in repairs {
+        match &repair {
+            Repair::TruncateTornTail { file, offset, len } => {
+                let f = storage
+                    .open(file, OpenMode::ReadWrite)
+                    .map_err(|e| Error::io(file, "open", e))?;
+                let mut torn = vec![0u8; *len as usize];
+                read_exact(&*f, file, &mut torn, *offset)?;
+                report
+                    .quarantined
+                    .push(quarantine(storage, file, *offset, &torn)?);
+                f.set_len(*offset)
+                    .map_err(|e| Error::io(file, "truncate", e))?;
+                f.sync_data().map_err(|e| Error::io(file, "fdatasync", e))?;
+            }
+            Repair::RemoveTornCreate { file } => {
+                let bytes = storage
+                    .read_file(file)
+                    .map_err(|e| Error::io(file, "read", e))?;
+                report
+                    .quarantined
+                    .push(quarantine(storage, file, 0, &bytes)?);
+                storage
+                    .remove_file(file)
+                    .map_err(|e| Error::io(file, "remove", e))?;
+                let dir = parent(file);
+                storage
+                    .sync_dir(dir)
+                    .map_err(|e| Error::io(dir, "fsync directory", e))?;
+            }
+        }
+        report.repairs.push(repair);
+    }
+    Ok(report)
+}
+
+fn read_exact(f: &dyn StorageFile, file: &Path, buf: &mut [u8], offset: u64) -> Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = f
+            .read_at(&mut buf[done..], offset + done as u64)
+            .map_err(|e| Error::io(file, "read", e))?;
+        if n == 0 {
+            return Err(Error::corrupt(
+                file,
+                offset + done as u64,
+                "file shorter than its scan",
+            ));
+        }
+        done += n;
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to `<file>.torn-<offset>` beside the file and makes it durable. A file
+/// left by an interrupted earlier recovery is overwritten: it held a prefix of the same bytes.
+fn quarantine(storage: &dyn Storage, segment: &Path, offset: u64, bytes: &[u8]) -> Result<PathBuf> {
+    let name = segment
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dir = parent(segment);
+    let path = dir.join(torn_file_name(&name, offset));
+    let f = match storage.open(&path, OpenMode::CreateNew) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let f = storage
+                .open(&path, OpenMode::ReadWrite)
+                .map_err(|e| Error::io(&path, "open", e))?;
+            f.set_len(0).map_err(|e| Error::io(&path, "truncate", e))?;
+            f
+        }
+        Err(e) => return Err(Error::io(&path, "create", e)),
+    };
+    f.write_all_at(bytes, 0)
+        .map_err(|e| Error::io(&path, "write", e))?;
+    f.sync_data()
+        .map_err(|e| Error::io(&path, "fdatasync", e))?;
+    storage
+        .sync_dir(dir)
+        .map_err(|e| Error::io(dir, "fsync directory", e))?;
+    Ok(path)
+}

@@ -1,0 +1,75 @@
+//! The single-owner lease: one process (one handle) may write a root at a time.
+
+use super::{create_or_open_root, read_marker, RootMarker};
+use crate::error::{Error, Result};
+use crate::storage::{RealStorage, Storage, StorageLock};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The lock file inside the root.
+pub const LOCK_FILE: &str = "owner.lock";
+
+/// The right to write a root. Writers opened through it keep the lease alive, so the lock is
+/// released only when the owner and every writer it opened are gone (in-flight writes finish).
+#[derive(Clone)]
+pub struct Owner {
+    lease: Arc<Lease>,
+}
+
+/// What writers hold: the storage, the marker, and the lock.
+pub struct Lease {
+    storage: Arc<dyn Storage>,
+    marker: RootMarker,
+    _lock: Box<dyn StorageLock>,
+}
+
+impl Lease {
+    /// The storage of the owned root.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+}
+
+impl Owner {
+    /// Takes the lease of the root `storage` is rooted at, whose marker must already be valid.
+    /// `None` while another process or handle holds it.
+    pub fn try_acquire(storage: Arc<dyn Storage>) -> Result<Option<Owner>> {
+        let marker = read_marker(&*storage)?;
+        let lock = storage
+            .try_lock(Path::new(LOCK_FILE))
+            .map_err(|e| Error::io(LOCK_FILE, "lock", e))?;
+        Ok(lock.map(|lock| Owner {
+            lease: Arc::new(Lease {
+                storage,
+                marker,
+                _lock: lock,
+            }),
+        }))
+    }
+
+    /// The storage of the owned root.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.lease.storage
+    }
+
+    /// The root's marker.
+    pub fn marker(&self) -> &RootMarker {
+        &self.lease.marker
+    }
+
+    /// A share of the lease for a writer to hold.
+    pub fn lease(&self) -> Arc<Lease> {
+        self.lease.clone()
+    }
+
+    /// Gives up this handle; the lock goes once every writer opened through it is dropped.
+    pub fn close(self) {}
+}
+
+/// Resolves the root at `path` (creating it and its marker if absent) and takes its lease.
+/// `None` while another process or handle owns it.
+pub fn try_acquire_owner(path: &Path) -> Result<Option<Owner>> {
+    let storage: Arc<dyn Storage> = Arc::new(RealStorage::new(path));
+    create_or_open_root(&*storage)?;
+    Owner::try_acquire(storage)
+}
