@@ -31,6 +31,9 @@ pub enum Error {
     /// session is reopened and recovered from disk.
     #[error("{file}: writer poisoned by an earlier failed write or sync; reopen to recover", file = file.display())]
     Poisoned { file: PathBuf },
+    /// A claim contradicts one already stored; nothing was written.
+    #[error("claim conflict: {what}")]
+    ClaimConflict { what: String },
     /// Another process or handle owns the root for writing.
     #[error("{path}: root is busy: another process owns it for writing", path = path.display())]
     RootBusy { path: PathBuf },

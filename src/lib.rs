@@ -5,6 +5,7 @@
 //! door to the disk), [`segment`] (per-session log: writer, reader, recovery), [`root`] (the
 //! marker), [`verify`] (offline checks of a whole root).
 
+pub mod claims;
 mod commit;
 pub mod error;
 pub mod format;

@@ -1,12 +1,15 @@
 //! Offline verification of a whole root: read-only, takes no lock, writes nothing.
 
-use crate::error::Result;
+use crate::claims::{replay_claims, CLAIMS_FILE};
+use crate::error::{Error, Result};
 use crate::format::ChainValue;
+use crate::recovery::TORN_INFIX;
 use crate::root::{read_marker, RootMarker};
 use crate::segment::check::check_session;
 use crate::segment::layout::list_sessions;
 use crate::segment::load::scan_session_files;
 use crate::storage::Storage;
+use std::path::Path;
 
 /// What verification found for one session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +23,17 @@ pub struct SessionSummary {
     pub head_chain: ChainValue,
 }
 
+/// What verification found in the claims log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimsSummary {
+    /// Records in the valid prefix.
+    pub record_count: u64,
+    /// Sequence number of the last record of the valid prefix.
+    pub head_seq: u64,
+    /// The chain value after it.
+    pub head_chain: ChainValue,
+}
+
 /// The result of verifying a root.
 #[derive(Debug, Clone)]
 pub struct VerifyReport {
@@ -29,6 +43,8 @@ pub struct VerifyReport {
     /// Torn tails recovery cut and kept aside (`<segment>.torn-<offset>`): not damage, history.
     pub quarantined: Vec<String>,
     pub sessions: Vec<SessionSummary>,
+    /// The claims log, when the root has one.
+    pub claims: Option<ClaimsSummary>,
 }
 
 impl VerifyReport {
@@ -47,7 +63,9 @@ pub fn verify_root(storage: &dyn Storage) -> Result<VerifyReport> {
         findings: Vec::new(),
         quarantined: Vec::new(),
         sessions: Vec::new(),
+        claims: None,
     };
+    verify_claims(storage, &mut report)?;
     let (ids, strays) = list_sessions(storage)?;
     for stray in strays {
         report
@@ -83,4 +101,34 @@ pub fn verify_root(storage: &dyn Storage) -> Result<VerifyReport> {
         });
     }
     Ok(report)
+}
+
+/// Replays the claims log read-only and lists quarantined tails cut from it.
+fn verify_claims(storage: &dyn Storage, report: &mut VerifyReport) -> Result<()> {
+    let path = Path::new(CLAIMS_FILE);
+    let bytes = match storage.read_file(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(path, "read", e)),
+    };
+    let replay = replay_claims(&bytes, &report.marker.root_id_bytes()?);
+    report
+        .findings
+        .extend(replay.problems.iter().map(|p| p.describe()));
+    report.claims = Some(ClaimsSummary {
+        record_count: replay.record_count,
+        head_seq: replay.head.0,
+        head_chain: replay.head.1,
+    });
+    let prefix = format!("{CLAIMS_FILE}{TORN_INFIX}");
+    let entries = storage
+        .list_dir(Path::new(""))
+        .map_err(|e| Error::io("", "list directory", e))?;
+    report.quarantined.extend(
+        entries
+            .into_iter()
+            .filter(|e| e.name.starts_with(&prefix))
+            .map(|e| e.name),
+    );
+    Ok(())
 }

@@ -5,6 +5,8 @@
 //! present. These are what the golden vectors and the fuzz targets exercise.
 
 pub mod chain;
+pub mod claim_kind;
+pub mod claims_header;
 pub mod cursor;
 pub mod footer;
 pub mod frame;
@@ -12,6 +14,8 @@ pub mod header;
 pub mod record_kind;
 
 pub use chain::{genesis_chain, next_chain, ChainValue, CHAIN_LEN};
+pub use claim_kind::ClaimKind;
+pub use claims_header::{claims_genesis, ClaimsHeader, CLAIMS_HEADER_LEN, CLAIMS_MAGIC};
 pub use cursor::{FrameCursor, Tail};
 pub use footer::{SealFooter, FOOTER_LEN, FOOTER_MAGIC};
 pub use frame::{

@@ -1,13 +1,18 @@
 //! `makalog demo [ROOT]`: writes a few agent sessions of realistic records across several
 //! segments through the library's writer, then verifies the root and prints a summary.
 
+use makalog::claims::{
+    AdmissionStatus, AgentGraphIntentClaimRequest, ClaimsLog, SubagentSpawnClaim,
+};
 use makalog::format::chain::chain_hex;
+use makalog::format::hex;
 use makalog::format::RecordKind;
 use makalog::root::try_acquire_owner;
 use makalog::segment::{Durability, SegmentWriter, WriterConfig};
 use makalog::storage::RealStorage;
 use makalog::verify::verify_root;
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -38,9 +43,9 @@ pub fn run(root: &Path) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    println!("root {} (rootId {})", root.display(), report.marker.root_id);
+    say!("root {} (rootId {})", root.display(), report.marker.root_id);
     for s in &report.sessions {
-        println!(
+        say!(
             "  session {}: {} records, head seq {}, chain {}",
             s.session_id,
             s.record_count,
@@ -49,17 +54,24 @@ pub fn run(root: &Path) -> ExitCode {
         );
     }
     for f in &report.findings {
-        println!("  finding: {f}");
+        say!("  finding: {f}");
+    }
+    if let Some(c) = &report.claims {
+        say!(
+            "  claims: {} records, chain {}",
+            c.record_count,
+            chain_hex(&c.head_chain)
+        );
     }
     if report.is_clean() {
-        println!("verify: clean");
-        println!(
-            "next: makalog verify {0}; makalog dump {0} --session demo-1",
+        say!("verify: clean");
+        say!(
+            "next: makalog verify {0}; makalog dump {0} --session demo-1; makalog claims {0}",
             root.display()
         );
         ExitCode::SUCCESS
     } else {
-        println!("verify: {} findings", report.findings.len());
+        say!("verify: {} findings", report.findings.len());
         ExitCode::from(1)
     }
 }
@@ -73,14 +85,77 @@ fn write_demo(root: &Path) -> makalog::Result<()> {
         prealloc_step: 4 << 10,
         ..WriterConfig::default()
     };
+    let (claims, _) = ClaimsLog::open(&owner)?;
     for (i, prompt) in PROMPTS.iter().enumerate() {
         let session = format!("demo-{}", i + 1);
+        if claims.read_session_claim(&session)?.is_none() {
+            claims.claim_session_create(&session)?;
+        }
         let (writer, _) = SegmentWriter::open(&owner, &session, config.clone())?;
         for turn in 0..TURNS_PER_SESSION {
             let base = 1_800_000_000_000 + writer.next_seq() * 1_000 + turn;
             write_journey(&writer, &session, prompt, base)?;
         }
         writer.close()?;
+    }
+    write_claims(&claims)
+}
+
+/// A graph that fans one intent out to each demo session: the first runs, the second is
+/// executing, the third was cancelled. Re-running the demo finds every claim already stored.
+fn write_claims(claims: &ClaimsLog) -> makalog::Result<()> {
+    let digest = |s: &str| hex(&Sha256::digest(s.as_bytes()));
+    for (i, status) in [
+        AdmissionStatus::Claimed,
+        AdmissionStatus::Executing,
+        AdmissionStatus::Cancelled,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let session = format!("demo-{}", i + 1);
+        let intent = format!("graph_intent_{}", &digest(&format!("intent-{i}"))[..32]);
+        let request = AgentGraphIntentClaimRequest {
+            schema_version: 1,
+            claim_id: format!("graph_claim_{}", &digest(&format!("claim-{i}"))[..32]),
+            graph_id: "demo-graph".into(),
+            intent_id: intent.clone(),
+            intent_fingerprint: format!("sha256:{}", digest(&format!("fingerprint-{i}"))),
+            readiness_context_fingerprint: format!("sha256:{}", digest("readiness")),
+            target_operator_id: "local-read".into(),
+            target_session_id: session.clone(),
+            target_turn_id: format!("graph-turn-{i}"),
+            target_run_id: format!("graph-run-{i}"),
+        };
+        claims.claim_agent_graph_intent(request)?;
+        let current = claims
+            .read_agent_graph_intent_claim("demo-graph", &intent)?
+            .map(|c| c.status);
+        if status >= AdmissionStatus::Executing && current == Some(AdmissionStatus::Claimed) {
+            claims.set_agent_graph_intent_status(
+                "demo-graph",
+                &intent,
+                AdmissionStatus::Executing,
+                None,
+            )?;
+        }
+        if status == AdmissionStatus::Cancelled {
+            claims.set_agent_graph_intent_status(
+                "demo-graph",
+                &intent,
+                status,
+                Some("superseded by a newer plan"),
+            )?;
+        }
+        claims.claim_subagent_spawn(SubagentSpawnClaim {
+            parent_session_id: "demo-1".into(),
+            parent_run_id: "parent-run".into(),
+            tool_call_id: format!("spawn-tool-{i}"),
+            swarm_id: String::new(),
+            item_id: String::new(),
+            request_fingerprint: digest(&format!("spawn-{i}")),
+            child_session_id: format!("demo-child-{i}"),
+        })?;
     }
     Ok(())
 }

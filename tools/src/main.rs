@@ -1,6 +1,9 @@
 //! `makalog`: verify, dump and demo a storage root. Read-only except `demo`; never takes the
 //! owner lock for reading.
 
+#[macro_use]
+mod output;
+mod claims;
 mod demo;
 mod dump;
 mod verify;
@@ -38,6 +41,17 @@ enum Command {
         #[arg(long)]
         session: Option<String>,
     },
+    /// List the claims of a root: graph intent claims with their status, spawn and session claims.
+    Claims {
+        /// The root directory.
+        root: PathBuf,
+        /// Only the graph intent claims of this graph.
+        #[arg(long)]
+        graph: Option<String>,
+        /// One JSON object per claim.
+        #[arg(long)]
+        json: bool,
+    },
     /// Create (or extend) a root with realistic sessions across several segments, then verify it.
     Demo {
         /// The root directory to write.
@@ -51,6 +65,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Verify { root } => verify::run(&root),
         Command::Dump { root, session } => dump::run(&root, session.as_deref()),
+        Command::Claims { root, graph, json } => claims::run(&root, graph.as_deref(), json),
         Command::Demo { root } => demo::run(&root),
     }
 }

@@ -18,13 +18,13 @@ pub fn run(root: &Path) -> ExitCode {
         }
     };
     for finding in &report.findings {
-        println!("{finding}");
+        say!("{finding}");
     }
     for q in &report.quarantined {
-        println!("note: {q}: torn tail cut by recovery and kept aside");
+        say!("note: {q}: torn tail cut by recovery and kept aside");
     }
     for s in &report.sessions {
-        println!(
+        say!(
             "session {}: {} records, head seq {}, chain {}",
             s.session_id,
             s.record_count,
@@ -32,11 +32,19 @@ pub fn run(root: &Path) -> ExitCode {
             chain_hex(&s.head_chain)
         );
     }
+    if let Some(c) = &report.claims {
+        say!(
+            "claims: {} records, head seq {}, chain {}",
+            c.record_count,
+            c.head_seq,
+            chain_hex(&c.head_chain)
+        );
+    }
     if report.is_clean() {
-        println!("clean: {} sessions", report.sessions.len());
+        say!("clean: {} sessions", report.sessions.len());
         ExitCode::SUCCESS
     } else {
-        println!("{} findings", report.findings.len());
+        say!("{} findings", report.findings.len());
         ExitCode::from(1)
     }
 }

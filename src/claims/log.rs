@@ -1,0 +1,308 @@
+//! The claims log of a root: every idempotency claim, appended and `fdatasync`ed before it is
+//! acknowledged, concurrent claims sharing syncs (group commit), replayed at open.
+
+use super::replay::{replay_claims, CLAIMS_FILE};
+use super::request::{
+    validate_graph_request, validate_session_claim, validate_spawn_claim, AdmissionStatus,
+    AdmissionStatusChange, AgentGraphIntentClaim, AgentGraphIntentClaimRequest, SessionCreateClaim,
+    SubagentSpawnClaim,
+};
+use super::table::{ClaimRecord, ClaimTables, Decision, StoredGraphIntentClaim, StoredSpawnClaim};
+use crate::commit::{AppendFile, GroupCommit, Pending, Prealloc, Sink};
+use crate::error::{Error, Result};
+use crate::format::{
+    encode_frame, next_chain, ChainValue, ClaimsHeader, FrameKind, DEFAULT_MAX_PAYLOAD,
+    FORMAT_VERSION, FRAME_OVERHEAD,
+};
+use crate::recovery::{apply, plan, RecoveryReport, Repair};
+use crate::root::{Lease, Owner};
+use crate::storage::Storage;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, MutexGuard};
+
+const PREALLOC: Prealloc = Prealloc {
+    step: 64 << 10,
+    cap: u64::MAX,
+};
+
+/// What claiming an agent-graph intent returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphClaimOutcome {
+    /// The stored claim: this request's, or the earlier one for the same work.
+    pub claim: AgentGraphIntentClaim,
+    /// True when this call took the claim; false when it was already stored.
+    pub created: bool,
+}
+
+/// What claiming a subagent spawn returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnClaimOutcome {
+    pub claim: SubagentSpawnClaim,
+    pub created: bool,
+}
+
+/// The claims log, open for writing under the owner's lease.
+pub struct ClaimsLog {
+    commit: GroupCommit<ClaimsState, ClaimsSink>,
+    max_payload: u32,
+    _lease: Arc<Lease>,
+}
+
+struct ClaimsState {
+    tables: ClaimTables,
+    chain: ChainValue,
+}
+
+struct ClaimsSink {
+    file: AppendFile,
+}
+
+impl Sink for ClaimsSink {
+    type Chunk = Vec<u8>;
+
+    fn write_out(&mut self, chunks: Vec<Vec<u8>>, sync: bool) -> Result<()> {
+        for chunk in chunks {
+            self.file.append(&chunk)?;
+        }
+        if sync {
+            self.file.sync()?;
+        }
+        Ok(())
+    }
+
+    fn current_path(&self) -> PathBuf {
+        self.file.path().to_owned()
+    }
+}
+
+type Guard<'a> = MutexGuard<'a, Pending<ClaimsState, Vec<u8>>>;
+
+impl ClaimsLog {
+    /// Opens the root's claims log, creating it if absent, replaying it otherwise. A torn tail
+    /// is quarantined and cut; a contradicting or damaged record refuses with nothing written.
+    pub fn open(owner: &Owner) -> Result<(ClaimsLog, RecoveryReport)> {
+        let storage = owner.storage().clone();
+        let root_id = owner.marker().root_id_bytes()?;
+        let path = Path::new(CLAIMS_FILE);
+        let existing = match storage.read_file(path) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(Error::io(path, "read", e)),
+        };
+        let mut report = RecoveryReport::default();
+        let (file, tables, head) = match existing {
+            None => (create(&*storage, &root_id)?, ClaimTables::default(), None),
+            Some(bytes) => {
+                let replay = replay_claims(&bytes, &root_id);
+                report = apply(&*storage, plan(&replay.problems)?)?;
+                let removed = report
+                    .repairs
+                    .iter()
+                    .any(|r| matches!(r, Repair::RemoveTornCreate { .. }));
+                let file = if removed {
+                    create(&*storage, &root_id)?
+                } else {
+                    AppendFile::open(&*storage, path, replay.data_end, PREALLOC)?
+                };
+                (file, replay.tables, Some(replay.head))
+            }
+        };
+        let (head_seq, chain) = head.unwrap_or((0, crate::format::claims_genesis(&root_id)));
+        let state = ClaimsState { tables, chain };
+        Ok((
+            ClaimsLog {
+                commit: GroupCommit::new(state, ClaimsSink { file }, head_seq),
+                max_payload: DEFAULT_MAX_PAYLOAD,
+                _lease: owner.lease(),
+            },
+            report,
+        ))
+    }
+
+    /// Claims an agent-graph intent now (§9). The same work again returns the stored claim with
+    /// `created: false`; different work for the same intent, or targets another intent holds,
+    /// is a [`Error::ClaimConflict`] and writes nothing.
+    pub fn claim_agent_graph_intent(
+        &self,
+        request: AgentGraphIntentClaimRequest,
+    ) -> Result<GraphClaimOutcome> {
+        self.claim_agent_graph_intent_at(request, now_ms())
+    }
+
+    /// [`ClaimsLog::claim_agent_graph_intent`] with the claim time given.
+    pub fn claim_agent_graph_intent_at(
+        &self,
+        request: AgentGraphIntentClaimRequest,
+        claimed_at: u64,
+    ) -> Result<GraphClaimOutcome> {
+        validate_graph_request(&request)?;
+        let claim = AgentGraphIntentClaim::new(request, claimed_at);
+        let (graph_id, intent_id) = (claim.graph_id.clone(), claim.intent_id.clone());
+        let (st, created) = self.commit_record(ClaimRecord::Graph(claim))?;
+        let stored = st
+            .log
+            .tables
+            .graph_claim(&graph_id, &intent_id)
+            .map(|s| s.claim.clone())
+            .ok_or_else(|| Error::InvalidInput("claim vanished".into()))?;
+        Ok(GraphClaimOutcome {
+            claim: stored,
+            created,
+        })
+    }
+
+    /// Moves a claimed intent's admission status forward; repeating the current status is a
+    /// no-op. Returns the stored claim with its status.
+    pub fn set_agent_graph_intent_status(
+        &self,
+        graph_id: &str,
+        intent_id: &str,
+        status: AdmissionStatus,
+        reason: Option<&str>,
+    ) -> Result<StoredGraphIntentClaim> {
+        let change = AdmissionStatusChange {
+            graph_id: graph_id.to_owned(),
+            intent_id: intent_id.to_owned(),
+            status,
+            reason: reason.map(str::to_owned),
+        };
+        let (st, _) = self.commit_record(ClaimRecord::Status(change))?;
+        st.log
+            .tables
+            .graph_claim(graph_id, intent_id)
+            .cloned()
+            .ok_or_else(|| Error::InvalidInput("claim vanished".into()))
+    }
+
+    /// The durable claim of (graph, intent), with its status.
+    pub fn read_agent_graph_intent_claim(
+        &self,
+        graph_id: &str,
+        intent_id: &str,
+    ) -> Result<Option<StoredGraphIntentClaim>> {
+        let st = self.commit.lock()?;
+        let Some(seq) = st
+            .log
+            .tables
+            .graph_claim(graph_id, intent_id)
+            .map(|c| c.last_seq)
+        else {
+            return Ok(None);
+        };
+        let st = self.commit.wait_durable(st, seq)?;
+        Ok(st.log.tables.graph_claim(graph_id, intent_id).cloned())
+    }
+
+    /// Durable graph intent claims in claim order, of one graph or of all.
+    pub fn list_agent_graph_intent_claims(
+        &self,
+        graph_id: Option<&str>,
+    ) -> Result<Vec<StoredGraphIntentClaim>> {
+        let st = self.commit.lock()?;
+        let seq = st.next_seq() - 1;
+        let st = self.commit.wait_durable(st, seq)?;
+        Ok(st
+            .log
+            .tables
+            .graph_claims(graph_id)
+            .into_iter()
+            .cloned()
+            .collect())
+    }
+
+    /// The durable session-create claim of `session_id`, if the id is taken.
+    pub fn read_session_claim(&self, session_id: &str) -> Result<Option<SessionCreateClaim>> {
+        let st = self.commit.lock()?;
+        let Some(seq) = st.log.tables.session_claim(session_id).map(|c| c.seq) else {
+            return Ok(None);
+        };
+        let st = self.commit.wait_durable(st, seq)?;
+        Ok(st
+            .log
+            .tables
+            .session_claim(session_id)
+            .map(|c| c.claim.clone()))
+    }
+
+    /// Claims a subagent spawn (§5): the same key and fingerprint return the stored claim
+    /// (`created: false`); another fingerprint, or a child already spawned elsewhere, conflicts.
+    pub fn claim_subagent_spawn(&self, claim: SubagentSpawnClaim) -> Result<SpawnClaimOutcome> {
+        validate_spawn_claim(&claim)?;
+        let key = claim.key();
+        let (st, created) = self.commit_record(ClaimRecord::Spawn(claim))?;
+        let stored: Option<&StoredSpawnClaim> = st.log.tables.spawn_claim(&key);
+        let claim = stored
+            .map(|s| s.claim.clone())
+            .ok_or_else(|| Error::InvalidInput("claim vanished".into()))?;
+        Ok(SpawnClaimOutcome { claim, created })
+    }
+
+    /// Takes a session id for good; an id already taken is a conflict.
+    pub fn claim_session_create(&self, session_id: &str) -> Result<SessionCreateClaim> {
+        self.claim_session_create_at(session_id, now_ms())
+    }
+
+    /// [`ClaimsLog::claim_session_create`] with the creation time given.
+    pub fn claim_session_create_at(
+        &self,
+        session_id: &str,
+        created_at: u64,
+    ) -> Result<SessionCreateClaim> {
+        let claim = SessionCreateClaim {
+            session_id: session_id.to_owned(),
+            created_at,
+        };
+        validate_session_claim(&claim)?;
+        drop(self.commit_record(ClaimRecord::Session(claim.clone()))?);
+        Ok(claim)
+    }
+
+    /// Decides `record` against the tables and, if it is new, appends it; in both cases waits
+    /// until the record that answers is durable. Returns whether a record was appended.
+    fn commit_record(&self, record: ClaimRecord) -> Result<(Guard<'_>, bool)> {
+        let mut st = self.commit.lock()?;
+        match st.log.tables.decide(&record)? {
+            Decision::Stored { seq } => Ok((self.commit.wait_durable(st, seq)?, false)),
+            Decision::Append => {
+                let payload = record.encode()?;
+                if payload.len() > self.max_payload as usize {
+                    return Err(Error::InvalidInput(format!(
+                        "claim of {} bytes exceeds the bound of {} bytes",
+                        payload.len(),
+                        self.max_payload
+                    )));
+                }
+                let kind = record.kind();
+                let seq = st.next_seq();
+                let chain = next_chain(&st.log.chain, seq, kind.code(), &payload);
+                if st.chunks.is_empty() {
+                    st.chunks.push(Vec::new());
+                }
+                if let Some(chunk) = st.chunks.last_mut() {
+                    encode_frame(chunk, seq, kind, &payload, &chain);
+                }
+                st.queued(FRAME_OVERHEAD + payload.len());
+                st.log.chain = chain;
+                st.log.tables.apply(record, seq);
+                Ok((self.commit.wait_durable(st, seq)?, true))
+            }
+        }
+    }
+}
+
+/// Creates the claims log by the write protocol (header, sync, directory sync).
+fn create(storage: &dyn Storage, root_id: &[u8; 32]) -> Result<AppendFile> {
+    let header = ClaimsHeader {
+        version: FORMAT_VERSION,
+        max_payload: DEFAULT_MAX_PAYLOAD,
+        root_id: *root_id,
+    };
+    AppendFile::create(storage, Path::new(CLAIMS_FILE), &header.encode(), PREALLOC)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,19 @@
+//! The claims log: the root's idempotency claims (agent-graph intent claims and their admission
+//! status, subagent-spawn claims, session-create claims) in one fsynced, hash-chained log,
+//! replayed idempotently at open.
+
+mod log;
+mod replay;
+mod request;
+mod table;
+
+pub use log::{ClaimsLog, GraphClaimOutcome, SpawnClaimOutcome};
+pub use replay::{replay_claims, ClaimsReplay, CLAIMS_FILE};
+pub use request::{
+    validate_graph_request, AdmissionStatus, AdmissionStatusChange, AgentGraphIntentClaim,
+    AgentGraphIntentClaimRequest, SessionCreateClaim, SubagentSpawnClaim,
+};
+pub use table::{
+    ClaimRecord, ClaimTables, Decision, StoredGraphIntentClaim, StoredSessionClaim,
+    StoredSpawnClaim,
+};

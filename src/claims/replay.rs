@@ -1,0 +1,93 @@
+//! Reading the claims log: its header, then every frame replayed into the claim tables, then a
+//! verdict on what follows. Pure: bytes in, tables and problems out. The owner's open, `verify`
+//! and `makalog claims` all read the log through this.
+
+use super::table::ClaimTables;
+use crate::format::{
+    claims_genesis, ChainValue, ClaimKind, ClaimsHeader, FrameCursor, Tail, CLAIMS_HEADER_LEN,
+};
+use crate::recovery::Problem;
+use std::path::Path;
+
+/// The claims log's file name inside the root.
+pub const CLAIMS_FILE: &str = "claims.log";
+
+/// What reading the claims log found.
+#[derive(Debug, Clone, Default)]
+pub struct ClaimsReplay {
+    /// The tables rebuilt from the valid prefix.
+    pub tables: ClaimTables,
+    /// Records in the valid prefix.
+    pub record_count: u64,
+    /// Sequence number and chain value after the valid prefix.
+    pub head: (u64, ChainValue),
+    /// Offset just past the valid prefix; 0 when the header did not decode.
+    pub data_end: u64,
+    /// Everything wrong, for the recovery table or for `verify`.
+    pub problems: Vec<Problem>,
+}
+
+/// Replays the bytes of a claims log that belongs to the root with `root_id`.
+pub fn replay_claims(bytes: &[u8], root_id: &[u8; 32]) -> ClaimsReplay {
+    let file = Path::new(CLAIMS_FILE).to_path_buf();
+    let genesis = claims_genesis(root_id);
+    let mut out = ClaimsReplay {
+        head: (0, genesis),
+        ..ClaimsReplay::default()
+    };
+    let header = match ClaimsHeader::decode(bytes) {
+        Ok((h, _)) => h,
+        Err(e) => {
+            let body = bytes.get(CLAIMS_HEADER_LEN..).unwrap_or(&[]);
+            out.problems.push(if body.iter().all(|&b| b == 0) {
+                Problem::TornCreate { file, what: e.what }
+            } else {
+                Problem::Damage {
+                    file,
+                    offset: e.offset as u64,
+                    what: format!("claims header does not decode: {}", e.what),
+                }
+            });
+            return out;
+        }
+    };
+    if header.root_id != *root_id {
+        out.problems.push(Problem::Damage {
+            file,
+            offset: 16,
+            what: "the claims log belongs to another root".into(),
+        });
+        return out;
+    }
+    let mut cursor =
+        FrameCursor::<ClaimKind>::new(CLAIMS_HEADER_LEN, header.max_payload, 1, genesis, false);
+    out.data_end = cursor.data_end();
+    while let Some((offset, frame)) = cursor.next_frame(bytes) {
+        if let Err(what) = out.tables.replay(frame.kind, frame.payload, frame.seq) {
+            out.problems.push(Problem::Damage {
+                file,
+                offset,
+                what: format!("record {}: {what}", frame.seq),
+            });
+            return out;
+        }
+        out.record_count += 1;
+        out.head = (frame.seq, frame.chain);
+        out.data_end = cursor.data_end();
+    }
+    match cursor.end() {
+        Some(Tail::Torn { len, what }) => out.problems.push(Problem::TornTail {
+            file,
+            offset: out.data_end,
+            len: *len,
+            what: what.clone(),
+        }),
+        Some(Tail::Damaged { offset, what }) => out.problems.push(Problem::Damage {
+            file,
+            offset: *offset,
+            what: what.clone(),
+        }),
+        Some(Tail::Sealed { .. }) | Some(Tail::Eof) | Some(Tail::Zeros { .. }) | None => {}
+    }
+    out
+}
