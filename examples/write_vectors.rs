@@ -16,14 +16,23 @@ fn main() {
     let mut names: Vec<String> = std::fs::read_dir(&base)
         .expect("vectors dir")
         .filter_map(|e| e.ok())
-        .filter(|e| e.path().join("input.json").exists())
+        .filter(|e| {
+            e.path().join("input.json").exists() || e.path().join("claims-input.json").exists()
+        })
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
     for name in &names {
         let dir = base.join(name);
-        if dir.join("sessions").exists() {
+        if dir.join("sessions").exists() || dir.join("claims.log").exists() {
             println!("{name}: exists, left as it is");
+            continue;
+        }
+        if dir.join("claims-input.json").exists() {
+            vectors::write_claims_vector(&dir, name, &vectors::read_claims_input(&dir));
+            std::fs::write(dir.join("expected.jsonl"), vectors::claims_dump(&dir))
+                .expect("expected.jsonl");
+            println!("{name}: written");
             continue;
         }
         let input = vectors::read_input(&dir);
@@ -34,6 +43,10 @@ fn main() {
         )
         .expect("expected.jsonl");
         println!("{name}: written");
+    }
+    for name in &names {
+        // The lease file is left by writing; it is no part of the vector.
+        let _ = std::fs::remove_file(base.join(name).join(makalog::root::LOCK_FILE));
     }
     let mut manifest = String::new();
     let mut files = Vec::new();

@@ -17,11 +17,12 @@ use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::sync::Arc;
 
+/// Names of the vectors that hold sessions (those with an `input.json`).
 fn vector_names() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(vectors::vectors_dir())
         .expect("vectors")
         .filter_map(|e| e.ok())
-        .filter(|e| e.path().is_dir())
+        .filter(|e| e.path().join("input.json").exists())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
@@ -339,4 +340,61 @@ fn an_all_zero_frame_header_is_never_a_frame_and_an_all_zero_segment_header_neve
             ..
         }
     ));
+}
+
+#[test]
+fn the_claims_vector_replays_to_its_expected_dump_and_the_writer_reproduces_it() {
+    let dir = vectors::vectors_dir().join("claims");
+    let expected = std::fs::read_to_string(dir.join("expected.jsonl")).expect("expected");
+    assert_eq!(vectors::claims_dump(&dir), expected);
+    assert_eq!(
+        expected.lines().count(),
+        5,
+        "two graph claims, one spawn, two sessions; no conflict is stored"
+    );
+    let tmp = tempfile::tempdir().expect("tmp");
+    vectors::write_claims_vector(tmp.path(), "claims", &vectors::read_claims_input(&dir));
+    let want = std::fs::read(dir.join("claims.log")).expect("claims.log");
+    let got = std::fs::read(tmp.path().join("claims.log")).expect("written");
+    assert!(
+        want == got,
+        "the writer reproduces claims.log byte for byte"
+    );
+    let report = verify_root(&RealStorage::new(&dir)).expect("verify");
+    assert!(report.is_clean(), "{:?}", report.findings);
+    assert_eq!(
+        report.claims.map(|c| c.record_count),
+        Some(7),
+        "five claims and two status changes"
+    );
+}
+
+#[test]
+fn every_truncation_of_the_claims_vector_replays_to_a_valid_prefix() {
+    let dir = vectors::vectors_dir().join("claims");
+    let bytes = std::fs::read(dir.join("claims.log")).expect("claims.log");
+    let id = makalog::root::read_marker(&RealStorage::new(&dir))
+        .expect("marker")
+        .root_id_bytes()
+        .expect("id");
+    let full = makalog::claims::replay_claims(&bytes, &id);
+    let end = full.data_end as usize;
+    let mut last = 0;
+    for len in 0..=end + 128 {
+        let r = makalog::claims::replay_claims(&bytes[..len], &id);
+        assert!(
+            r.problems
+                .iter()
+                .all(|p| matches!(p, Problem::TornTail { .. } | Problem::TornCreate { .. })),
+            "cut at {len}: {:?}",
+            r.problems
+        );
+        assert!(r.record_count >= last, "cut at {len}");
+        last = r.record_count;
+        // The prefix's records are the full log's first records: replaying them again from the
+        // full log's bytes up to the prefix's end gives the same head.
+        let again = makalog::claims::replay_claims(&bytes[..r.data_end.max(128) as usize], &id);
+        assert_eq!(again.head, r.head, "cut at {len}");
+    }
+    assert_eq!(last, full.record_count);
 }

@@ -99,3 +99,4 @@ pub fn exact_config() -> WriterConfig {
         ..WriterConfig::default()
     }
 }
+pub mod counting;

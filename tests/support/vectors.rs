@@ -42,8 +42,8 @@ pub fn read_input(vector: &Path) -> VectorInput {
     serde_json::from_slice(&bytes).expect("input.json parses")
 }
 
-/// Writes the vector's root (marker and segments) under `dir` from its input.
-pub fn write_vector(dir: &Path, name: &str, input: &VectorInput) {
+/// Writes a vector's marker, whose rootId is the SHA-256 of the vector's name.
+fn write_marker(dir: &Path, name: &str) {
     let marker = RootMarker {
         schema_version: 1,
         kind: ROOT_KIND.into(),
@@ -54,6 +54,11 @@ pub fn write_vector(dir: &Path, name: &str, input: &VectorInput) {
     bytes.push(b'\n');
     std::fs::create_dir_all(dir).expect("mkdir");
     std::fs::write(dir.join(MARKER_FILE), bytes).expect("marker");
+}
+
+/// Writes the vector's root (marker and segments) under `dir` from its input.
+pub fn write_vector(dir: &Path, name: &str, input: &VectorInput) {
+    write_marker(dir, name);
     let storage = Arc::new(RealStorage::new(dir));
     let config = WriterConfig {
         segment_size: input.segment_size,
@@ -80,6 +85,124 @@ pub fn dump(dir: &Path, session_id: &str) -> String {
     let mut out = String::new();
     for r in SessionReader::open(&storage, session_id, 1).expect("reader") {
         out.push_str(&r.expect("record").to_json(session_id).to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// `claims-input.json` of a claims-log vector: the operations, in order.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimsInput {
+    pub ops: Vec<ClaimOp>,
+}
+
+/// One operation on the claims log; its outcome (created, stored, conflict) is part of the vector.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ClaimOp {
+    Graph {
+        request: makalog::claims::AgentGraphIntentClaimRequest,
+        #[serde(rename = "claimedAt")]
+        claimed_at: u64,
+        expect: String,
+    },
+    Status {
+        #[serde(rename = "graphId")]
+        graph_id: String,
+        #[serde(rename = "intentId")]
+        intent_id: String,
+        status: makalog::claims::AdmissionStatus,
+        reason: Option<String>,
+    },
+    Spawn {
+        claim: makalog::claims::SubagentSpawnClaim,
+        expect: String,
+    },
+    Session {
+        #[serde(rename = "sessionId")]
+        session_id: String,
+        #[serde(rename = "createdAt")]
+        created_at: u64,
+        expect: String,
+    },
+}
+
+pub fn read_claims_input(vector: &Path) -> ClaimsInput {
+    let bytes = std::fs::read(vector.join("claims-input.json")).expect("claims-input.json");
+    serde_json::from_slice(&bytes).expect("claims-input.json parses")
+}
+
+fn outcome<T>(r: makalog::Result<T>, created: impl Fn(&T) -> bool) -> String {
+    match r {
+        Ok(v) if created(&v) => "created".into(),
+        Ok(_) => "stored".into(),
+        Err(makalog::Error::ClaimConflict { .. }) => "conflict".into(),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// Writes a claims-log vector's root under `dir`, checking each operation's expected outcome.
+pub fn write_claims_vector(dir: &Path, name: &str, input: &ClaimsInput) {
+    write_marker(dir, name);
+    let storage = Arc::new(RealStorage::new(dir));
+    let owner = Owner::try_acquire(storage)
+        .expect("acquire")
+        .expect("lease free");
+    let (log, _) = makalog::claims::ClaimsLog::open(&owner).expect("claims");
+    for (i, op) in input.ops.iter().enumerate() {
+        match op {
+            ClaimOp::Graph {
+                request,
+                claimed_at,
+                expect,
+            } => {
+                let got = outcome(
+                    log.claim_agent_graph_intent_at(request.clone(), *claimed_at),
+                    |o| o.created,
+                );
+                assert_eq!(&got, expect, "op {i}");
+            }
+            ClaimOp::Status {
+                graph_id,
+                intent_id,
+                status,
+                reason,
+            } => {
+                log.set_agent_graph_intent_status(graph_id, intent_id, *status, reason.as_deref())
+                    .unwrap_or_else(|e| panic!("op {i}: {e}"));
+            }
+            ClaimOp::Spawn { claim, expect } => {
+                let got = outcome(log.claim_subagent_spawn(claim.clone()), |o| o.created);
+                assert_eq!(&got, expect, "op {i}");
+            }
+            ClaimOp::Session {
+                session_id,
+                created_at,
+                expect,
+            } => {
+                let got = outcome(log.claim_session_create_at(session_id, *created_at), |_| {
+                    true
+                });
+                assert_eq!(&got, expect, "op {i}");
+            }
+        }
+    }
+}
+
+/// The claims of a vector as `makalog claims --json` prints them.
+pub fn claims_dump(dir: &Path) -> String {
+    let storage = RealStorage::new(dir);
+    let id = makalog::root::read_marker(&storage)
+        .expect("marker")
+        .root_id_bytes()
+        .expect("id");
+    let bytes = std::fs::read(dir.join(makalog::claims::CLAIMS_FILE)).expect("claims.log");
+    let replay = makalog::claims::replay_claims(&bytes, &id);
+    assert!(replay.problems.is_empty(), "{:?}", replay.problems);
+    let mut out = String::new();
+    for line in replay.tables.to_json_lines(None) {
+        out.push_str(&line.to_string());
         out.push('\n');
     }
     out

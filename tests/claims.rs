@@ -1,0 +1,681 @@
+//! The claims log: the rules of MAKA-MODEL §5 and §9 one by one, idempotent replay, recovery.
+
+mod support;
+
+use makalog::claims::{
+    replay_claims, AdmissionStatus, AgentGraphIntentClaimRequest, ClaimsLog, SubagentSpawnClaim,
+    CLAIMS_FILE,
+};
+use makalog::format::{encode_frame, next_chain, ClaimKind, FrameKind};
+use makalog::recovery::Repair;
+use makalog::storage::{RealStorage, Storage};
+use makalog::Error;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use support::counting::counting;
+use support::*;
+
+/// A named change to a request.
+type Change = Box<dyn Fn(&mut AgentGraphIntentClaimRequest)>;
+
+fn hex32(c: char) -> String {
+    c.to_string().repeat(32)
+}
+
+/// A valid request for intent `n` (n < 16) of graph `graph-1`.
+fn request(n: u32) -> AgentGraphIntentClaimRequest {
+    let c = char::from_digit(n, 16).expect("hex digit");
+    AgentGraphIntentClaimRequest {
+        schema_version: 1,
+        claim_id: format!("graph_claim_{}", hex32(c)),
+        graph_id: "graph-1".into(),
+        intent_id: format!("graph_intent_{}", hex32(c)),
+        intent_fingerprint: format!("sha256:{}", c.to_string().repeat(64)),
+        readiness_context_fingerprint: format!("sha256:{}", "b".repeat(64)),
+        target_operator_id: "local-read".into(),
+        target_session_id: "session-child".into(),
+        target_turn_id: format!("turn-{n}"),
+        target_run_id: format!("run-{n}"),
+    }
+}
+
+fn root_path(storage: &Arc<RealStorage>) -> PathBuf {
+    storage.describe_root()
+}
+
+fn claims_bytes(storage: &Arc<RealStorage>) -> Vec<u8> {
+    std::fs::read(root_path(storage).join(CLAIMS_FILE)).expect("claims.log")
+}
+
+fn open(storage: &Arc<RealStorage>) -> ClaimsLog {
+    ClaimsLog::open(&owner(storage)).expect("open claims").0
+}
+
+#[test]
+fn a_new_claim_is_created_and_the_same_request_returns_the_stored_claim() {
+    let (_t, storage) = temp_root();
+    let log = open(&storage);
+    let first = log
+        .claim_agent_graph_intent_at(request(1), 1000)
+        .expect("claim");
+    assert!(first.created);
+    assert_eq!(first.claim.claimed_at, 1000);
+    let before = claims_bytes(&storage);
+    let again = log
+        .claim_agent_graph_intent_at(request(1), 2000)
+        .expect("claim again");
+    assert!(!again.created);
+    assert_eq!(
+        again.claim, first.claim,
+        "the stored claim wins, claimedAt included"
+    );
+    assert_eq!(before, claims_bytes(&storage), "a repeat writes nothing");
+}
+
+#[test]
+fn a_retry_with_new_turn_and_run_ids_gets_the_stored_claim_back() {
+    let (_t, storage) = temp_root();
+    let log = open(&storage);
+    let first = log
+        .claim_agent_graph_intent_at(request(1), 1)
+        .expect("claim")
+        .claim;
+    let mut retry = request(1);
+    retry.target_turn_id = "turn-other".into();
+    retry.target_run_id = "run-other".into();
+    let out = log.claim_agent_graph_intent_at(retry, 2).expect("retry");
+    assert!(!out.created);
+    assert_eq!(out.claim.target_turn_id, "turn-1");
+    assert_eq!(out.claim, first);
+}
+
+#[test]
+fn the_same_intent_for_different_work_is_a_conflict_and_writes_nothing() {
+    let (_t, storage) = temp_root();
+    let log = open(&storage);
+    log.claim_agent_graph_intent_at(request(1), 1)
+        .expect("claim");
+    let before = claims_bytes(&storage);
+    let variants: Vec<(&str, Change)> = vec![
+        (
+            "claimId",
+            Box::new(|r| r.claim_id = format!("graph_claim_{}", hex32('9'))),
+        ),
+        (
+            "intentFingerprint",
+            Box::new(|r| r.intent_fingerprint = format!("sha256:{}", "9".repeat(64))),
+        ),
+        (
+            "readinessContextFingerprint",
+            Box::new(|r| r.readiness_context_fingerprint = format!("sha256:{}", "9".repeat(64))),
+        ),
+        (
+            "targetOperatorId",
+            Box::new(|r| r.target_operator_id = "other-operator".into()),
+        ),
+        (
+            "targetSessionId",
+            Box::new(|r| r.target_session_id = "other-session".into()),
+        ),
+    ];
+    for (field, change) in variants {
+        let mut r = request(1);
+        change(&mut r);
+        match log.claim_agent_graph_intent_at(r, 5) {
+            Err(Error::ClaimConflict { what }) => assert!(
+                what.contains("reused for different work"),
+                "{field}: {what}"
+            ),
+            other => panic!("{field}: expected a conflict, got {other:?}"),
+        }
+    }
+    assert_eq!(before, claims_bytes(&storage));
+}
+
+#[test]
+fn another_intent_may_not_take_a_claimed_turn_run_or_claim_id() {
+    let (_t, storage) = temp_root();
+    let log = open(&storage);
+    log.claim_agent_graph_intent_at(request(1), 1)
+        .expect("claim");
+    let before = claims_bytes(&storage);
+    let mut same_turn = request(2);
+    same_turn.target_turn_id = "turn-1".into();
+    let mut same_run = request(3);
+    same_run.target_run_id = "run-1".into();
+    let mut same_claim_id = request(4);
+    same_claim_id.claim_id = request(1).claim_id;
+    for (what, r) in [
+        ("turn", same_turn),
+        ("run", same_run),
+        ("claim id", same_claim_id),
+    ] {
+        assert!(
+            matches!(
+                log.claim_agent_graph_intent_at(r, 2),
+                Err(Error::ClaimConflict { .. })
+            ),
+            "{what}"
+        );
+    }
+    assert_eq!(before, claims_bytes(&storage));
+    let mut other_session = request(5);
+    other_session.target_session_id = "another-child".into();
+    other_session.target_turn_id = "turn-1".into();
+    other_session.target_run_id = "run-1".into();
+    assert!(
+        log.claim_agent_graph_intent_at(other_session, 3)
+            .expect("other session")
+            .created
+    );
+}
+
+#[test]
+fn requests_that_break_the_id_rules_are_refused_naming_the_field() {
+    let (_t, storage) = temp_root();
+    let log = open(&storage);
+    let before = claims_bytes(&storage);
+    let cases: Vec<(&str, Change)> = vec![
+        ("schemaVersion", Box::new(|r| r.schema_version = 2)),
+        (
+            "claimId",
+            Box::new(|r| r.claim_id = "graph_claim_ABC".into()),
+        ),
+        (
+            "claimId",
+            Box::new(|r| r.claim_id = format!("graph_claim_{}", "A".repeat(32))),
+        ),
+        (
+            "intentId",
+            Box::new(|r| r.intent_id = format!("graph_intent_{}", "a".repeat(31))),
+        ),
+        (
+            "intentFingerprint",
+            Box::new(|r| r.intent_fingerprint = "a".repeat(64)),
+        ),
+        (
+            "readinessContextFingerprint",
+            Box::new(|r| r.readiness_context_fingerprint = format!("sha256:{}", "g".repeat(64))),
+        ),
+        ("graphId", Box::new(|r| r.graph_id = String::new())),
+        ("graphId", Box::new(|r| r.graph_id = "x".repeat(257))),
+        (
+            "targetOperatorId",
+            Box::new(|r| r.target_operator_id = " padded".into()),
+        ),
+        (
+            "targetSessionId",
+            Box::new(|r| r.target_session_id = "tab\there".into()),
+        ),
+        (
+            "targetTurnId",
+            Box::new(|r| r.target_turn_id = "nul\u{0}".into()),
+        ),
+        (
+            "targetRunId",
+            Box::new(|r| r.target_run_id = "trailing ".into()),
+        ),
+    ];
+    for (field, change) in cases {
+        let mut r = request(1);
+        change(&mut r);
+        match log.claim_agent_graph_intent_at(r, 1) {
+            Err(Error::InvalidInput(why)) => assert!(why.starts_with(field), "{field}: {why}"),
+            other => panic!("{field}: expected InvalidInput, got {other:?}"),
+        }
+    }
+    // 256 UTF-16 units is the limit, counted as the original counts them.
+    let mut r = request(2);
+    r.graph_id = "😀".repeat(129);
+    assert!(matches!(
+        log.claim_agent_graph_intent_at(r, 1),
+        Err(Error::InvalidInput(_))
+    ));
+    assert_eq!(
+        before,
+        claims_bytes(&storage),
+        "nothing refused was written"
+    );
+    let mut r = request(1);
+    r.graph_id = "é".repeat(256);
+    assert!(
+        log.claim_agent_graph_intent_at(r, 1)
+            .expect("at the limit")
+            .created
+    );
+    assert_ne!(before, claims_bytes(&storage));
+    // Unknown keys are refused when a request is decoded.
+    let json = r#"{"schemaVersion":1,"claimId":"x","graphId":"g","intentId":"i","intentFingerprint":"f","readinessContextFingerprint":"r","targetOperatorId":"o","targetSessionId":"s","targetTurnId":"t","targetRunId":"u","extra":1}"#;
+    assert!(serde_json::from_str::<AgentGraphIntentClaimRequest>(json).is_err());
+}
+
+#[test]
+fn admission_status_moves_forward_only_and_a_repeat_writes_nothing() {
+    let (_t, storage) = temp_root();
+    let log = open(&storage);
+    log.claim_agent_graph_intent_at(request(1), 1)
+        .expect("claim");
+    let (g, i) = ("graph-1".to_string(), request(1).intent_id);
+    let status = |s| log.set_agent_graph_intent_status(&g, &i, s, None);
+    assert_eq!(
+        log.read_agent_graph_intent_claim(&g, &i)
+            .expect("read")
+            .expect("some")
+            .status,
+        AdmissionStatus::Claimed
+    );
+    assert_eq!(
+        status(AdmissionStatus::Executing)
+            .expect("executing")
+            .status,
+        AdmissionStatus::Executing
+    );
+    let before = claims_bytes(&storage);
+    status(AdmissionStatus::Executing).expect("repeat");
+    assert_eq!(before, claims_bytes(&storage));
+    assert!(matches!(
+        status(AdmissionStatus::Claimed),
+        Err(Error::InvalidInput(_))
+    ));
+    assert!(
+        matches!(
+            status(AdmissionStatus::Cancelled),
+            Err(Error::InvalidInput(_))
+        ),
+        "a cancellation needs a reason"
+    );
+    let cancelled = log
+        .set_agent_graph_intent_status(&g, &i, AdmissionStatus::Cancelled, Some("stop button"))
+        .expect("cancel");
+    assert_eq!(cancelled.status, AdmissionStatus::Cancelled);
+    assert_eq!(cancelled.cancel_reason.as_deref(), Some("stop button"));
+    assert!(matches!(
+        status(AdmissionStatus::Executing),
+        Err(Error::InvalidInput(_))
+    ));
+    assert!(matches!(
+        log.set_agent_graph_intent_status(
+            &g,
+            &request(2).intent_id,
+            AdmissionStatus::Executing,
+            None
+        ),
+        Err(Error::InvalidInput(_))
+    ));
+}
+
+fn spawn(tool: &str, fingerprint: char, child: &str) -> SubagentSpawnClaim {
+    SubagentSpawnClaim {
+        parent_session_id: "parent".into(),
+        parent_run_id: "parent-run".into(),
+        tool_call_id: tool.into(),
+        swarm_id: String::new(),
+        item_id: String::new(),
+        request_fingerprint: fingerprint.to_string().repeat(64),
+        child_session_id: child.into(),
+    }
+}
+
+#[test]
+fn a_spawn_key_gets_one_child_and_a_different_fingerprint_conflicts() {
+    let (_t, storage) = temp_root();
+    let log = open(&storage);
+    let first = log
+        .claim_subagent_spawn(spawn("tool-1", 'a', "child-1"))
+        .expect("spawn");
+    assert!(first.created);
+    let retry = log
+        .claim_subagent_spawn(spawn("tool-1", 'a', "child-fresh"))
+        .expect("retry");
+    assert!(!retry.created);
+    assert_eq!(
+        retry.claim.child_session_id, "child-1",
+        "the stored child wins"
+    );
+    assert!(matches!(
+        log.claim_subagent_spawn(spawn("tool-1", 'b', "child-2")),
+        Err(Error::ClaimConflict { .. })
+    ));
+    assert!(matches!(
+        log.claim_subagent_spawn(spawn("tool-2", 'a', "child-1")),
+        Err(Error::ClaimConflict { .. })
+    ));
+    let mut swarm = spawn("tool-1", 'a', "child-3");
+    swarm.swarm_id = "swarm-1".into();
+    swarm.item_id = "item-1".into();
+    assert!(
+        log.claim_subagent_spawn(swarm).expect("swarm item").created,
+        "the swarm item is another key"
+    );
+    assert!(matches!(
+        log.claim_subagent_spawn(spawn("tool-3", 'A', "child-4")),
+        Err(Error::InvalidInput(_))
+    ));
+    assert!(matches!(
+        log.claim_subagent_spawn(spawn("tool-3", 'a', "../x")),
+        Err(Error::InvalidInput(_))
+    ));
+}
+
+#[test]
+fn a_session_id_is_taken_once() {
+    let (_t, storage) = temp_root();
+    let log = open(&storage);
+    log.claim_session_create_at("session-1", 5).expect("create");
+    assert!(matches!(
+        log.claim_session_create_at("session-1", 6),
+        Err(Error::ClaimConflict { .. })
+    ));
+    assert!(matches!(
+        log.claim_session_create_at("bad/id", 6),
+        Err(Error::InvalidInput(_))
+    ));
+    assert_eq!(
+        log.read_session_claim("session-1")
+            .expect("read")
+            .map(|c| c.created_at),
+        Some(5)
+    );
+}
+
+fn fill(log: &ClaimsLog) {
+    for n in 1..=5 {
+        log.claim_agent_graph_intent_at(request(n), 100 + n as u64)
+            .expect("claim");
+    }
+    log.set_agent_graph_intent_status(
+        "graph-1",
+        &request(2).intent_id,
+        AdmissionStatus::Executing,
+        None,
+    )
+    .expect("status");
+    log.claim_subagent_spawn(spawn("tool-1", 'a', "child-1"))
+        .expect("spawn");
+    log.claim_session_create_at("session-1", 7)
+        .expect("session");
+}
+
+#[test]
+fn reopening_replays_every_table() {
+    let (_t, storage) = temp_root();
+    let log = open(&storage);
+    fill(&log);
+    let claims = log.list_agent_graph_intent_claims(None).expect("list");
+    drop(log);
+    let log = open(&storage);
+    assert_eq!(
+        log.list_agent_graph_intent_claims(None).expect("list"),
+        claims
+    );
+    assert_eq!(claims.len(), 5);
+    assert_eq!(claims[1].status, AdmissionStatus::Executing);
+    assert_eq!(
+        log.list_agent_graph_intent_claims(Some("graph-2"))
+            .expect("list")
+            .len(),
+        0
+    );
+    assert!(
+        !log.claim_subagent_spawn(spawn("tool-1", 'a', "x"))
+            .expect("spawn")
+            .created
+    );
+    assert!(matches!(
+        log.claim_session_create_at("session-1", 1),
+        Err(Error::ClaimConflict { .. })
+    ));
+}
+
+/// Appends a raw frame to the claims log, as an older or buggy writer could have left it.
+fn append_raw(storage: &Arc<RealStorage>, kind: ClaimKind, payload: &[u8]) {
+    let bytes = claims_bytes(storage);
+    let id = makalog::root::read_marker(&**storage)
+        .expect("marker")
+        .root_id_bytes()
+        .expect("id");
+    let replay = replay_claims(&bytes, &id);
+    let seq = replay.head.0 + 1;
+    let chain = next_chain(&replay.head.1, seq, kind.code(), payload);
+    let mut frame = Vec::new();
+    encode_frame(&mut frame, seq, kind, payload, &chain);
+    let mut out = bytes[..replay.data_end as usize].to_vec();
+    out.extend_from_slice(&frame);
+    std::fs::write(root_path(storage).join(CLAIMS_FILE), out).expect("write");
+}
+
+#[test]
+fn an_identical_duplicate_record_changes_nothing_on_replay() {
+    let (_t, storage) = temp_root();
+    let log = open(&storage);
+    fill(&log);
+    let claims = log.list_agent_graph_intent_claims(None).expect("list");
+    drop(log);
+    let stored = claims[0].claim.clone();
+    append_raw(
+        &storage,
+        ClaimKind::GraphIntentClaim,
+        serde_json::to_value(&stored)
+            .expect("json")
+            .to_string()
+            .as_bytes(),
+    );
+    let log = open(&storage);
+    assert_eq!(
+        log.list_agent_graph_intent_claims(None).expect("list"),
+        claims
+    );
+    log.claim_agent_graph_intent_at(request(9), 1)
+        .expect("the log goes on after the duplicate");
+}
+
+#[test]
+fn a_conflicting_duplicate_record_is_corruption_at_its_offset() {
+    let (_t, storage) = temp_root();
+    let log = open(&storage);
+    fill(&log);
+    drop(log);
+    let data_end = {
+        let id = makalog::root::read_marker(&*storage)
+            .expect("m")
+            .root_id_bytes()
+            .expect("id");
+        replay_claims(&claims_bytes(&storage), &id).data_end
+    };
+    let mut other =
+        serde_json::to_value(makalog::claims::AgentGraphIntentClaim::new(request(1), 1))
+            .expect("json");
+    other["targetOperatorId"] = "someone-else".into();
+    append_raw(
+        &storage,
+        ClaimKind::GraphIntentClaim,
+        other.to_string().as_bytes(),
+    );
+    let before = snapshot(&root_path(&storage));
+    match ClaimsLog::open(&owner(&storage)) {
+        Err(Error::Corrupt { file, offset, what }) => {
+            assert_eq!(file, PathBuf::from(CLAIMS_FILE));
+            assert_eq!(offset, data_end);
+            assert!(what.contains("contradicts"), "{what}");
+        }
+        Ok(_) => panic!("a conflicting duplicate must refuse"),
+        Err(e) => panic!("expected Corrupt, got {e}"),
+    }
+    assert_eq!(before, snapshot(&root_path(&storage)));
+    let report = makalog::verify::verify_root(&*storage).expect("verify");
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.starts_with(&format!("claims.log at byte {data_end}"))),
+        "{:?}",
+        report.findings
+    );
+}
+
+#[test]
+fn a_torn_tail_is_cut_and_damage_before_the_tail_refuses() {
+    let (_t, storage) = temp_root();
+    let log = open(&storage);
+    fill(&log);
+    drop(log);
+    let bytes = claims_bytes(&storage);
+    let id = makalog::root::read_marker(&*storage)
+        .expect("m")
+        .root_id_bytes()
+        .expect("id");
+    let full = replay_claims(&bytes, &id);
+    let path = root_path(&storage).join(CLAIMS_FILE);
+    std::fs::write(&path, &bytes[..full.data_end as usize - 10]).expect("tear");
+    let (log, report) = ClaimsLog::open(&owner(&storage)).expect("open");
+    assert!(matches!(
+        report.repairs.as_slice(),
+        [Repair::TruncateTornTail { .. }]
+    ));
+    assert_eq!(
+        log.list_agent_graph_intent_claims(None)
+            .expect("list")
+            .len(),
+        5
+    );
+    assert!(
+        log.read_session_claim("session-1").expect("read").is_none(),
+        "the torn last claim is gone"
+    );
+    drop(log);
+    let mut damaged = claims_bytes(&storage);
+    damaged[200] ^= 0x40;
+    std::fs::write(&path, &damaged).expect("damage");
+    let before = snapshot(&root_path(&storage));
+    assert!(matches!(
+        ClaimsLog::open(&owner(&storage)),
+        Err(Error::Corrupt { .. })
+    ));
+    assert_eq!(before, snapshot(&root_path(&storage)));
+}
+
+#[test]
+fn a_claims_log_of_another_root_is_refused() {
+    let (_t, a) = temp_root();
+    let (_u, b) = temp_root();
+    fill(&open(&a));
+    open(&b);
+    std::fs::copy(
+        root_path(&a).join(CLAIMS_FILE),
+        root_path(&b).join(CLAIMS_FILE),
+    )
+    .expect("copy");
+    match ClaimsLog::open(&owner(&b)) {
+        Err(Error::Corrupt { what, .. }) => assert!(what.contains("another root")),
+        other => panic!("expected Corrupt, got {:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn concurrent_claims_share_syncs_and_all_survive_reopening() {
+    let (t, _) = temp_root();
+    let (storage, syncs) = counting(t.path().join("root"), u64::MAX);
+    let log = Arc::new(ClaimsLog::open(&owner(&storage)).expect("open").0);
+    let base = syncs.load(Ordering::SeqCst);
+    let handles: Vec<_> = (0..16u32)
+        .map(|t| {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for i in 0..40u32 {
+                    let mut r = request(1);
+                    let n = t * 1000 + i;
+                    r.claim_id = format!("graph_claim_{n:032x}");
+                    r.intent_id = format!("graph_intent_{n:032x}");
+                    r.target_turn_id = format!("turn-{n}");
+                    r.target_run_id = format!("run-{n}");
+                    assert!(
+                        log.claim_agent_graph_intent_at(r, n as u64)
+                            .expect("claim")
+                            .created
+                    );
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("join");
+    }
+    let used = syncs.load(Ordering::SeqCst) - base;
+    assert!(used < 640, "group commit: {used} syncs for 640 claims");
+    drop(log);
+    let log = ClaimsLog::open(&owner(&storage)).expect("reopen").0;
+    assert_eq!(
+        log.list_agent_graph_intent_claims(None)
+            .expect("list")
+            .len(),
+        640
+    );
+}
+
+#[test]
+fn every_truncation_of_a_claims_log_replays_to_a_valid_prefix() {
+    let (_t, storage) = temp_root();
+    let log = open(&storage);
+    fill(&log);
+    drop(log);
+    let bytes = claims_bytes(&storage);
+    let id = makalog::root::read_marker(&*storage)
+        .expect("m")
+        .root_id_bytes()
+        .expect("id");
+    let full = replay_claims(&bytes, &id);
+    let full_claims: Vec<serde_json::Value> = full
+        .tables
+        .to_json_lines(None)
+        .into_iter()
+        .map(|l| l["claim"].clone())
+        .collect();
+    let end = full.data_end as usize;
+    let mut counts = Vec::new();
+    for len in 0..=end + 64 {
+        let r = replay_claims(&bytes[..len], &id);
+        assert!(
+            r.problems.iter().all(|p| matches!(
+                p,
+                makalog::recovery::Problem::TornTail { .. }
+                    | makalog::recovery::Problem::TornCreate { .. }
+            )),
+            "cut at {len}: {:?}",
+            r.problems
+        );
+        let lines = r.tables.to_json_lines(None);
+        assert!(
+            lines.iter().all(|l| full_claims.contains(&l["claim"])),
+            "cut at {len}: a claim the full log lacks"
+        );
+        counts.push(r.record_count);
+    }
+    assert!(
+        counts.windows(2).all(|w| w[0] <= w[1]),
+        "longer prefixes never replay fewer records"
+    );
+    assert_eq!(counts[end], full.record_count);
+    assert_eq!(counts[end - 1], full.record_count - 1);
+    // And recovery on real files, at every frame boundary and inside every frame's CRC.
+    let dir = root_path(&storage);
+    for len in (0..=end).step_by(7) {
+        std::fs::write(dir.join(CLAIMS_FILE), &bytes[..len]).expect("cut");
+        let (log, _) =
+            ClaimsLog::open(&owner(&storage)).unwrap_or_else(|e| panic!("cut at {len}: {e}"));
+        let n = log
+            .list_agent_graph_intent_claims(None)
+            .expect("list")
+            .len();
+        assert!(n <= 5, "cut at {len}");
+        drop(log);
+        for q in std::fs::read_dir(&dir)
+            .expect("dir")
+            .map(|e| e.expect("e").path())
+        {
+            if q.to_string_lossy().contains(".torn-") {
+                std::fs::remove_file(q).expect("rm quarantine");
+            }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! Root resolution and the single-owner lease, including a second real process.
+
+mod support;
+
+use makalog::root::{create_or_open_root, read_marker, try_acquire_owner, Owner, MARKER_FILE};
+use makalog::segment::{SegmentWriter, WriterConfig};
+use makalog::storage::RealStorage;
+use makalog::Error;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+const CHILD_ENV: &str = "MAKALOG_LEASE_CHILD_ROOT";
+
+#[test]
+fn a_new_root_is_a_0700_directory_with_a_marker_and_reopening_keeps_its_id() {
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    let storage = RealStorage::new(&root);
+    let marker = create_or_open_root(&storage).expect("create");
+    let mode = std::fs::metadata(&root).expect("stat").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    assert_eq!(marker.kind, "interactive");
+    assert_eq!(marker.root_id.len(), 64);
+    assert!(marker
+        .root_id
+        .bytes()
+        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    assert_eq!(create_or_open_root(&storage).expect("reopen"), marker);
+    assert_eq!(read_marker(&storage).expect("read"), marker);
+    let other = create_or_open_root(&RealStorage::new(t.path().join("other"))).expect("other");
+    assert_ne!(
+        other.root_id, marker.root_id,
+        "every root gets its own random id"
+    );
+}
+
+fn assert_refused_untouched(root: &Path) {
+    let before = support::snapshot(root);
+    match create_or_open_root(&RealStorage::new(root)) {
+        Err(Error::NotARoot { .. }) => {}
+        other => panic!("expected NotARoot, got {other:?}"),
+    }
+    assert_eq!(before, support::snapshot(root));
+}
+
+#[test]
+fn a_marker_of_another_kind_or_a_malformed_one_is_refused_with_nothing_written() {
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    create_or_open_root(&RealStorage::new(&root)).expect("create");
+    let marker = root.join(MARKER_FILE);
+    let good = std::fs::read_to_string(&marker).expect("read");
+    std::fs::write(&marker, good.replace("interactive", "headless")).expect("write");
+    assert_refused_untouched(&root);
+    std::fs::write(&marker, "{not json").expect("write");
+    assert_refused_untouched(&root);
+    std::fs::write(&marker, good.replace("}", ",\"extra\":1}")).expect("write");
+    assert_refused_untouched(&root);
+    std::fs::write(&marker, "x".repeat(2000)).expect("write");
+    assert_refused_untouched(&root);
+}
+
+#[test]
+fn a_path_that_is_a_file_is_refused() {
+    let t = tempfile::tempdir().expect("tmp");
+    let file = t.path().join("file");
+    std::fs::write(&file, b"not a root").expect("write");
+    assert!(matches!(
+        create_or_open_root(&RealStorage::new(&file)),
+        Err(Error::NotARoot { .. })
+    ));
+    assert_eq!(std::fs::read(&file).expect("read"), b"not a root");
+}
+
+#[test]
+fn a_second_handle_gets_nothing_while_the_lease_is_held() {
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    let owner = try_acquire_owner(&root).expect("acquire").expect("free");
+    assert!(try_acquire_owner(&root).expect("try").is_none());
+    let mode = std::fs::metadata(root.join("owner.lock"))
+        .expect("stat")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    owner.close();
+    assert!(try_acquire_owner(&root).expect("try").is_some());
+}
+
+#[test]
+fn writers_keep_the_lease_until_they_are_gone() {
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    let owner = try_acquire_owner(&root).expect("acquire").expect("free");
+    let (writer, _) = SegmentWriter::open(&owner, "s", WriterConfig::default()).expect("writer");
+    owner.close();
+    assert!(
+        try_acquire_owner(&root).expect("try").is_none(),
+        "an open writer keeps the lease"
+    );
+    drop(writer);
+    assert!(try_acquire_owner(&root).expect("try").is_some());
+}
+
+#[test]
+fn reading_needs_no_lease() {
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    let _owner = try_acquire_owner(&root).expect("acquire").expect("free");
+    assert!(makalog::verify::verify_root(&RealStorage::new(&root))
+        .expect("verify")
+        .is_clean());
+}
+
+fn child(root: &Path) -> String {
+    let out = Command::new(std::env::current_exe().expect("exe"))
+        .args(["--exact", "lease_child_process", "--ignored", "--nocapture"])
+        .env(CHILD_ENV, root)
+        .output()
+        .expect("spawn child");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "child failed: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+#[test]
+fn another_process_is_refused_while_the_lease_is_held() {
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    let storage = Arc::new(RealStorage::new(&root));
+    create_or_open_root(&*storage).expect("create");
+    let owner = Owner::try_acquire(storage).expect("acquire").expect("free");
+    assert!(child(&root).contains("lease: busy"));
+    drop(owner);
+    assert!(child(&root).contains("lease: acquired"));
+}
+
+/// Run by `another_process_is_refused_while_the_lease_is_held` in a child process.
+#[test]
+#[ignore = "the child half of a two-process test; its parent runs it"]
+fn lease_child_process() {
+    let root = std::env::var_os(CHILD_ENV).expect("run by its parent test with the root set");
+    match try_acquire_owner(Path::new(&root)).expect("try") {
+        Some(_) => println!("lease: acquired"),
+        None => println!("lease: busy"),
+    }
+}
