@@ -151,3 +151,83 @@ fn dump_prints_one_json_object_per_record() {
         Some(2)
     );
 }
+
+#[test]
+fn claims_lists_graph_spawn_and_session_claims_in_text_and_json() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let out = makalog(&["claims", r]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("graph demo-graph intent graph_intent_"))
+            .count(),
+        3
+    );
+    assert!(stdout.contains("Cancelled (superseded by a newer plan)"));
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("spawn parent demo-1/parent-run"))
+            .count(),
+        3
+    );
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("session demo-"))
+            .count(),
+        3
+    );
+    let json = makalog(&["claims", r, "--graph", "demo-graph", "--json"]);
+    let lines: Vec<serde_json::Value> = text(&json.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert!(lines
+        .iter()
+        .all(|l| l["type"] == "graph_intent_claim" && l["claim"]["graphId"] == "demo-graph"));
+    assert_eq!(
+        text(&makalog(&["claims", r, "--graph", "other"]).stdout),
+        ""
+    );
+    let t = tempfile::tempdir().expect("tmp");
+    assert_eq!(
+        makalog(&["claims", t.path().to_str().expect("utf8")])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn verify_covers_the_claims_log() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let out = makalog(&["verify", r]);
+    assert!(text(&out.stdout)
+        .lines()
+        .any(|l| l.starts_with("claims: ") && l.contains(" records, head seq ")));
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(root.join("claims.log"))
+        .expect("open");
+    f.write_all_at(b"\xff", 300).expect("write");
+    let out = makalog(&["verify", r]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout)
+            .lines()
+            .any(|l| l.starts_with("claims.log at byte ")),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        makalog(&["claims", r]).status.code(),
+        Some(1),
+        "claims reports the damage too"
+    );
+}
