@@ -365,3 +365,46 @@ fn a_sealed_last_segment_continues_in_a_new_segment() {
     drop(w);
     assert_eq!(read_all(&*storage, S).expect("read").len(), kept + 1);
 }
+
+#[test]
+fn a_torn_seal_footer_in_the_last_segment_is_a_torn_tail() {
+    let (_t, storage) = temp_root();
+    let (config, segs) = three_segments(&storage);
+    let last = segs.last().expect("last").clone();
+    std::fs::remove_file(&last).expect("remove the segment the roll created");
+    let sealed = &segs[segs.len() - 2];
+    let len = std::fs::metadata(sealed).expect("stat").len();
+    // The footer's magic made it to disk, the rest of it did not.
+    write_at(sealed, len - 60, &[0u8; 60]);
+    let (w, report) = open(&storage, &config).expect("open");
+    assert!(
+        matches!(report.repairs.as_slice(), [Repair::TruncateTornTail { offset, len: 8, .. }] if *offset == len - 68)
+    );
+    drop(w);
+    assert!(read_all(&*storage, S).is_ok());
+}
+
+#[test]
+fn garbage_after_a_seal_footer_in_the_last_segment_is_a_torn_tail() {
+    let (_t, storage) = temp_root();
+    let (config, segs) = three_segments(&storage);
+    let kept = read_all(&*storage, S)
+        .expect("read")
+        .iter()
+        .filter(|r| storage.describe_root().join(&r.file) != *segs.last().expect("last"))
+        .count();
+    std::fs::remove_file(segs.last().expect("last")).expect("remove");
+    let sealed = &segs[segs.len() - 2];
+    let len = std::fs::metadata(sealed).expect("stat").len();
+    write_at(sealed, len + 10, b"\x07\x07");
+    let (w, report) = open(&storage, &config).expect("open");
+    assert!(matches!(
+        report.repairs.as_slice(),
+        [Repair::TruncateTornTail { .. }]
+    ));
+    assert_eq!(
+        w.next_seq() as usize,
+        kept + 1,
+        "the records before the footer are kept"
+    );
+}

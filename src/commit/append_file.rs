@@ -109,8 +109,13 @@ impl AppendFile {
         Ok(())
     }
 
-    /// Cuts the zeros after the data and makes everything durable: the end of a sealed file.
-    pub fn cut_and_sync(&mut self) -> Result<()> {
+    /// Writes the last bytes the file will get, cuts the zeros after them and makes everything
+    /// durable: the end of a sealed file. Nothing is zero-filled after them.
+    pub fn finish(&mut self, bytes: &[u8]) -> Result<()> {
+        self.file
+            .write_all_at(bytes, self.pos)
+            .map_err(|e| Error::io(&self.path, "write", e))?;
+        self.pos += bytes.len() as u64;
         self.file
             .set_len(self.pos)
             .map_err(|e| Error::io(&self.path, "truncate", e))?;

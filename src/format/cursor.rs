@@ -157,11 +157,13 @@ impl<K: FrameKind> FrameCursor<K> {
         let offset = self.pos as u64;
         let footer = match SealFooter::decode(rest) {
             Ok((f, _)) => f,
+            // A footer whose write was cut short: torn, unless something valid follows it.
             Err(e) => {
-                return Tail::Damaged {
-                    offset: offset + e.offset as u64,
-                    what: e.what,
-                }
+                return self.classify_garbage(
+                    rest,
+                    0,
+                    format!("bad seal footer at byte {offset}: {}", e.what),
+                )
             }
         };
         let last_seq = self.next_seq - 1;
@@ -190,10 +192,12 @@ impl<K: FrameKind> FrameCursor<K> {
         }
         let after = &rest[FOOTER_LEN..];
         if let Some(i) = after.iter().position(|&b| b != 0) {
-            return Tail::Damaged {
-                offset: offset + (FOOTER_LEN + i) as u64,
-                what: "non-zero bytes after the seal footer".to_owned(),
-            };
+            // A seal interrupted before the file was cut: torn, unless something valid follows.
+            let what = format!(
+                "non-zero bytes at byte {} after the seal footer",
+                offset + (FOOTER_LEN + i) as u64
+            );
+            return self.classify_garbage(rest, FOOTER_LEN + i, what);
         }
         Tail::Sealed {
             footer,

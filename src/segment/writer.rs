@@ -116,16 +116,17 @@ impl Sink for SegmentSink {
 
     fn write_out(&mut self, chunks: Vec<Chunk>, sync: bool) -> Result<()> {
         for chunk in chunks {
-            self.file.append(&chunk.bytes)?;
-            if let Some(roll) = chunk.roll {
-                self.file.cut_and_sync()?;
-                self.file = AppendFile::create(
-                    &*self.storage,
-                    &roll.path,
-                    &roll.header.encode(),
-                    self.config.prealloc(),
-                )?;
-            }
+            let Some(roll) = chunk.roll else {
+                self.file.append(&chunk.bytes)?;
+                continue;
+            };
+            self.file.finish(&chunk.bytes)?;
+            self.file = AppendFile::create(
+                &*self.storage,
+                &roll.path,
+                &roll.header.encode(),
+                self.config.prealloc(),
+            )?;
         }
         if sync {
             self.file.sync()?;

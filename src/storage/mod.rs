@@ -7,9 +7,11 @@
 
 mod atomic;
 mod real;
+pub mod sim;
 
 pub use atomic::write_atomically;
 pub use real::RealStorage;
+pub use sim::{Fault, FaultKind, SimRng, SimStorage, Tear};
 
 use std::io;
 use std::ops::Deref;

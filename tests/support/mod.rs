@@ -100,3 +100,4 @@ pub fn exact_config() -> WriterConfig {
     }
 }
 pub mod counting;
+pub mod crash;
