@@ -43,24 +43,6 @@ fn every_persistence_point_of_small_workloads_with_every_tear() {
     println!("exhaustive: {scenarios} crash scenarios");
 }
 
-/// The workload and scenario a random seed stands for.
-fn random_scenario(seed: u64) -> (Vec<Op>, Scenario) {
-    let mut rng = SimRng::new(seed);
-    let len = 5 + rng.below(25) as usize;
-    let ops = random_workload(&mut rng, len);
-    let points = count_points(&ops);
-    let crash_point = 1 + rng.below(points + 1);
-    let tear = Tear::ALL[rng.below(6) as usize];
-    (
-        ops,
-        Scenario {
-            seed,
-            crash_point,
-            tear,
-        },
-    )
-}
-
 #[test]
 fn seeded_random_workloads_crash_anywhere() {
     for seed in 0..CI_SEEDS {
@@ -93,14 +75,15 @@ fn io_errors_at_every_operation_once_and_forever() {
     let mut rng = SimRng::new(7);
     ops.extend(random_workload(&mut rng, 20));
     let mut cases = 0;
+    let mut calls_after_failure = 0;
     for kind in [FaultKind::Eio, FaultKind::ShortWrite, FaultKind::NoSpace] {
         for forever in [false, true] {
             let mut nth = 1;
             loop {
                 let fault = Fault { nth, forever, kind };
                 match check_fault(&ops, fault, nth) {
-                    Ok(true) => {}
-                    Ok(false) => break,
+                    Ok((true, calls)) => calls_after_failure += calls,
+                    Ok((false, _)) => break,
                     Err(e) => panic!("{e}"),
                 }
                 cases += 1;
@@ -109,4 +92,11 @@ fn io_errors_at_every_operation_once_and_forever() {
         }
     }
     assert!(cases > 300, "{cases} fault cases");
+    assert!(
+        calls_after_failure > 100,
+        "failed writers were called {calls_after_failure} times"
+    );
+    println!(
+        "io errors: {cases} fault cases, {calls_after_failure} calls refused by failed writers"
+    );
 }

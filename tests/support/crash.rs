@@ -230,15 +230,21 @@ pub struct Model {
     pub claims_acked: usize,
     /// Operations that returned an error.
     pub errors: usize,
+    /// Calls made to a writer after it had failed.
+    pub calls_after_failure: usize,
+    /// Those of them it acknowledged: must stay empty.
+    pub acked_after_failure: Vec<String>,
 }
 
 struct Run<'a> {
     owner: Option<Owner>,
     writers: BTreeMap<usize, SegmentWriter>,
     claims: Option<ClaimsLog>,
-    /// Sessions (and the claims log, as `usize::MAX`) that failed once: the harness stops using
-    /// them, as a caller must stop using a poisoned writer.
+    /// Sessions (and the claims log, as `usize::MAX`) whose writer failed once. The harness keeps
+    /// calling them and requires every later call to fail: a poisoned writer acknowledges nothing.
     broken: Vec<usize>,
+    /// Sessions (or the claims log) that never opened: nothing more is sent to them.
+    unopened: Vec<usize>,
     shadow: ClaimTables,
     model: &'a mut Model,
     storage: Arc<SimStorage>,
@@ -288,10 +294,13 @@ impl Run<'_> {
                 durable,
             } => self.append(*session, *len, *durable),
             Op::Sync { session } => {
-                if self.broken.contains(session) {
+                if self.unopened.contains(session) {
                     return;
                 }
                 let result = self.writer(*session).and_then(|w| w.sync());
+                if self.broken.contains(session) {
+                    return self.require_failed(*session, result.is_ok());
+                }
                 match result {
                     Ok(()) => {
                         let n = self.model.submitted.get(session).map_or(0, Vec::len);
@@ -331,12 +340,29 @@ impl Run<'_> {
         self.broken.push(who);
     }
 
+    fn require_failed(&mut self, who: usize, acked: bool) {
+        self.model.calls_after_failure += 1;
+        if acked {
+            self.model
+                .acked_after_failure
+                .push(format!("writer {who} acknowledged after failing"));
+        }
+    }
+
     fn append(&mut self, session: usize, len: usize, durable: bool) {
-        if self.broken.contains(&session) {
+        if self.unopened.contains(&session) {
             return;
         }
         if self.writer(session).is_err() {
-            return self.fail(session);
+            self.model.errors += 1;
+            return self.unopened.push(session);
+        }
+        if self.broken.contains(&session) {
+            let p = payload(session, usize::MAX, len);
+            let result = self
+                .writer(session)
+                .and_then(|w| w.append(RecordKind::RuntimeEvent, &p, Durability::Durable));
+            return self.require_failed(session, result.is_ok());
         }
         let i = self.model.submitted.get(&session).map_or(0, Vec::len);
         let p = payload(session, i, len);
@@ -363,11 +389,19 @@ impl Run<'_> {
     }
 
     fn claim(&mut self, record: ClaimRecord) {
-        if self.broken.contains(&CLAIMS) {
+        if self.unopened.contains(&CLAIMS) {
             return;
         }
         if self.claims().is_err() {
-            return self.fail(CLAIMS);
+            self.model.errors += 1;
+            return self.unopened.push(CLAIMS);
+        }
+        if self.broken.contains(&CLAIMS) {
+            let acked = match self.claims() {
+                Ok(log) => log.list_agent_graph_intent_claims(None).is_ok(),
+                Err(_) => false,
+            };
+            return self.require_failed(CLAIMS, acked);
         }
         let decision = self.shadow.decide(&record);
         let appends = matches!(decision, Ok(Decision::Append));
@@ -425,6 +459,7 @@ pub fn run(storage: &Arc<SimStorage>, ops: &[Op]) -> Model {
         writers: BTreeMap::new(),
         claims: None,
         broken: Vec::new(),
+        unopened: Vec::new(),
         shadow: ClaimTables::default(),
         model: &mut model,
         storage: storage.clone(),
@@ -487,9 +522,13 @@ pub fn recover(storage: &Arc<SimStorage>) -> Result<Recovered, String> {
     })
 }
 
-/// Checks a recovered state against the model: every acknowledged write is present, and each
-/// log is the model after some prefix of what was submitted.
+/// Checks a recovered state against the model: no writer acknowledged anything after failing,
+/// every acknowledged write is present, and each log is the model after some prefix of what was
+/// submitted.
 pub fn check(model: &Model, got: &Recovered) -> Result<(), String> {
+    if let Some(what) = model.acked_after_failure.first() {
+        return Err(what.clone());
+    }
     for (session, records) in &got.sessions {
         let submitted = model.submitted.get(session).cloned().unwrap_or_default();
         let durable = model.durable.get(session).copied().unwrap_or(0);
@@ -536,6 +575,24 @@ pub struct Scenario {
     pub seed: u64,
     pub crash_point: u64,
     pub tear: Tear,
+}
+
+/// The workload and scenario a random seed stands for.
+pub fn random_scenario(seed: u64) -> (Vec<Op>, Scenario) {
+    let mut rng = SimRng::new(seed);
+    let len = 5 + rng.below(25) as usize;
+    let ops = random_workload(&mut rng, len);
+    let points = count_points(&ops);
+    let crash_point = 1 + rng.below(points + 1);
+    let tear = Tear::ALL[rng.below(6) as usize];
+    (
+        ops,
+        Scenario {
+            seed,
+            crash_point,
+            tear,
+        },
+    )
 }
 
 /// Persistence points a workload passes when nothing fails.
@@ -630,8 +687,9 @@ pub fn restore(storage: &Arc<SimStorage>, files: &BTreeMap<std::path::PathBuf, V
 }
 
 /// Fails the `nth` operation (once or from then on) while running `ops`, then checks that no
-/// writer acknowledged anything after its failure and that recovery is correct.
-pub fn check_fault(ops: &[Op], fault: Fault, seed: u64) -> Result<bool, String> {
+/// writer acknowledged anything after its failure and that recovery is correct. Returns whether
+/// the fault was reached and how many calls went to writers that had failed.
+pub fn check_fault(ops: &[Op], fault: Fault, seed: u64) -> Result<(bool, usize), String> {
     let storage = Arc::new(SimStorage::new());
     storage.inject(fault);
     let model = run(&storage, ops);
@@ -642,5 +700,5 @@ pub fn check_fault(ops: &[Op], fault: Fault, seed: u64) -> Result<bool, String> 
     storage.crash(tear, &mut rng);
     let got = recover(&storage).map_err(|e| format!("{fault:?}: recovery failed: {e}"))?;
     check(&model, &got).map_err(|e| format!("{fault:?} then {tear:?} (seed {seed}): {e}"))?;
-    Ok(hit)
+    Ok((hit, model.calls_after_failure))
 }
