@@ -6,21 +6,21 @@
 //! per engine is printed as each case ends, and the run ends with a markdown table for README.md.
 //! Setup (opening, preallocating, creating tables) and teardown are outside the timed section.
 
+mod common;
+
+use common::{
+    group, owner, parse_args, round_share, run_threads, scratch, sqlite_connection, Args,
+    BenchResult, Tally, ROUNDS, SQLITE_CONCURRENT_SHARE,
+};
 use makalog::format::{RecordKind, FRAME_OVERHEAD};
-use makalog::root::{try_acquire_owner, Owner};
+use makalog::root::Owner;
 use makalog::segment::{Durability, SegmentWriter, WriterConfig};
 use okaywal::{LogVoid, WriteAheadLog};
-use rusqlite::Connection;
-use std::error::Error;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::{Barrier, Mutex};
-use std::thread;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use tempfile::TempDir;
-
-type BenchResult<T> = Result<T, Box<dyn Error + Send + Sync>>;
 
 /// Payload bytes per record (a typical canonical RuntimeEvent).
 const PAYLOAD_LEN: usize = 400;
@@ -30,12 +30,6 @@ const DURABLE_EVERY: usize = 100;
 const STREAMING_BAR: f64 = 500_000.0;
 /// Session counts of the concurrent cases.
 const CONCURRENCY: [usize; 2] = [16, 64];
-
-/// Command-line options after `--`.
-struct Args {
-    quick: bool,
-    records: Option<usize>,
-}
 
 /// Record counts for each case.
 struct Plan {
@@ -127,31 +121,6 @@ fn main() -> BenchResult<()> {
     Ok(())
 }
 
-/// Reads `--quick` and `--records N`; ignores `--bench`, which cargo passes to every bench.
-fn parse_args() -> BenchResult<Args> {
-    let mut args = Args {
-        quick: false,
-        records: None,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--quick" => args.quick = true,
-            "--records" => {
-                let n = it.next().ok_or("--records needs a number")?;
-                let n: usize = n.parse().map_err(|e| format!("--records {n}: {e}"))?;
-                if n == 0 {
-                    return Err("--records must be at least 1".into());
-                }
-                args.records = Some(n);
-            }
-            "--bench" => {}
-            other => return Err(format!("unknown argument {other}").into()),
-        }
-    }
-    Ok(args)
-}
-
 /// A 400-byte JSON text, valid UTF-8 so SQLite stores the same bytes as TEXT.
 fn payload() -> Vec<u8> {
     let head = r#"{"type":"text","partial":false,"role":"model","content":{"kind":"text","text":""#;
@@ -160,37 +129,6 @@ fn payload() -> Vec<u8> {
     out.resize(PAYLOAD_LEN - tail.len(), b'x');
     out.extend_from_slice(tail.as_bytes());
     out
-}
-
-/// A fresh directory on the same disk as the target directory (not a tmpfs `/tmp`).
-fn scratch() -> BenchResult<TempDir> {
-    Ok(TempDir::new_in(env!("CARGO_TARGET_TMPDIR"))?)
-}
-
-/// Every case is cut into this many rounds, each running the engines in turn (starting one
-/// later each round), so drift on a noisy machine falls on all of them alike.
-const ROUNDS: usize = 3;
-
-/// SQLite runs this fraction of the records with many writers: they queue on its one
-/// connection, one commit at a time, so the full count would take most of the run.
-const SQLITE_CONCURRENT_SHARE: usize = 8;
-
-/// Commits and time of one engine, summed over the rounds of a case.
-#[derive(Debug, Clone, Copy, Default)]
-struct Tally {
-    commits: usize,
-    elapsed: Duration,
-}
-
-impl Tally {
-    fn add(&mut self, commits: usize, elapsed: Duration) {
-        self.commits += commits;
-        self.elapsed += elapsed;
-    }
-
-    fn rate(&self) -> f64 {
-        self.commits as f64 / self.elapsed.as_secs_f64()
-    }
 }
 
 /// Runs every engine with `threads` writers of `per_thread` durable records each.
@@ -231,11 +169,6 @@ fn engine_per_thread(engine: Engine, threads: usize, per_thread: usize) -> usize
     }
 }
 
-/// This round's part of `count`, the parts differing by at most one.
-fn round_share(count: usize, round: usize) -> usize {
-    count / ROUNDS + usize::from(round < count % ROUNDS)
-}
-
 /// Runs one engine once, in a fresh directory, and returns the timed part.
 fn run_durable(
     engine: Engine,
@@ -253,57 +186,8 @@ fn run_durable(
 
 /// Prints one engine's rate and, for the peers, makalog's ratio to it.
 fn print_rate(engine: Engine, tally: &Tally, makalog: f64, unit: &str) {
-    let ratio = if engine == Engine::Makalog {
-        String::new()
-    } else {
-        format!("   makalog/{} {:.2}", engine.name(), makalog / tally.rate())
-    };
-    println!(
-        "  {:<10} {:>10} {unit}  ({} in {:.2} s){ratio}",
-        engine.name(),
-        group(tally.rate()),
-        group(tally.commits as f64),
-        tally.elapsed.as_secs_f64()
-    );
-}
-
-/// Starts one thread per state, releases them together, and times until every one has done
-/// `per_thread` operations. States are returned and dropped after the clock stops.
-fn run_threads<S, F>(states: Vec<S>, per_thread: usize, op: F) -> BenchResult<Duration>
-where
-    S: Send,
-    F: Fn(&mut S, usize) -> BenchResult<()> + Sync,
-{
-    let barrier = Barrier::new(states.len() + 1);
-    let (elapsed, finished) = thread::scope(|scope| {
-        let handles: Vec<_> = states
-            .into_iter()
-            .map(|mut state| {
-                let (barrier, op) = (&barrier, &op);
-                scope.spawn(move || -> BenchResult<S> {
-                    barrier.wait();
-                    for i in 0..per_thread {
-                        op(&mut state, i)?;
-                    }
-                    Ok(state)
-                })
-            })
-            .collect();
-        barrier.wait();
-        let start = Instant::now();
-        let finished: Vec<_> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("bench thread panicked".into()))
-            })
-            .collect();
-        (start.elapsed(), finished)
-    });
-    for state in finished {
-        drop(state?);
-    }
-    Ok(elapsed)
+    let makalog = (engine != Engine::Makalog).then_some(makalog);
+    common::print_rate(engine.name(), tally, makalog, unit);
 }
 
 /// makalog: one session (one `SegmentWriter`) per thread, all in one root.
@@ -317,11 +201,6 @@ fn makalog_durable(threads: usize, per_thread: usize, payload: &[u8]) -> BenchRe
         writer.append(RecordKind::RuntimeEvent, payload, Durability::Durable)?;
         Ok(())
     })
-}
-
-/// The lease of a fresh root in `dir`.
-fn owner(dir: &Path) -> BenchResult<Owner> {
-    try_acquire_owner(&dir.join("root"))?.ok_or_else(|| "root busy".into())
 }
 
 fn open_session(owner: &Owner, index: usize) -> BenchResult<SegmentWriter> {
@@ -439,17 +318,6 @@ const RUNTIME_EVENTS_SCHEMA: &str = "CREATE TABLE runtime_events (
 const INSERT_EVENT: &str = "INSERT INTO runtime_events (event_id, session_id, invocation_id, \
     run_id, turn_id, event_seq, event_kind, payload_json, committed_at) \
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
-
-fn sqlite_connection(path: &Path) -> BenchResult<Connection> {
-    let conn = Connection::open(path)?;
-    conn.busy_timeout(Duration::from_secs(60))?;
-    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
-    if !mode.eq_ignore_ascii_case("wal") {
-        return Err(format!("journal_mode is {mode}, not wal").into());
-    }
-    conn.execute_batch("PRAGMA synchronous=FULL")?;
-    Ok(conn)
-}
 
 /// Rates of the streaming case.
 struct StreamingRow {
@@ -596,17 +464,4 @@ fn sessions_label(n: usize) -> String {
     } else {
         format!("{n} sessions")
     }
-}
-
-/// A rate rounded to a whole number, with thousands separators.
-fn group(value: f64) -> String {
-    let digits = format!("{:.0}", value);
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }

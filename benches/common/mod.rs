@@ -1,0 +1,165 @@
+//! Helpers shared by the bench binaries: options, scratch directories, timed threads, tallies,
+//! the owner lease, SQLite with the original runtime's pragmas, and number formatting.
+
+use makalog::root::{try_acquire_owner, Owner};
+use rusqlite::Connection;
+use std::error::Error;
+use std::path::Path;
+use std::sync::Barrier;
+use std::thread;
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+pub type BenchResult<T> = Result<T, Box<dyn Error + Send + Sync>>;
+
+/// Command-line options after `--`.
+pub struct Args {
+    pub quick: bool,
+    pub records: Option<usize>,
+}
+
+/// Reads `--quick` and `--records N`; ignores `--bench`, which cargo passes to every bench.
+pub fn parse_args() -> BenchResult<Args> {
+    let mut args = Args {
+        quick: false,
+        records: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--quick" => args.quick = true,
+            "--records" => {
+                let n = it.next().ok_or("--records needs a number")?;
+                let n: usize = n.parse().map_err(|e| format!("--records {n}: {e}"))?;
+                if n == 0 {
+                    return Err("--records must be at least 1".into());
+                }
+                args.records = Some(n);
+            }
+            "--bench" => {}
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    Ok(args)
+}
+
+/// A fresh directory on the same disk as the target directory (not a tmpfs `/tmp`).
+pub fn scratch() -> BenchResult<TempDir> {
+    Ok(TempDir::new_in(env!("CARGO_TARGET_TMPDIR"))?)
+}
+
+/// Every case is cut into this many rounds, each running the engines in turn (starting one
+/// later each round), so drift on a noisy machine falls on all of them alike.
+pub const ROUNDS: usize = 3;
+
+/// SQLite runs this fraction of the records with many writers: they queue on its one
+/// connection, one commit at a time, so the full count would take most of the run.
+pub const SQLITE_CONCURRENT_SHARE: usize = 8;
+
+/// This round's part of `count`, the parts differing by at most one.
+pub fn round_share(count: usize, round: usize) -> usize {
+    count / ROUNDS + usize::from(round < count % ROUNDS)
+}
+
+/// Commits and time of one engine, summed over the rounds of a case.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tally {
+    pub commits: usize,
+    pub elapsed: Duration,
+}
+
+impl Tally {
+    pub fn add(&mut self, commits: usize, elapsed: Duration) {
+        self.commits += commits;
+        self.elapsed += elapsed;
+    }
+
+    pub fn rate(&self) -> f64 {
+        self.commits as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+/// Prints one engine's rate and, for a peer (`makalog` is `Some` of makalog's rate), makalog's
+/// ratio to it.
+pub fn print_rate(name: &str, tally: &Tally, makalog: Option<f64>, unit: &str) {
+    let ratio = match makalog {
+        Some(makalog) => format!("   makalog/{name} {:.2}", makalog / tally.rate()),
+        None => String::new(),
+    };
+    println!(
+        "  {:<10} {:>10} {unit}  ({} in {:.2} s){ratio}",
+        name,
+        group(tally.rate()),
+        group(tally.commits as f64),
+        tally.elapsed.as_secs_f64()
+    );
+}
+
+/// Starts one thread per state, releases them together, and times until every one has done
+/// `per_thread` operations. States are returned and dropped after the clock stops.
+pub fn run_threads<S, F>(states: Vec<S>, per_thread: usize, op: F) -> BenchResult<Duration>
+where
+    S: Send,
+    F: Fn(&mut S, usize) -> BenchResult<()> + Sync,
+{
+    let barrier = Barrier::new(states.len() + 1);
+    let (elapsed, finished) = thread::scope(|scope| {
+        let handles: Vec<_> = states
+            .into_iter()
+            .map(|mut state| {
+                let (barrier, op) = (&barrier, &op);
+                scope.spawn(move || -> BenchResult<S> {
+                    barrier.wait();
+                    for i in 0..per_thread {
+                        op(&mut state, i)?;
+                    }
+                    Ok(state)
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        let finished: Vec<_> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("bench thread panicked".into()))
+            })
+            .collect();
+        (start.elapsed(), finished)
+    });
+    for state in finished {
+        drop(state?);
+    }
+    Ok(elapsed)
+}
+
+/// The lease of a fresh root in `dir`.
+pub fn owner(dir: &Path) -> BenchResult<Owner> {
+    try_acquire_owner(&dir.join("root"))?.ok_or_else(|| "root busy".into())
+}
+
+/// A connection with the original runtime's pragmas: WAL (checked), `synchronous=FULL`.
+pub fn sqlite_connection(path: &Path) -> BenchResult<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(60))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(format!("journal_mode is {mode}, not wal").into());
+    }
+    conn.execute_batch("PRAGMA synchronous=FULL")?;
+    Ok(conn)
+}
+
+/// A rate rounded to a whole number, with thousands separators.
+pub fn group(value: f64) -> String {
+    let digits = format!("{:.0}", value);
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
