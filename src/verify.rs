@@ -73,7 +73,7 @@ pub fn verify_root(storage: &dyn Storage) -> Result<VerifyReport> {
             .push(format!("{}: not a session directory", stray.display()));
     }
     for id in ids {
-        let (listing, scanned) = match scan_session_files(storage, &id) {
+        let (listing, scanned) = match scan_session_files(storage, &id, None) {
             Ok(x) => x,
             Err(e) => {
                 report.findings.push(e.to_string());
@@ -89,7 +89,7 @@ pub fn verify_root(storage: &dyn Storage) -> Result<VerifyReport> {
         report
             .quarantined
             .extend(listing.torn.iter().map(|p| p.display().to_string()));
-        let check = check_session(&id, &scanned);
+        let check = check_session(&id, &scanned, None);
         report
             .findings
             .extend(check.problems.iter().map(|p| p.describe()));

@@ -4,7 +4,9 @@ mod support;
 
 use makalog::format::Tail;
 use makalog::format::{RecordKind, MAX_PAYLOAD_LIMIT};
-use makalog::segment::{Durability, ScanResult, SegmentWriter, SessionReader, WriterConfig};
+use makalog::segment::{
+    Durability, Resume, ScanResult, SegmentWriter, SessionReader, WriterConfig,
+};
 use makalog::storage::Storage;
 use makalog::Error;
 use std::sync::atomic::Ordering;
@@ -341,4 +343,68 @@ fn a_record_above_the_open_segments_bound_starts_a_segment_with_the_new_bound() 
     assert_eq!(recs.len(), 5);
     assert_eq!(recs[3].payload, payload(4, 4000));
     assert_eq!(segment_paths(&storage.describe_root(), S).len(), 2);
+}
+
+/// The resume point just after record `k` (1-based) of `recs`.
+fn resume_after(
+    storage: &Arc<makalog::storage::RealStorage>,
+    recs: &[makalog::segment::Record],
+    k: usize,
+) -> Resume {
+    let r = &recs[k - 1];
+    let segs = segment_paths(&storage.describe_root(), S);
+    let ordinal = segs
+        .iter()
+        .position(|p| p.ends_with(&r.file))
+        .expect("segment") as u64;
+    Resume {
+        ordinal,
+        data_end: r.offset + 49 + r.payload.len() as u64,
+        last_seq: r.seq,
+        chain: r.chain,
+    }
+}
+
+#[test]
+fn resuming_after_a_trusted_prefix_reads_only_what_follows_and_agrees_with_a_full_scan() {
+    let (_t, storage) = temp_root();
+    let config = WriterConfig {
+        segment_size: 1024,
+        ..WriterConfig::default()
+    };
+    write_n(&storage, S, &config, 1, 20, 150);
+    let recs = read_all(&*storage, S).expect("read");
+    for k in [1, 5, 12, 19, 20] {
+        let resume = resume_after(&storage, &recs, k);
+        let tail: Vec<u64> = SessionReader::resume(&*storage, S, resume)
+            .expect("resume")
+            .map(|r| r.expect("record").seq)
+            .collect();
+        assert_eq!(tail, (k as u64 + 1..=20).collect::<Vec<_>>(), "after {k}");
+        let (w, report) =
+            SegmentWriter::open_resumed(&owner(&storage), S, config.clone(), Some(resume))
+                .expect("open");
+        assert!(report.repairs.is_empty());
+        assert_eq!(w.next_seq(), 21);
+        drop(w);
+    }
+    let resume = resume_after(&storage, &recs, 7);
+    let (w, _) = SegmentWriter::open_resumed(&owner(&storage), S, config.clone(), Some(resume))
+        .expect("open");
+    w.append(RecordKind::Message, &payload(21, 150), Durability::Durable)
+        .expect("append");
+    drop(w);
+    assert_eq!(read_all(&*storage, S).expect("read").len(), 21);
+}
+
+#[test]
+fn a_resume_point_off_the_chain_is_refused() {
+    let (_t, storage) = temp_root();
+    write_n(&storage, S, &WriterConfig::default(), 1, 5, 100);
+    let recs = read_all(&*storage, S).expect("read");
+    let mut resume = resume_after(&storage, &recs, 2);
+    resume.chain[0] ^= 1;
+    let err =
+        SegmentWriter::open_resumed(&owner(&storage), S, WriterConfig::default(), Some(resume));
+    assert!(matches!(err, Err(Error::Corrupt { offset, .. }) if offset == resume.data_end));
 }

@@ -100,7 +100,7 @@ fn check(session: &str, segs: &[(SegmentFile, Vec<u8>)]) -> Vec<Problem> {
             result: scan_segment(bytes),
         })
         .collect();
-    check_session(session, &scanned).problems
+    check_session(session, &scanned, None).problems
 }
 
 #[test]

@@ -36,6 +36,8 @@ pub enum Tail {
 #[derive(Debug, Clone)]
 pub struct FrameCursor<K = RecordKind> {
     pos: usize,
+    /// Offset in the file of the first byte handed to the cursor.
+    base: u64,
     max_payload: u32,
     footers: bool,
     kind: PhantomData<K>,
@@ -70,6 +72,7 @@ impl<K: FrameKind> FrameCursor<K> {
     ) -> Self {
         FrameCursor {
             pos: start,
+            base: 0,
             max_payload,
             footers,
             kind: PhantomData,
@@ -80,9 +83,28 @@ impl<K: FrameKind> FrameCursor<K> {
         }
     }
 
+    /// The same cursor reading bytes that start at offset `base` of the file, so that every
+    /// offset it reports (and the one a seal footer must name) is the file's.
+    pub fn at_base(mut self, base: u64) -> Self {
+        self.base = base;
+        self
+    }
+
+    /// The same cursor resuming inside a segment whose first frame has sequence number
+    /// `segment_first_seq`: the frames before the resume point count toward a seal footer's
+    /// frame count.
+    pub fn counted_from(mut self, segment_first_seq: u64) -> Self {
+        self.count = self.next_seq.saturating_sub(segment_first_seq);
+        self
+    }
+
+    fn abs(&self, pos: usize) -> u64 {
+        self.base + pos as u64
+    }
+
     /// Offset just past the last valid frame returned so far.
     pub fn data_end(&self) -> u64 {
-        self.pos as u64
+        self.abs(self.pos)
     }
 
     /// Chain value after the last valid frame returned so far.
@@ -95,7 +117,7 @@ impl<K: FrameKind> FrameCursor<K> {
         self.next_seq
     }
 
-    /// Number of valid frames returned so far.
+    /// Number of valid frames so far (counting those before a resume point).
     pub fn count(&self) -> u64 {
         self.count
     }
@@ -121,7 +143,7 @@ impl<K: FrameKind> FrameCursor<K> {
                 None
             }
             Ok(FrameDecode::Frame(frame, used)) => {
-                let offset = self.pos as u64;
+                let offset = self.abs(self.pos);
                 if frame.seq != self.next_seq {
                     self.end = Some(Tail::Damaged {
                         offset,
@@ -154,7 +176,7 @@ impl<K: FrameKind> FrameCursor<K> {
     }
 
     fn footer_end(&self, rest: &[u8]) -> Tail {
-        let offset = self.pos as u64;
+        let offset = self.abs(self.pos);
         let footer = match SealFooter::decode(rest) {
             Ok((f, _)) => f,
             // A footer whose write was cut short: torn, unless something valid follows it.
@@ -216,14 +238,14 @@ impl<K: FrameKind> FrameCursor<K> {
                 first,
                 format!(
                     "non-zero bytes at byte {} after the end of data",
-                    self.pos + first
+                    self.abs(self.pos + first)
                 ),
             ),
         }
     }
 
     fn after_bad_frame(&self, rest: &[u8], e: FormatError) -> Tail {
-        let what = format!("bad frame at byte {}: {}", self.pos, e.what);
+        let what = format!("bad frame at byte {}: {}", self.abs(self.pos), e.what);
         self.classify_garbage(rest, 0, what)
     }
 
@@ -232,8 +254,11 @@ impl<K: FrameKind> FrameCursor<K> {
     fn classify_garbage(&self, rest: &[u8], first: usize, what: String) -> Tail {
         if let Some(at) = find_valid_after::<K>(rest, 1, self.max_payload, self.footers) {
             return Tail::Damaged {
-                offset: (self.pos + first) as u64,
-                what: format!("{what}; a valid record follows at byte {}", self.pos + at),
+                offset: self.abs(self.pos + first),
+                what: format!(
+                    "{what}; a valid record follows at byte {}",
+                    self.abs(self.pos + at)
+                ),
             };
         }
         let last_nonzero = rest.iter().rposition(|&b| b != 0).unwrap_or(first);

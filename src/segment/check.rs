@@ -2,7 +2,7 @@
 //! chain must run on without gaps from genesis to the last frame.
 
 use super::layout::SegmentFile;
-use super::scan::{ScanResult, SegmentScan};
+use super::scan::{Resume, ScanResult, SegmentScan};
 use crate::format::Tail;
 use crate::format::{genesis_chain, ChainValue};
 use crate::recovery::Problem;
@@ -19,16 +19,22 @@ pub struct ScannedSegment {
 pub struct SessionCheck {
     /// Everything wrong, in file order.
     pub problems: Vec<Problem>,
-    /// Valid records, counting every segment's valid prefix.
+    /// Valid records in the segments checked (all frames of a resumed segment included).
     pub record_count: u64,
     /// Sequence number and chain value after the last valid record of the valid prefix.
     pub head: (u64, ChainValue),
 }
 
-/// Checks a session's scanned segments, given in name order.
-pub fn check_session(session_id: &str, segments: &[ScannedSegment]) -> SessionCheck {
+/// Checks a session's scanned segments, given in name order. With `resume`, the first of them
+/// was scanned from that trusted point (see [`scan_segment_tail`](super::scan::scan_segment_tail))
+/// and the segments before it are not given.
+pub fn check_session(
+    session_id: &str,
+    segments: &[ScannedSegment],
+    resume: Option<&Resume>,
+) -> SessionCheck {
     let mut out = SessionCheck {
-        head: (0, genesis_chain(session_id)),
+        head: resume.map_or((0, genesis_chain(session_id)), |r| (r.last_seq, r.chain)),
         ..SessionCheck::default()
     };
     let mut prev: Option<(&SegmentFile, &SegmentScan)> = None;
@@ -57,7 +63,25 @@ pub fn check_session(session_id: &str, segments: &[ScannedSegment]) -> SessionCh
             ScanResult::Scanned(scan) => scan,
         };
         let before = out.problems.len();
-        check_own_header(session_id, file, scan, i == 0, &mut out.problems);
+        check_own_header(
+            session_id,
+            file,
+            scan,
+            i == 0 && resume.is_none(),
+            &mut out.problems,
+        );
+        if let Some(r) = resume.filter(|_| i == 0) {
+            if scan.header.ordinal != r.ordinal {
+                out.problems.push(Problem::Damage {
+                    file: file.path.clone(),
+                    offset: 16,
+                    what: format!(
+                        "the index covers segment {} but this file is segment {}",
+                        r.ordinal, scan.header.ordinal
+                    ),
+                });
+            }
+        }
         if let Some((pf, ps)) = prev {
             check_continuity(pf, ps, file, scan, &mut out.problems);
         }

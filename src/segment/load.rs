@@ -1,10 +1,11 @@
 //! Reading a session's segment files from storage and scanning each one.
 
 use super::check::ScannedSegment;
-use super::layout::{list_session, SessionListing};
-use super::scan::scan_segment;
+use super::layout::{list_session, session_dir, SessionListing};
+use super::scan::{scan_segment, scan_segment_tail, Resume};
 use crate::error::{Error, Result};
-use crate::storage::{FileBytes, Storage};
+use crate::format::HEADER_LEN;
+use crate::storage::{FileBytes, OpenMode, Storage};
 use std::path::Path;
 
 /// Reads a segment: mapped when a later segment exists (it is sealed and never changes),
@@ -22,20 +23,66 @@ pub fn read_segment(storage: &dyn Storage, path: &Path, is_last: bool) -> Result
     }
 }
 
-/// Lists a session directory and scans every segment in it, one at a time.
+/// Lists a session directory and scans its segments one at a time: all of them, or with
+/// `resume` only the bytes after that trusted point (the segments before it are not read).
 pub fn scan_session_files(
     storage: &dyn Storage,
     session_id: &str,
+    resume: Option<&Resume>,
 ) -> Result<(SessionListing, Vec<ScannedSegment>)> {
     let listing = list_session(storage, session_id)?;
     let n = listing.segments.len();
-    let mut scanned = Vec::with_capacity(n);
-    for (i, file) in listing.segments.iter().enumerate() {
-        let bytes = read_segment(storage, &file.path, i + 1 == n)?;
+    let start = resume.map_or(0, |r| r.ordinal as usize);
+    if resume.is_some() && start >= n {
+        return Err(Error::corrupt(
+            session_dir(session_id),
+            0,
+            format!("the index covers segment {start}, the session has {n}"),
+        ));
+    }
+    let mut scanned = Vec::with_capacity(n - start);
+    for (i, file) in listing.segments.iter().enumerate().skip(start) {
+        let result = match resume.filter(|_| i == start) {
+            Some(r) => {
+                let (header, tail) = read_segment_tail(storage, &file.path, r.data_end)?;
+                scan_segment_tail(&header, &tail, r)
+            }
+            None => scan_segment(&read_segment(storage, &file.path, i + 1 == n)?),
+        };
         scanned.push(ScannedSegment {
             file: file.clone(),
-            result: scan_segment(&bytes),
+            result,
         });
     }
     Ok((listing, scanned))
+}
+
+/// Reads a segment's header bytes and its bytes from `from` to the end of the file.
+pub fn read_segment_tail(
+    storage: &dyn Storage,
+    path: &Path,
+    from: u64,
+) -> Result<(Vec<u8>, Vec<u8>)> {
+    let file = storage
+        .open(path, OpenMode::Read)
+        .map_err(|e| Error::io(path, "open", e))?;
+    let len = file.size().map_err(|e| Error::io(path, "stat", e))?;
+    let read = |at: u64, n: u64| -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; n as usize];
+        let mut done = 0;
+        while done < buf.len() {
+            let got = file
+                .read_at(&mut buf[done..], at + done as u64)
+                .map_err(|e| Error::io(path, "read", e))?;
+            if got == 0 {
+                break;
+            }
+            done += got;
+        }
+        buf.truncate(done);
+        Ok(buf)
+    };
+    let header = read(0, (HEADER_LEN as u64).min(len))?;
+    let tail = read(from, len.saturating_sub(from))?;
+    Ok((header, tail))
 }

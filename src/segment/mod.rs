@@ -9,5 +9,5 @@ pub mod writer;
 
 pub use check::{check_session, ScannedSegment, SessionCheck};
 pub use reader::{Record, SessionReader};
-pub use scan::{scan_segment, ScanResult, SegmentScan};
+pub use scan::{scan_segment, scan_segment_tail, Resume, ScanResult, SegmentScan};
 pub use writer::{Appended, Durability, SegmentWriter, WriterConfig};

@@ -2,7 +2,8 @@
 //! chain as it goes. Sealed segments are memory-mapped; the last one is read into memory.
 
 use super::layout::{list_session, SegmentFile};
-use super::load::read_segment;
+use super::load::{read_segment, read_segment_tail};
+use super::scan::Resume;
 use crate::error::{Error, Result};
 use crate::format::{hex, validate_session_id, ChainValue, RecordKind, SegmentHeader, HEADER_LEN};
 use crate::format::{FrameCursor, Tail};
@@ -53,6 +54,8 @@ pub struct SessionReader<'s> {
     from_seq: u64,
     current: Option<Open>,
     expect: Option<(u64, ChainValue)>,
+    /// Where to start in the first segment, when resuming after a trusted prefix.
+    resume: Option<Resume>,
     done: bool,
 }
 
@@ -79,6 +82,31 @@ impl<'s> SessionReader<'s> {
             from_seq,
             current: None,
             expect: None,
+            resume: None,
+            done: false,
+        })
+    }
+
+    /// A reader over the records after a trusted prefix that ends at `resume`: the covered
+    /// bytes are not read.
+    pub fn resume(storage: &'s dyn Storage, session_id: &str, resume: Resume) -> Result<Self> {
+        validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        let segments = list_session(storage, session_id)?.segments;
+        if resume.ordinal as usize >= segments.len() {
+            return Err(Error::corrupt(
+                super::layout::session_dir(session_id),
+                0,
+                format!("no segment {} to resume in", resume.ordinal),
+            ));
+        }
+        Ok(SessionReader {
+            storage,
+            segments,
+            next_index: resume.ordinal as usize,
+            from_seq: resume.last_seq + 1,
+            current: None,
+            expect: None,
+            resume: Some(resume),
             done: false,
         })
     }
@@ -89,6 +117,21 @@ impl<'s> SessionReader<'s> {
         };
         let is_last = self.next_index + 1 == self.segments.len();
         self.next_index += 1;
+        if let Some(r) = self.resume.take() {
+            let (head, tail) = read_segment_tail(self.storage, &file.path, r.data_end)?;
+            let header = SegmentHeader::decode(&head)
+                .map_err(|e| Error::corrupt(&file.path, e.offset as u64, e.what))?
+                .0;
+            self.current = Some(Open {
+                cursor: FrameCursor::new(0, header.max_payload, r.last_seq + 1, r.chain, true)
+                    .at_base(r.data_end)
+                    .counted_from(header.first_seq),
+                file,
+                bytes: FileBytes::Owned(tail),
+                is_last,
+            });
+            return Ok(true);
+        }
         let bytes = read_segment(self.storage, &file.path, is_last)?;
         let header = match SegmentHeader::decode(&bytes) {
             Ok((h, _)) => h,

@@ -1,6 +1,8 @@
 //! Scanning one segment file: its header, then its frames with the format's cursor. Pure.
 
-use crate::format::{ChainValue, FormatError, FrameCursor, SegmentHeader, Tail, HEADER_LEN};
+use crate::format::{
+    ChainValue, FormatError, FrameCursor, RecordKind, SegmentHeader, Tail, HEADER_LEN,
+};
 
 /// The summary of one segment whose header decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +54,52 @@ pub fn scan_segment(bytes: &[u8]) -> ScanResult {
         chain: cursor.chain(),
         data_end: cursor.data_end(),
         end,
+        header,
+    })
+}
+
+/// Where a trusted prefix of a session's log ends (as its index sidecar records it): scanning
+/// resumes there instead of reading the covered bytes again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resume {
+    /// Ordinal of the segment the trusted prefix ends in.
+    pub ordinal: u64,
+    /// Offset in that segment just past the last trusted frame.
+    pub data_end: u64,
+    /// Sequence number of the last trusted frame (0 when none).
+    pub last_seq: u64,
+    /// Chain value after it.
+    pub chain: ChainValue,
+}
+
+/// Scans a segment from a resume point: `header` is the file's first [`HEADER_LEN`] bytes (or
+/// fewer, if the file is shorter), `tail` its bytes from `resume.data_end` on.
+pub fn scan_segment_tail(header: &[u8], tail: &[u8], resume: &Resume) -> ScanResult {
+    let header = match SegmentHeader::decode(header) {
+        Ok((h, _)) => h,
+        Err(error) => {
+            return ScanResult::BadHeader {
+                error,
+                body_empty: false,
+            }
+        }
+    };
+    let mut cursor = FrameCursor::<RecordKind>::new(
+        0,
+        header.max_payload,
+        resume.last_seq + 1,
+        resume.chain,
+        true,
+    )
+    .at_base(resume.data_end)
+    .counted_from(header.first_seq);
+    while cursor.next_frame(tail).is_some() {}
+    ScanResult::Scanned(SegmentScan {
+        frame_count: cursor.count(),
+        last_seq: cursor.next_seq() - 1,
+        chain: cursor.chain(),
+        data_end: cursor.data_end(),
+        end: cursor.end().cloned().unwrap_or(Tail::Eof),
         header,
     })
 }

@@ -8,7 +8,7 @@
 use super::check::check_session;
 use super::layout::{segment_file_name, session_dir, SESSIONS_DIR};
 use super::load::scan_session_files;
-use super::scan::ScanResult;
+use super::scan::{Resume, ScanResult};
 use crate::commit::{AppendFile, GroupCommit, Pending, Prealloc, Sink};
 use crate::error::{Error, Result};
 use crate::format::{
@@ -148,6 +148,17 @@ impl SegmentWriter {
         session_id: &str,
         config: WriterConfig,
     ) -> Result<(SegmentWriter, RecoveryReport)> {
+        SegmentWriter::open_resumed(owner, session_id, config, None)
+    }
+
+    /// [`SegmentWriter::open`], trusting the log up to `resume` (as its index sidecar vouches for
+    /// it) and recovering only what follows: the covered bytes are not read again.
+    pub fn open_resumed(
+        owner: &Owner,
+        session_id: &str,
+        config: WriterConfig,
+        resume: Option<Resume>,
+    ) -> Result<(SegmentWriter, RecoveryReport)> {
         validate_session_id(session_id).map_err(Error::InvalidInput)?;
         if config.max_payload == 0 || config.max_payload > MAX_PAYLOAD_LIMIT {
             return Err(Error::InvalidInput(format!(
@@ -159,8 +170,8 @@ impl SegmentWriter {
         ensure_dir(&*storage, Path::new(SESSIONS_DIR), Path::new(""))?;
         ensure_dir(&*storage, &dir, Path::new(SESSIONS_DIR))?;
 
-        let (_, scanned) = scan_session_files(&*storage, session_id)?;
-        let check = check_session(session_id, &scanned);
+        let (_, scanned) = scan_session_files(&*storage, session_id, resume.as_ref())?;
+        let check = check_session(session_id, &scanned, resume.as_ref());
         let repairs = plan(&check.problems)?;
         let report = apply(&*storage, repairs)?;
         let (head_seq, head_chain) = check.head;
@@ -182,10 +193,15 @@ impl SegmentWriter {
                 (file, head)
             }
             sealed_or_none => {
+                let ordinal = match (&sealed_or_none, resume) {
+                    (Some((_, s)), _) => s.header.ordinal + 1,
+                    (None, Some(r)) => r.ordinal + 1,
+                    (None, None) => 0,
+                };
                 let header = SegmentHeader {
                     version: FORMAT_VERSION,
                     max_payload: config.max_payload,
-                    ordinal: sealed_or_none.map_or(0, |(_, s)| s.header.ordinal + 1),
+                    ordinal,
                     first_seq: head_seq + 1,
                     prev_chain: head_chain,
                     session_id: session_id.to_owned(),
