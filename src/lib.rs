@@ -8,11 +8,14 @@
 pub mod claims;
 mod commit;
 pub mod error;
+pub mod event;
 pub mod format;
+pub mod index;
 pub mod recovery;
 pub mod root;
 pub mod segment;
 pub mod storage;
+pub mod store;
 pub mod verify;
 
 pub use error::{Error, Result};

@@ -6,6 +6,7 @@ mod output;
 mod claims;
 mod demo;
 mod dump;
+mod events;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -58,6 +59,18 @@ enum Command {
         #[arg(default_value = DEFAULT_DEMO_ROOT)]
         root: PathBuf,
     },
+    /// Work with RuntimeEvents (MAKA-MODEL §1–§3).
+    Events {
+        #[command(subcommand)]
+        command: EventsCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum EventsCommand {
+    /// Read one JSON event per line on stdin; print its canonical JSON or `error: <reason>`.
+    /// Exit 0 if every line was accepted, 1 otherwise.
+    Canonicalize,
 }
 
 fn main() -> ExitCode {
@@ -67,6 +80,9 @@ fn main() -> ExitCode {
         Command::Dump { root, session } => dump::run(&root, session.as_deref()),
         Command::Claims { root, graph, json } => claims::run(&root, graph.as_deref(), json),
         Command::Demo { root } => demo::run(&root),
+        Command::Events {
+            command: EventsCommand::Canonicalize,
+        } => events::canonicalize(),
     }
 }
 

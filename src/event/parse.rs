@@ -1,0 +1,318 @@
+//! A strict JSON reader (the grammar `JSON.parse` accepts) into serde_json values, written so
+//! that every refusal names the field it happened in.
+//!
+//! serde_json's reader would do for the grammar, but it reports a lone surrogate or a number
+//! that overflows to Infinity only as a line and column, and its default float parsing is not
+//! always correctly rounded; this reader parses numbers with Rust's correctly rounded
+//! `str::parse::<f64>`, like JavaScript. Repeated keys keep the last value, as `JSON.parse` does.
+
+use super::error::EventError;
+use super::number;
+use super::path::Path;
+use serde_json::{Map, Value};
+
+/// The deepest nesting of arrays and objects accepted, so hostile input cannot exhaust the stack.
+pub const MAX_DEPTH: usize = 256;
+
+/// Parses one JSON text; surrounding whitespace is allowed, anything else after the value is not.
+pub(crate) fn parse(text: &str) -> Result<Value, EventError> {
+    let mut parser = Parser {
+        text,
+        bytes: text.as_bytes(),
+        pos: 0,
+        path: Vec::new(),
+    };
+    parser.skip_whitespace();
+    let value = parser.value(0)?;
+    parser.skip_whitespace();
+    if parser.pos != parser.bytes.len() {
+        return Err(parser.syntax("unexpected text after the JSON value"));
+    }
+    Ok(value)
+}
+
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+    path: Vec<Segment>,
+}
+
+impl Parser<'_> {
+    fn here(&self) -> Path {
+        self.path
+            .iter()
+            .fold(Path::root(), |path, segment| match segment {
+                Segment::Key(key) => path.key(key),
+                Segment::Index(index) => path.index(*index),
+            })
+    }
+
+    fn syntax(&self, what: &str) -> EventError {
+        EventError::Invalid {
+            field: self.here().render(),
+            why: format!("not JSON: {what} at byte {}", self.pos),
+        }
+    }
+
+    fn rest(&self) -> &[u8] {
+        self.bytes.get(self.pos..).unwrap_or_default()
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn skip_whitespace(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.pos += 1;
+        }
+    }
+
+    fn expect(&mut self, byte: u8, what: &str) -> Result<(), EventError> {
+        if self.peek() == Some(byte) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.syntax(what))
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value, EventError> {
+        match self.peek() {
+            None => Err(self.syntax("unexpected end of input")),
+            Some(b'{') => self.object(depth + 1),
+            Some(b'[') => self.array(depth + 1),
+            Some(b'"') => self.string().map(Value::String),
+            Some(b't') => self.literal("true", Value::Bool(true)),
+            Some(b'f') => self.literal("false", Value::Bool(false)),
+            Some(b'n') => self.literal("null", Value::Null),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(_) => Err(self.syntax("unexpected character")),
+        }
+    }
+
+    fn too_deep(&self, depth: usize) -> Result<(), EventError> {
+        if depth > MAX_DEPTH {
+            return Err(EventError::Invalid {
+                field: self.here().render(),
+                why: format!("nested deeper than {MAX_DEPTH} levels"),
+            });
+        }
+        Ok(())
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Value, EventError> {
+        self.too_deep(depth)?;
+        self.pos += 1;
+        let mut map = Map::new();
+        self.skip_whitespace();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+            return Ok(Value::Object(map));
+        }
+        loop {
+            self.skip_whitespace();
+            if self.peek() != Some(b'"') {
+                return Err(self.syntax("expected a string key"));
+            }
+            let key = self.string()?;
+            self.skip_whitespace();
+            self.expect(b':', "expected ':'")?;
+            self.skip_whitespace();
+            // The key lives on the path while its value is read, then moves into the map.
+            self.path.push(Segment::Key(key));
+            let value = self.value(depth)?;
+            let Some(Segment::Key(key)) = self.path.pop() else {
+                return Err(self.syntax("internal path error"));
+            };
+            map.insert(key, value);
+            self.skip_whitespace();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(Value::Object(map));
+                }
+                _ => return Err(self.syntax("expected ',' or '}'")),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Value, EventError> {
+        self.too_deep(depth)?;
+        self.pos += 1;
+        let mut items = Vec::new();
+        self.skip_whitespace();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Ok(Value::Array(items));
+        }
+        loop {
+            self.skip_whitespace();
+            self.path.push(Segment::Index(items.len()));
+            let value = self.value(depth)?;
+            self.path.pop();
+            items.push(value);
+            self.skip_whitespace();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(Value::Array(items));
+                }
+                _ => return Err(self.syntax("expected ',' or ']'")),
+            }
+        }
+    }
+
+    fn literal(&mut self, word: &str, value: Value) -> Result<Value, EventError> {
+        if self.rest().starts_with(word.as_bytes()) {
+            self.pos += word.len();
+            Ok(value)
+        } else {
+            Err(self.syntax("unexpected character"))
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.pos;
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.pos += 1;
+        }
+        self.pos - start
+    }
+
+    fn number(&mut self) -> Result<Value, EventError> {
+        let start = self.pos;
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        match self.peek() {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return Err(self.syntax("invalid number")),
+        }
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            if self.digits() == 0 {
+                return Err(self.syntax("invalid number"));
+            }
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.pos += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.pos += 1;
+            }
+            if self.digits() == 0 {
+                return Err(self.syntax("invalid number"));
+            }
+        }
+        let text = self.text.get(start..self.pos).unwrap_or_default();
+        let parsed: f64 = text.parse().map_err(|_| self.syntax("invalid number"))?;
+        match number::from_f64(parsed) {
+            Some(n) => Ok(Value::Number(n)),
+            None => Err(EventError::Invalid {
+                field: self.here().render(),
+                why: "number overflows to Infinity".to_string(),
+            }),
+        }
+    }
+
+    /// Reads a string starting at its opening quote.
+    fn string(&mut self) -> Result<String, EventError> {
+        self.pos += 1;
+        let mut out = String::new();
+        let mut start = self.pos;
+        loop {
+            let Some(byte) = self.peek() else {
+                return Err(self.syntax("unterminated string"));
+            };
+            match byte {
+                b'"' | b'\\' => {
+                    // Both are ASCII, so the slice ends on a character boundary.
+                    out.push_str(self.text.get(start..self.pos).unwrap_or_default());
+                    self.pos += 1;
+                    if byte == b'"' {
+                        return Ok(out);
+                    }
+                    self.escape(&mut out)?;
+                    start = self.pos;
+                }
+                0x00..=0x1f => return Err(self.syntax("control character in string")),
+                _ => self.pos += 1,
+            }
+        }
+    }
+
+    fn escape(&mut self, out: &mut String) -> Result<(), EventError> {
+        let Some(byte) = self.peek() else {
+            return Err(self.syntax("unterminated string"));
+        };
+        self.pos += 1;
+        let c = match byte {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => self.unicode_escape()?,
+            _ => return Err(self.syntax("invalid escape")),
+        };
+        out.push(c);
+        Ok(())
+    }
+
+    /// The character of a `\uXXXX` escape (after the `u`), joining a surrogate pair; a surrogate
+    /// without its partner is refused, since a Rust string cannot hold it.
+    fn unicode_escape(&mut self) -> Result<char, EventError> {
+        let unit = self.hex4()?;
+        if (0xDC00..=0xDFFF).contains(&unit) {
+            return Err(self.lone_surrogate());
+        }
+        if (0xD800..=0xDBFF).contains(&unit) {
+            if !self.rest().starts_with(b"\\u") {
+                return Err(self.lone_surrogate());
+            }
+            self.pos += 2;
+            let low = self.hex4()?;
+            if !(0xDC00..=0xDFFF).contains(&low) {
+                return Err(self.lone_surrogate());
+            }
+            let code = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+            return char::from_u32(code).ok_or_else(|| self.lone_surrogate());
+        }
+        char::from_u32(unit).ok_or_else(|| self.lone_surrogate())
+    }
+
+    fn lone_surrogate(&self) -> EventError {
+        EventError::LoneSurrogate {
+            field: self.here().render(),
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u32, EventError> {
+        let mut unit = 0u32;
+        for _ in 0..4 {
+            let digit = match self.peek() {
+                Some(b @ b'0'..=b'9') => b - b'0',
+                Some(b @ b'a'..=b'f') => b - b'a' + 10,
+                Some(b @ b'A'..=b'F') => b - b'A' + 10,
+                _ => return Err(self.syntax("invalid \\u escape")),
+            };
+            unit = unit * 16 + u32::from(digit);
+            self.pos += 1;
+        }
+        Ok(unit)
+    }
+}

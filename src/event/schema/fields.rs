@@ -1,0 +1,429 @@
+//! The reading of one exact-shape JSON object: every accessor names the key it allows, checks its
+//! value with the field's path in the error, and copies what it accepts into the decoded object,
+//! so `finish` can refuse unknown keys and hand back exactly what was checked.
+
+use super::super::error::EventError;
+use super::super::number::safe_integer;
+use super::super::path::Path;
+use super::text::is_sha256;
+use serde_json::{Map, Value};
+
+/// The decoder's result type.
+pub type Result<T> = std::result::Result<T, EventError>;
+
+/// An `Invalid` error for the field at `path`.
+pub fn invalid(path: &Path, why: impl Into<String>) -> EventError {
+    EventError::Invalid {
+        field: path.render(),
+        why: why.into(),
+    }
+}
+
+/// The value as a string.
+pub fn expect_str<'a>(value: &'a Value, path: &Path) -> Result<&'a str> {
+    value
+        .as_str()
+        .ok_or_else(|| invalid(path, "expected a string"))
+}
+
+/// The value as a non-empty string.
+pub fn expect_nonempty<'a>(value: &'a Value, path: &Path) -> Result<&'a str> {
+    let s = expect_str(value, path)?;
+    if s.is_empty() {
+        return Err(invalid(path, "must not be empty"));
+    }
+    Ok(s)
+}
+
+/// The value as a boolean.
+pub fn expect_bool(value: &Value, path: &Path) -> Result<bool> {
+    value
+        .as_bool()
+        .ok_or_else(|| invalid(path, "expected a boolean"))
+}
+
+/// The value as a finite number (serde_json holds no other kind).
+pub fn expect_number(value: &Value, path: &Path) -> Result<f64> {
+    value
+        .as_f64()
+        .ok_or_else(|| invalid(path, "expected a finite number"))
+}
+
+/// The value as a safe integer (`1.0` counts; `1.5`, `true` and |n| > 2^53 − 1 do not).
+pub fn expect_int(value: &Value, path: &Path) -> Result<i64> {
+    match value {
+        Value::Number(n) => safe_integer(n).ok_or_else(|| invalid(path, "expected a safe integer")),
+        _ => Err(invalid(path, "expected a safe integer")),
+    }
+}
+
+/// The value as an object (not an array, not null).
+pub fn expect_object<'a>(value: &'a Value, path: &Path) -> Result<&'a Map<String, Value>> {
+    value
+        .as_object()
+        .ok_or_else(|| invalid(path, "expected an object"))
+}
+
+/// The value as an array.
+pub fn expect_array<'a>(value: &'a Value, path: &Path) -> Result<&'a Vec<Value>> {
+    value
+        .as_array()
+        .ok_or_else(|| invalid(path, "expected an array"))
+}
+
+/// The value as one of the listed strings.
+pub fn expect_one_of<'a>(value: &'a Value, path: &Path, allowed: &[&str]) -> Result<&'a str> {
+    let s = value
+        .as_str()
+        .ok_or_else(|| invalid(path, format!("expected one of {}", allowed.join(", "))))?;
+    if !allowed.contains(&s) {
+        return Err(invalid(
+            path,
+            format!("{s:?} is not one of {}", allowed.join(", ")),
+        ));
+    }
+    Ok(s)
+}
+
+/// The tag of a tagged union: the member `key` of the object, one of `allowed`.
+pub fn expect_tag<'a>(
+    value: &'a Value,
+    path: &Path,
+    key: &str,
+    allowed: &[&str],
+) -> Result<&'a str> {
+    let tag_path = path.key(key);
+    match expect_object(value, path)?.get(key) {
+        None => Err(invalid(&tag_path, "missing required key")),
+        Some(tag) => expect_one_of(tag, &tag_path, allowed),
+    }
+}
+
+/// The value as a `sha256:` digest.
+pub fn expect_sha256<'a>(value: &'a Value, path: &Path) -> Result<&'a str> {
+    let s = expect_str(value, path)?;
+    if !is_sha256(s) {
+        return Err(invalid(path, "expected sha256:<64 lowercase hex digits>"));
+    }
+    Ok(s)
+}
+
+/// Decodes the exact-shape object at `path` with `read`, refusing keys it did not ask for.
+pub fn decode_object<'a>(
+    value: &'a Value,
+    path: &Path,
+    read: impl FnOnce(&mut Obj<'a>) -> Result<()>,
+) -> Result<Value> {
+    let mut obj = Obj::new(value, path)?;
+    read(&mut obj)?;
+    obj.finish()
+}
+
+/// One exact-shape object being read.
+pub struct Obj<'a> {
+    map: &'a Map<String, Value>,
+    path: Path,
+    allowed: Vec<&'static str>,
+    out: Map<String, Value>,
+}
+
+impl<'a> Obj<'a> {
+    /// Starts reading the object at `path`.
+    pub fn new(value: &'a Value, path: &Path) -> Result<Obj<'a>> {
+        Ok(Obj {
+            map: expect_object(value, path)?,
+            path: path.clone(),
+            allowed: Vec::new(),
+            out: Map::new(),
+        })
+    }
+
+    /// The path of one of its members.
+    pub fn at(&self, key: &str) -> Path {
+        self.path.key(key)
+    }
+
+    /// The keys the input holds, as given.
+    pub fn input(&self) -> &'a Map<String, Value> {
+        self.map
+    }
+
+    /// Allows `key` and returns its value without copying it.
+    pub fn raw(&mut self, key: &'static str) -> Option<&'a Value> {
+        if !self.allowed.contains(&key) {
+            self.allowed.push(key);
+        }
+        self.map.get(key)
+    }
+
+    /// Allows `key`, which must be present, and returns its value without copying it.
+    pub fn raw_required(&mut self, key: &'static str) -> Result<&'a Value> {
+        match self.raw(key) {
+            Some(value) => Ok(value),
+            None => Err(invalid(&self.at(key), "missing required key")),
+        }
+    }
+
+    /// Puts a decoded value into the output.
+    pub fn put(&mut self, key: &str, value: Value) {
+        self.out.insert(key.to_string(), value);
+    }
+
+    fn copy(&mut self, key: &str, value: &Value) {
+        self.put(key, value.clone());
+    }
+
+    /// A required member checked by `check`, copied as given.
+    pub fn required<T>(
+        &mut self,
+        key: &'static str,
+        check: impl FnOnce(&'a Value, &Path) -> Result<T>,
+    ) -> Result<T> {
+        let value = self.raw_required(key)?;
+        let checked = check(value, &self.at(key))?;
+        self.copy(key, value);
+        Ok(checked)
+    }
+
+    /// An optional member checked by `check` when present, copied as given.
+    pub fn optional<T>(
+        &mut self,
+        key: &'static str,
+        check: impl FnOnce(&'a Value, &Path) -> Result<T>,
+    ) -> Result<Option<T>> {
+        match self.raw(key) {
+            None => Ok(None),
+            Some(value) => {
+                let checked = check(value, &self.at(key))?;
+                self.copy(key, value);
+                Ok(Some(checked))
+            }
+        }
+    }
+
+    /// A required string.
+    pub fn string(&mut self, key: &'static str) -> Result<&'a str> {
+        self.required(key, expect_str)
+    }
+
+    /// An optional string.
+    pub fn opt_string(&mut self, key: &'static str) -> Result<Option<&'a str>> {
+        self.optional(key, expect_str)
+    }
+
+    /// A required non-empty string.
+    pub fn nonempty(&mut self, key: &'static str) -> Result<&'a str> {
+        self.required(key, expect_nonempty)
+    }
+
+    /// An optional string that is non-empty when present.
+    pub fn opt_nonempty(&mut self, key: &'static str) -> Result<Option<&'a str>> {
+        self.optional(key, expect_nonempty)
+    }
+
+    /// A required string from a closed set.
+    pub fn one_of(&mut self, key: &'static str, allowed: &[&str]) -> Result<&'a str> {
+        self.required(key, |v, p| expect_one_of(v, p, allowed))
+    }
+
+    /// An optional string from a closed set.
+    pub fn opt_one_of(&mut self, key: &'static str, allowed: &[&str]) -> Result<Option<&'a str>> {
+        self.optional(key, |v, p| expect_one_of(v, p, allowed))
+    }
+
+    /// A required member that must equal the string `literal`.
+    pub fn literal(&mut self, key: &'static str, literal: &str) -> Result<()> {
+        self.one_of(key, &[literal]).map(|_| ())
+    }
+
+    /// A required member that must be the number `literal` (`1.0` counts as `1`).
+    pub fn number_literal(&mut self, key: &'static str, literal: i64) -> Result<()> {
+        self.required(key, |v, p| {
+            if expect_int(v, p)? != literal {
+                return Err(invalid(p, format!("must be {literal}")));
+            }
+            Ok(())
+        })
+    }
+
+    /// A required finite number.
+    pub fn number(&mut self, key: &'static str) -> Result<f64> {
+        self.required(key, expect_number)
+    }
+
+    /// An optional finite number.
+    pub fn opt_number(&mut self, key: &'static str) -> Result<Option<f64>> {
+        self.optional(key, expect_number)
+    }
+
+    /// A required safe integer of at least `min`.
+    pub fn int_at_least(&mut self, key: &'static str, min: i64) -> Result<i64> {
+        self.required(key, |v, p| at_least(v, p, min))
+    }
+
+    /// An optional safe integer of at least `min`.
+    pub fn opt_int_at_least(&mut self, key: &'static str, min: i64) -> Result<Option<i64>> {
+        self.optional(key, |v, p| at_least(v, p, min))
+    }
+
+    /// A required boolean.
+    pub fn boolean(&mut self, key: &'static str) -> Result<bool> {
+        self.required(key, expect_bool)
+    }
+
+    /// An optional boolean.
+    pub fn opt_boolean(&mut self, key: &'static str) -> Result<Option<bool>> {
+        self.optional(key, expect_bool)
+    }
+
+    /// A required member that must be `true`.
+    pub fn true_literal(&mut self, key: &'static str) -> Result<()> {
+        self.required(key, expect_true)
+    }
+
+    /// An optional member that must be `true` when present.
+    pub fn opt_true_literal(&mut self, key: &'static str) -> Result<()> {
+        self.optional(key, expect_true).map(|_| ())
+    }
+
+    /// A required `sha256:` digest.
+    pub fn sha256(&mut self, key: &'static str) -> Result<&'a str> {
+        self.required(key, expect_sha256)
+    }
+
+    /// An optional `sha256:` digest.
+    pub fn opt_sha256(&mut self, key: &'static str) -> Result<Option<&'a str>> {
+        self.optional(key, expect_sha256)
+    }
+
+    /// A required member of any JSON value; only its presence is checked.
+    pub fn any(&mut self, key: &'static str) -> Result<&'a Value> {
+        self.required(key, |v, _| Ok(v))
+    }
+
+    /// An optional member of any JSON value.
+    pub fn opt_any(&mut self, key: &'static str) -> Result<Option<&'a Value>> {
+        self.optional(key, |v, _| Ok(v))
+    }
+
+    /// An optional free-form object (any keys, any values), such as `providerOptions`.
+    pub fn opt_record(&mut self, key: &'static str) -> Result<()> {
+        self.optional(key, expect_object).map(|_| ())
+    }
+
+    /// An optional array of strings.
+    pub fn opt_string_array(&mut self, key: &'static str) -> Result<()> {
+        self.optional(key, |v, p| {
+            for (i, item) in expect_array(v, p)?.iter().enumerate() {
+                expect_str(item, &p.index(i))?;
+            }
+            Ok(())
+        })
+        .map(|_| ())
+    }
+
+    /// An optional object whose values are all finite numbers.
+    pub fn opt_number_record(&mut self, key: &'static str) -> Result<()> {
+        self.optional(key, |v, p| {
+            for (k, item) in expect_object(v, p)? {
+                expect_number(item, &p.key(k))?;
+            }
+            Ok(())
+        })
+        .map(|_| ())
+    }
+
+    /// A required nested exact-shape object read by `read`.
+    pub fn object(
+        &mut self,
+        key: &'static str,
+        read: impl FnOnce(&mut Obj<'a>) -> Result<()>,
+    ) -> Result<()> {
+        let value = self.raw_required(key)?;
+        let decoded = decode_object(value, &self.at(key), read)?;
+        self.put(key, decoded);
+        Ok(())
+    }
+
+    /// An optional nested exact-shape object read by `read`.
+    pub fn opt_object(
+        &mut self,
+        key: &'static str,
+        read: impl FnOnce(&mut Obj<'a>) -> Result<()>,
+    ) -> Result<bool> {
+        match self.raw(key) {
+            None => Ok(false),
+            Some(value) => {
+                let decoded = decode_object(value, &self.at(key), read)?;
+                self.put(key, decoded);
+                Ok(true)
+            }
+        }
+    }
+
+    /// A required member decoded by `decode` into the value to keep.
+    pub fn decoded(
+        &mut self,
+        key: &'static str,
+        decode: impl FnOnce(&'a Value, &Path) -> Result<Value>,
+    ) -> Result<()> {
+        let value = self.raw_required(key)?;
+        let decoded = decode(value, &self.at(key))?;
+        self.put(key, decoded);
+        Ok(())
+    }
+
+    /// An optional member decoded by `decode` into the value to keep.
+    pub fn opt_decoded(
+        &mut self,
+        key: &'static str,
+        decode: impl FnOnce(&'a Value, &Path) -> Result<Value>,
+    ) -> Result<bool> {
+        match self.raw(key) {
+            None => Ok(false),
+            Some(value) => {
+                let decoded = decode(value, &self.at(key))?;
+                self.put(key, decoded);
+                Ok(true)
+            }
+        }
+    }
+
+    /// Refuses keys nobody asked for and returns the decoded object.
+    pub fn finish(self) -> Result<Value> {
+        for key in self.map.keys() {
+            if !self.allowed.contains(&key.as_str()) {
+                return Err(invalid(&self.path.key(key), "unknown key"));
+            }
+        }
+        Ok(Value::Object(self.out))
+    }
+}
+
+/// Decodes every element of the array at `path` with `decode`.
+pub fn decode_array<'a>(
+    value: &'a Value,
+    path: &Path,
+    mut decode: impl FnMut(&'a Value, &Path) -> Result<Value>,
+) -> Result<Vec<Value>> {
+    expect_array(value, path)?
+        .iter()
+        .enumerate()
+        .map(|(i, item)| decode(item, &path.index(i)))
+        .collect()
+}
+
+fn at_least(value: &Value, path: &Path, min: i64) -> Result<i64> {
+    let n = expect_int(value, path)?;
+    if n < min {
+        return Err(invalid(path, format!("must be at least {min}")));
+    }
+    Ok(n)
+}
+
+fn expect_true(value: &Value, path: &Path) -> Result<()> {
+    if value != &Value::Bool(true) {
+        return Err(invalid(path, "must be true"));
+    }
+    Ok(())
+}
