@@ -10,7 +10,7 @@ mod common;
 
 use common::{
     group, owner, parse_args, round_share, run_threads, scratch, sqlite_connection, Args,
-    BenchResult, Tally, ROUNDS, SQLITE_CONCURRENT_SHARE,
+    BenchResult, Tally, INSERT_EVENT, ROUNDS, RUNTIME_EVENTS_SCHEMA, SQLITE_CONCURRENT_SHARE,
 };
 use makalog::format::{RecordKind, FRAME_OVERHEAD};
 use makalog::root::Owner;
@@ -302,22 +302,6 @@ fn sqlite_durable(threads: usize, per_thread: usize, payload: &[u8]) -> BenchRes
         Ok(())
     })
 }
-
-const RUNTIME_EVENTS_SCHEMA: &str = "CREATE TABLE runtime_events (
-    event_id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    invocation_id TEXT NOT NULL,
-    run_id TEXT NOT NULL,
-    turn_id TEXT NOT NULL,
-    event_seq INTEGER NOT NULL,
-    event_kind TEXT NOT NULL,
-    payload_json TEXT NOT NULL,
-    committed_at INTEGER NOT NULL
-)";
-
-const INSERT_EVENT: &str = "INSERT INTO runtime_events (event_id, session_id, invocation_id, \
-    run_id, turn_id, event_seq, event_kind, payload_json, committed_at) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 
 /// Rates of the streaming case.
 struct StreamingRow {

@@ -9,6 +9,9 @@
 #[allow(dead_code)]
 #[path = "../tests/support/crash.rs"]
 mod crash;
+#[allow(dead_code)]
+#[path = "../tests/support/events.rs"]
+mod events;
 
 use crash::{check_scenario, random_scenario};
 use std::process::ExitCode;

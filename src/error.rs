@@ -34,6 +34,13 @@ pub enum Error {
     /// A claim contradicts one already stored; nothing was written.
     #[error("claim conflict: {what}")]
     ClaimConflict { what: String },
+    /// The run already has a terminal event: nothing more may be appended to it.
+    #[error("run {run_id} of session {session_id} is sealed: it already has a terminal event")]
+    RunSealed { session_id: String, run_id: String },
+    /// Ids that must agree do not: an event id with other content, or an event whose
+    /// invocation, run and turn contradict the stored ones.
+    #[error("{what}")]
+    IdentityConflict { what: String },
     /// Another process or handle owns the root for writing.
     #[error("{path}: root is busy: another process owns it for writing", path = path.display())]
     RootBusy { path: PathBuf },

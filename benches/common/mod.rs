@@ -1,5 +1,7 @@
 //! Helpers shared by the bench binaries: options, scratch directories, timed threads, tallies,
 //! the owner lease, SQLite with the original runtime's pragmas, and number formatting.
+// Each bench binary compiles this module and uses only part of it.
+#![allow(dead_code)]
 
 use makalog::root::{try_acquire_owner, Owner};
 use rusqlite::Connection;
@@ -163,3 +165,21 @@ pub fn group(value: f64) -> String {
     }
     out
 }
+
+/// The original runtime's `runtime_events` table.
+pub const RUNTIME_EVENTS_SCHEMA: &str = "CREATE TABLE runtime_events (
+    event_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    invocation_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    event_seq INTEGER NOT NULL,
+    event_kind TEXT NOT NULL,
+    payload_json TEXT NOT NULL,
+    committed_at INTEGER NOT NULL
+)";
+
+/// One row of it.
+pub const INSERT_EVENT: &str = "INSERT INTO runtime_events (event_id, session_id, invocation_id, \
+    run_id, turn_id, event_seq, event_kind, payload_json, committed_at) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";

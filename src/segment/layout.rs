@@ -14,6 +14,9 @@ pub const SESSIONS_DIR: &str = "sessions";
 
 const SEGMENT_SUFFIX: &str = ".seg";
 
+/// The index sidecar's file name inside a session directory (its bytes belong to the index).
+pub const SIDECAR_FILE: &str = "index";
+
 /// The directory of one session, relative to the root. The id must be valid.
 pub fn session_dir(session_id: &str) -> PathBuf {
     Path::new(SESSIONS_DIR).join(session_id)
@@ -55,7 +58,10 @@ pub struct SegmentFile {
 pub struct SessionListing {
     pub segments: Vec<SegmentFile>,
     pub torn: Vec<PathBuf>,
-    /// Entries that are neither segments nor quarantine files (reported, never touched).
+    /// The index sidecar, if present.
+    pub sidecar: Option<PathBuf>,
+    /// Entries that are neither segments, quarantine files nor the sidecar (reported, never
+    /// touched).
     pub strays: Vec<PathBuf>,
 }
 
@@ -75,6 +81,9 @@ pub fn list_session(storage: &dyn Storage, session_id: &str) -> Result<SessionLi
                 first_seq,
             }),
             (EntryKind::File, None) if is_torn_name(&entry.name) => out.torn.push(path),
+            (EntryKind::File, None) if entry.name == SIDECAR_FILE => out.sidecar = Some(path),
+            // Left by a crash while the sidecar was rewritten; the next rewrite replaces it.
+            (EntryKind::File, None) if entry.name == concat!("index", ".tmp") => {}
             _ => out.strays.push(path),
         }
     }

@@ -13,6 +13,8 @@ use std::path::PathBuf;
 /// One record as read back, with where it lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
+    /// Ordinal of the segment holding it.
+    pub ordinal: u64,
     pub seq: u64,
     pub kind: RecordKind,
     pub payload: Vec<u8>,
@@ -60,6 +62,7 @@ pub struct SessionReader<'s> {
 }
 
 struct Open {
+    ordinal: u64,
     file: SegmentFile,
     bytes: FileBytes,
     cursor: FrameCursor,
@@ -123,6 +126,7 @@ impl<'s> SessionReader<'s> {
                 .map_err(|e| Error::corrupt(&file.path, e.offset as u64, e.what))?
                 .0;
             self.current = Some(Open {
+                ordinal: header.ordinal,
                 cursor: FrameCursor::new(0, header.max_payload, r.last_seq + 1, r.chain, true)
                     .at_base(r.data_end)
                     .counted_from(header.first_seq),
@@ -151,6 +155,7 @@ impl<'s> SessionReader<'s> {
             }
         }
         self.current = Some(Open {
+            ordinal: header.ordinal,
             cursor: FrameCursor::for_segment(&header),
             file,
             bytes,
@@ -172,6 +177,7 @@ impl<'s> SessionReader<'s> {
                     continue;
                 }
                 return Ok(Some(Record {
+                    ordinal: open.ordinal,
                     seq: frame.seq,
                     kind: frame.kind,
                     payload: frame.payload.to_vec(),

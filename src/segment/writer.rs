@@ -71,6 +71,10 @@ pub struct Appended {
     pub seq: u64,
     /// The chain value after the record.
     pub chain: ChainValue,
+    /// Ordinal of the segment that holds it.
+    pub ordinal: u64,
+    /// Offset of its frame in that segment.
+    pub offset: u64,
 }
 
 /// The one writer of a session's segments. It holds a share of the owner's lease.
@@ -244,6 +248,21 @@ impl SegmentWriter {
         payload: &[u8],
         durability: Durability,
     ) -> Result<Appended> {
+        let ack = self.enqueue(kind, payload)?;
+        match durability {
+            Durability::Durable => self.wait_durable(ack.seq)?,
+            Durability::Buffered => {
+                let st = self.commit.lock()?;
+                drop(self.commit.spill(st, self.config.buffered_limit)?);
+            }
+        }
+        Ok(ack)
+    }
+
+    /// Queues one record without waiting: it is written with the next flush and durable once
+    /// [`SegmentWriter::wait_durable`] for its sequence number returns. Callers that must order
+    /// records with state of their own enqueue under their own lock and wait outside it.
+    pub fn enqueue(&self, kind: RecordKind, payload: &[u8]) -> Result<Appended> {
         if payload.len() > self.config.max_payload as usize {
             return Err(Error::InvalidInput(format!(
                 "record of {} bytes exceeds the bound of {} bytes",
@@ -268,17 +287,22 @@ impl SegmentWriter {
             &chain,
         );
         st.queued(frame_len as usize);
+        let ack = Appended {
+            seq,
+            chain,
+            ordinal: st.log.ordinal,
+            offset: st.log.len,
+        };
         st.log.chain = chain;
         st.log.frames += 1;
         st.log.len += frame_len;
-        let ack = Appended { seq, chain };
-        match durability {
-            Durability::Durable => self.commit.wait_durable(st, seq).map(|_| ack),
-            Durability::Buffered => self
-                .commit
-                .spill(st, self.config.buffered_limit)
-                .map(|_| ack),
-        }
+        Ok(ack)
+    }
+
+    /// Waits until record `seq` is durable, leading a flush if none is running.
+    pub fn wait_durable(&self, seq: u64) -> Result<()> {
+        let st = self.commit.lock()?;
+        self.commit.wait_durable(st, seq).map(|_| ())
     }
 
     /// Makes every record appended so far durable.

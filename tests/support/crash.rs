@@ -3,17 +3,22 @@
 //! the invariants against a model of what was submitted.
 //!
 //! Each capability adds its operations to [`Op`] and its expectations to [`Model`]: segments
-//! (durable and buffered appends, syncs, rolls and seals through a small segment size) and the
-//! claims log (claims, retries, conflicts, status changes, spawn and session claims).
+//! (durable and buffered appends, syncs, rolls and seals through a small segment size), the
+//! claims log (claims, retries, conflicts, status changes, spawn and session claims), and the
+//! runtime-event store with its index sidecar (openings, texts, partials, terminals, sealed
+//! runs, closes that write the sidecar).
 
 use makalog::claims::{
     AdmissionStatus, AdmissionStatusChange, AgentGraphIntentClaim, AgentGraphIntentClaimRequest,
     ClaimRecord, ClaimTables, ClaimsLog, Decision, SessionCreateClaim, SubagentSpawnClaim,
 };
+use makalog::event::RuntimeEvent;
 use makalog::format::RecordKind;
+use makalog::index::{encode_sidecar, rebuild, runtime_invocations_from_session_events};
 use makalog::root::{create_or_open_root, Owner};
 use makalog::segment::{Durability, SegmentWriter, SessionReader, WriterConfig};
 use makalog::storage::{Fault, SimRng, SimStorage, Storage, Tear};
+use makalog::store::RuntimeEventStore;
 use makalog::Error;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -61,7 +66,28 @@ pub enum Op {
     SessionClaim {
         n: u32,
     },
+    /// Runtime events of run `run` in the event session: its opening, a text, a partial chunk,
+    /// its terminal event.
+    EventOpen {
+        run: u32,
+    },
+    EventText {
+        run: u32,
+        i: u32,
+    },
+    EventPartial {
+        run: u32,
+        i: u32,
+    },
+    EventEnd {
+        run: u32,
+    },
+    /// Closes the event store (syncing and writing the sidecar) and opens it again.
+    EventClose,
 }
+
+/// The session the runtime-event store writes.
+pub const EVENT_SESSION: &str = "crash-events";
 
 /// A random workload of `len` operations.
 pub fn random_workload(rng: &mut SimRng, len: usize) -> Vec<Op> {
@@ -69,7 +95,7 @@ pub fn random_workload(rng: &mut SimRng, len: usize) -> Vec<Op> {
     (0..len)
         .map(|_| {
             let session = rng.below(SESSIONS.len() as u64) as usize;
-            match rng.below(10) {
+            match rng.below(13) {
                 0..=3 => Op::Append {
                     session,
                     len: 20 + rng.below(200) as usize,
@@ -94,7 +120,7 @@ pub fn random_workload(rng: &mut SimRng, len: usize) -> Vec<Op> {
                         AdmissionStatus::Cancelled
                     },
                 },
-                _ => {
+                9 => {
                     if rng.below(2) == 0 {
                         Op::Spawn {
                             n: rng.below(4) as u32,
@@ -103,6 +129,17 @@ pub fn random_workload(rng: &mut SimRng, len: usize) -> Vec<Op> {
                         Op::SessionClaim {
                             n: rng.below(4) as u32,
                         }
+                    }
+                }
+                _ => {
+                    let run = rng.below(3) as u32;
+                    let i = rng.below(100) as u32;
+                    match rng.below(6) {
+                        0 => Op::EventOpen { run },
+                        1 | 2 => Op::EventText { run, i },
+                        3 => Op::EventPartial { run, i },
+                        4 => Op::EventEnd { run },
+                        _ => Op::EventClose,
                     }
                 }
             }
@@ -114,6 +151,15 @@ pub fn random_workload(rng: &mut SimRng, len: usize) -> Vec<Op> {
 pub fn small_workloads() -> Vec<Vec<Op>> {
     use Op::*;
     vec![
+        vec![
+            EventOpen { run: 1 },
+            EventText { run: 1, i: 1 },
+            EventPartial { run: 1, i: 2 },
+            EventEnd { run: 1 },
+            EventText { run: 1, i: 3 },
+            EventClose,
+            EventOpen { run: 2 },
+        ],
         vec![
             Append {
                 session: 0,
@@ -230,6 +276,10 @@ pub struct Model {
     pub claims_acked: usize,
     /// Operations that returned an error.
     pub errors: usize,
+    /// Immutable runtime events handed to the store (canonical JSON), in order.
+    pub events: Vec<String>,
+    /// How many of them were acknowledged.
+    pub events_acked: usize,
     /// Calls made to a writer after it had failed.
     pub calls_after_failure: usize,
     /// Those of them it acknowledged: must stay empty.
@@ -240,6 +290,9 @@ struct Run<'a> {
     owner: Option<Owner>,
     writers: BTreeMap<usize, SegmentWriter>,
     claims: Option<ClaimsLog>,
+    events: Option<RuntimeEventStore>,
+    /// Runs of the event session that have a terminal event.
+    sealed: Vec<u32>,
     /// Sessions (and the claims log, as `usize::MAX`) whose writer failed once. The harness keeps
     /// calling them and requires every later call to fail: a poisoned writer acknowledges nothing.
     broken: Vec<usize>,
@@ -251,6 +304,7 @@ struct Run<'a> {
 }
 
 const CLAIMS: usize = usize::MAX;
+const EVENTS: usize = usize::MAX - 1;
 
 impl Run<'_> {
     fn owner(&mut self) -> Result<&Owner, Error> {
@@ -286,8 +340,128 @@ impl Run<'_> {
             .ok_or(Error::InvalidInput("no claims".into()))
     }
 
+    fn event_store(&mut self) -> Result<&RuntimeEventStore, Error> {
+        if self.events.is_none() {
+            self.events = Some(RuntimeEventStore::open(self.owner()?, config()));
+        }
+        self.events
+            .as_ref()
+            .ok_or(Error::InvalidInput("no event store".into()))
+    }
+
+    fn event(&mut self, run: u32, e: RuntimeEvent, terminal: bool) {
+        if self.broken.contains(&EVENTS) {
+            let acked = self
+                .event_store()
+                .and_then(|s| s.append(&e, Durability::Durable))
+                .is_ok_and(|a| a.created);
+            return self.require_failed(EVENTS, acked);
+        }
+        // Opening the session first tells a failed open (nothing written, a later call may
+        // open it) from a failed append (the writer is poisoned).
+        let opened = self
+            .event_store()
+            .and_then(|s| s.list_session_invocations(EVENT_SESSION));
+        if opened.is_err() {
+            self.model.errors += 1;
+            return;
+        }
+        let json = e.canonical_json().to_owned();
+        let repeat = self.model.events.contains(&json);
+        let expect_sealed = self.sealed.contains(&run) && !repeat;
+        let immutable = !e.partial();
+        if immutable && !expect_sealed && !repeat {
+            self.model.events.push(json);
+        }
+        let result = self
+            .event_store()
+            .and_then(|s| s.append(&e, Durability::Buffered));
+        match result {
+            Ok(_) if expect_sealed => panic!("an event for sealed run {run} was accepted"),
+            Ok(a) if repeat => assert!(!a.created, "an identical event was stored twice"),
+            Ok(a) if immutable => {
+                assert!(a.created, "a fresh event was not created");
+                self.model.events_acked = self.model.events.len();
+                if terminal {
+                    self.sealed.push(run);
+                }
+            }
+            Ok(_) => {}
+            Err(Error::RunSealed { .. }) if expect_sealed => {}
+            Err(e) if expect_sealed => panic!("expected RunSealed, got {e}"),
+            Err(_) => self.fail(EVENTS),
+        }
+    }
+
+    fn close_events(&mut self) {
+        if self.broken.contains(&EVENTS) {
+            return;
+        }
+        // A failed close loses nothing acknowledged (immutable events were durable before they
+        // were acknowledged); the next call opens the store again and recovers.
+        if let Some(store) = self.events.take() {
+            if store.close().is_err() {
+                self.model.errors += 1;
+            }
+        }
+    }
+
     fn op(&mut self, op: &Op) {
+        let e = |run: u32,
+                 id: String,
+                 ts: f64,
+                 f: fn(&str, &str, &str, &str, f64, &str) -> RuntimeEvent| {
+            f(
+                EVENT_SESSION,
+                &format!("run-{run}"),
+                &format!("turn-{run}"),
+                &id,
+                ts,
+                "words",
+            )
+        };
         match op {
+            Op::EventOpen { run } => {
+                let ev = super::events::opening(
+                    EVENT_SESSION,
+                    &format!("run-{run}"),
+                    &format!("turn-{run}"),
+                    f64::from(*run),
+                );
+                self.event(*run, ev, false)
+            }
+            Op::EventText { run, i } => self.event(
+                *run,
+                e(
+                    *run,
+                    format!("text-{run}-{i}"),
+                    f64::from(*i),
+                    super::events::text,
+                ),
+                false,
+            ),
+            Op::EventPartial { run, i } => self.event(
+                *run,
+                e(
+                    *run,
+                    format!("chunk-{run}-{i}"),
+                    f64::from(*i),
+                    super::events::partial,
+                ),
+                false,
+            ),
+            Op::EventEnd { run } => {
+                let ev = super::events::terminal(
+                    EVENT_SESSION,
+                    &format!("run-{run}"),
+                    &format!("turn-{run}"),
+                    &format!("end-{run}"),
+                    500.0,
+                    "completed",
+                );
+                self.event(*run, ev, true)
+            }
+            Op::EventClose => self.close_events(),
             Op::Append {
                 session,
                 len,
@@ -458,6 +632,8 @@ pub fn run(storage: &Arc<SimStorage>, ops: &[Op]) -> Model {
         owner: None,
         writers: BTreeMap::new(),
         claims: None,
+        events: None,
+        sealed: Vec::new(),
         broken: Vec::new(),
         unopened: Vec::new(),
         shadow: ClaimTables::default(),
@@ -468,6 +644,7 @@ pub fn run(storage: &Arc<SimStorage>, ops: &[Op]) -> Model {
         run.op(op);
     }
     // A clean close syncs what is buffered: a close that fails acknowledges nothing more.
+    run.close_events();
     let writers = std::mem::take(&mut run.writers);
     for (session, w) in writers {
         if !run.broken.contains(&session) && w.close().is_ok() {
@@ -484,6 +661,8 @@ pub fn run(storage: &Arc<SimStorage>, ops: &[Op]) -> Model {
 pub struct Recovered {
     pub sessions: BTreeMap<usize, Vec<Vec<u8>>>,
     pub claims: Vec<serde_json::Value>,
+    /// The event session's immutable events in commit order (canonical JSON).
+    pub events: Vec<String>,
 }
 
 /// Opens the root for writing (which recovers it) and reads everything back. Any error is a
@@ -516,10 +695,54 @@ pub fn recover(storage: &Arc<SimStorage>) -> Result<Recovered, String> {
     if !replay.problems.is_empty() {
         return Err(format!("claims after recovery: {:?}", replay.problems));
     }
+    let events = recover_events(storage, &owner)?;
     Ok(Recovered {
         sessions,
         claims: replay.tables.to_json_lines(None),
+        events,
     })
+}
+
+/// Opens the event store (recovering its session and index), checks that the index answers
+/// what a rebuild from the events alone answers and that the sidecar it writes on close equals
+/// a rebuild byte for byte, and returns the immutable events in commit order.
+fn recover_events(storage: &Arc<SimStorage>, owner: &Owner) -> Result<Vec<String>, String> {
+    let store = RuntimeEventStore::open(owner, config());
+    let listed = store
+        .list_session_invocations(EVENT_SESSION)
+        .map_err(|e| format!("event store: {e}"))?;
+    let events = store
+        .read_session_runtime_events(EVENT_SESSION)
+        .map_err(|e| format!("events: {e}"))?;
+    if listed != runtime_invocations_from_session_events(EVENT_SESSION, &events) {
+        return Err("the invocation index disagrees with a rebuild from the events".into());
+    }
+    store
+        .close()
+        .map_err(|e| format!("event store close: {e}"))?;
+    let view = rebuild(&**storage, EVENT_SESSION).map_err(|e| format!("rebuild: {e}"))?;
+    let want = encode_sidecar(&view, &[]).map_err(|e| format!("encode: {}", e.what))?;
+    let path = std::path::Path::new("sessions")
+        .join(EVENT_SESSION)
+        .join("index");
+    let got = storage
+        .read_file(&path)
+        .map_err(|e| format!("sidecar: {e}"))?;
+    if got != want {
+        return Err("the sidecar differs from a rebuild".into());
+    }
+    let mut out = Vec::new();
+    for record in
+        SessionReader::open(&**storage, EVENT_SESSION, 1).map_err(|e| format!("reader: {e}"))?
+    {
+        let r = record.map_err(|e| format!("read events: {e}"))?;
+        let text = String::from_utf8(r.payload).map_err(|_| "event is not UTF-8".to_owned())?;
+        let e = RuntimeEvent::decode(&text).map_err(|e| format!("event: {e}"))?;
+        if !e.partial() {
+            out.push(text);
+        }
+    }
+    Ok(out)
 }
 
 /// Checks a recovered state against the model: no writer acknowledged anything after failing,
@@ -548,6 +771,20 @@ pub fn check(model: &Model, got: &Recovered) -> Result<(), String> {
                 records.len()
             ));
         }
+    }
+    if got.events.len() > model.events.len() || got.events[..] != model.events[..got.events.len()] {
+        return Err(format!(
+            "events: recovered {} that are not a prefix of the {} submitted",
+            got.events.len(),
+            model.events.len()
+        ));
+    }
+    if got.events.len() < model.events_acked {
+        return Err(format!(
+            "events: {} acknowledged, {} recovered",
+            model.events_acked,
+            got.events.len()
+        ));
     }
     let mut tables = ClaimTables::default();
     let mut prefixes = vec![tables.to_json_lines(None)];

@@ -101,3 +101,4 @@ pub fn exact_config() -> WriterConfig {
 }
 pub mod counting;
 pub mod crash;
+pub mod events;

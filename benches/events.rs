@@ -1,0 +1,394 @@
+//! Runtime events and the invocation index, side by side with SQLite holding the same events in
+//! the original runtime's `runtime_events` table:
+//! - one durable append into a run that already holds 10, 1,000 and 100,000 events (the bar:
+//!   flat within 10 %; the original re-scans the run on every append);
+//! - opening a session with a valid sidecar as its log grows tenfold (bar: at most 1.1 ×);
+//! - listing a session's invocations (bar: at least 5 × faster than SQLite);
+//! - a full index rebuild from the page cache (bar: at least 400 MiB/s).
+//!
+//! Run: `cargo bench --bench events` (`-- --quick` for a smoke run).
+
+mod common;
+
+use common::{
+    group, owner, parse_args, scratch, sqlite_connection, BenchResult, INSERT_EVENT,
+    RUNTIME_EVENTS_SCHEMA,
+};
+use makalog::event::RuntimeEvent;
+use makalog::format::RecordKind;
+use makalog::index::rebuild;
+use makalog::root::Owner;
+use makalog::segment::{Durability, SegmentWriter, WriterConfig};
+use makalog::store::RuntimeEventStore;
+use rusqlite::Connection;
+use serde_json::json;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const S: &str = "bench-session";
+/// Appends made before the clock starts, so every size starts from a warm writer.
+const WARMUP: usize = 20;
+const TEXT: &str = "The model streamed this sentence about the repository while reading files; \
+    it is about as long as a typical text event of a coding agent, a few hundred bytes once \
+    the envelope is added, so the numbers below are per realistic event.";
+
+fn event(run: &str, id: &str, ts: f64, extra: serde_json::Value) -> BenchResult<RuntimeEvent> {
+    let mut v = json!({
+        "id": id, "invocationId": run, "runId": run, "sessionId": S, "turnId": format!("turn-{run}"),
+        "ts": ts, "partial": false, "role": "model", "author": "agent",
+    });
+    if let (Some(obj), serde_json::Value::Object(more)) = (v.as_object_mut(), extra) {
+        obj.extend(more);
+    }
+    Ok(RuntimeEvent::from_value(v)?)
+}
+
+fn opening(run: &str, ts: f64) -> BenchResult<RuntimeEvent> {
+    event(
+        run,
+        &format!("invocation_opened:{run}"),
+        ts,
+        json!({
+            "role": "system", "author": "system", "modelVisibility": "hidden",
+            "content": {"kind": "invocation_opened", "protocol": "invocation_opened_v1",
+                "route": {"provenance": "runtime", "backendKind": "fake", "llmConnectionId": "c",
+                          "llmConnectionSlug": "fake", "modelId": "fake-model"},
+                "configuration": {"cwd": "/tmp", "permissionMode": "ask", "collaborationMode": "agent",
+                    "orchestrationMode": "default", "orchestrationSource": "session", "toolMode": "direct"},
+                "root": {"kind": "user"}, "source": {"kind": "fresh"}},
+        }),
+    )
+}
+
+fn text(run: &str, i: usize) -> BenchResult<RuntimeEvent> {
+    event(
+        run,
+        &format!("{run}-text-{i}"),
+        1_800_000_000_000.0 + i as f64,
+        json!({
+            "content": {"kind": "text", "text": TEXT},
+        }),
+    )
+}
+
+fn terminal(run: &str, ts: f64) -> BenchResult<RuntimeEvent> {
+    event(
+        run,
+        &format!("{run}-end"),
+        ts,
+        json!({
+            "role": "system", "author": "system", "status": "completed",
+            "actions": {"endInvocation": true, "stateDelta": {"stopReason": "end_turn"}},
+        }),
+    )
+}
+
+/// Writes events straight to the session's ledger (the bytes the store writes, buffered, one
+/// sync at the end), then lets the store build the sidecar once.
+fn fill(owner: &Owner, events: impl Iterator<Item = BenchResult<RuntimeEvent>>) -> BenchResult<()> {
+    let (w, _) = SegmentWriter::open(owner, S, WriterConfig::default())?;
+    for e in events {
+        w.append(
+            RecordKind::RuntimeEvent,
+            e?.canonical_json().as_bytes(),
+            Durability::Buffered,
+        )?;
+    }
+    w.close()?;
+    let store = RuntimeEventStore::open(owner, WriterConfig::default());
+    store.list_session_invocations(S)?;
+    store.close()?;
+    Ok(())
+}
+
+fn sqlite_fill(
+    conn: &mut Connection,
+    events: impl Iterator<Item = BenchResult<RuntimeEvent>>,
+) -> BenchResult<()> {
+    let tx = conn.transaction()?;
+    {
+        let mut insert = tx.prepare(INSERT_EVENT)?;
+        let mut seqs = std::collections::HashMap::<String, i64>::new();
+        for e in events {
+            let e = e?;
+            let seq = seqs.entry(e.invocation_id().to_owned()).or_insert(0);
+            *seq += 1;
+            insert.execute(rusqlite::params![
+                e.id(),
+                e.session_id(),
+                e.invocation_id(),
+                e.run_id(),
+                e.turn_id(),
+                *seq,
+                e.event_kind(),
+                e.canonical_json(),
+                e.ts() as i64,
+            ])?;
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+fn sqlite_db(dir: &Path) -> BenchResult<Connection> {
+    let conn = sqlite_connection(&dir.join("state.db"))?;
+    conn.execute_batch(RUNTIME_EVENTS_SCHEMA)?;
+    conn.execute_batch(
+        "CREATE INDEX runtime_events_by_run ON runtime_events (session_id, run_id, event_seq);
+         CREATE INDEX runtime_events_by_kind ON runtime_events (session_id, event_kind);",
+    )?;
+    Ok(conn)
+}
+
+/// What the original does for one append: read the run's events back to check sealing and
+/// identity, then insert with the next sequence number, one transaction, one sync.
+fn sqlite_append(conn: &Connection, e: &RuntimeEvent) -> BenchResult<()> {
+    let mut scan = conn.prepare_cached(
+        "SELECT payload_json FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 ORDER BY event_seq",
+    )?;
+    let mut rows = scan.query(rusqlite::params![e.session_id(), e.run_id()])?;
+    while let Some(row) = rows.next()? {
+        let json: String = row.get(0)?;
+        let stored: serde_json::Value = serde_json::from_str(&json)?;
+        if stored["id"] == e.id() || stored["status"] == "completed" {
+            return Err("sealed or duplicate".into());
+        }
+    }
+    conn.prepare_cached(
+        "INSERT INTO runtime_events (event_id, session_id, invocation_id, run_id, turn_id, event_seq, \
+         event_kind, payload_json, committed_at) VALUES (?1, ?2, ?3, ?4, ?5, \
+         (SELECT COALESCE(MAX(event_seq), 0) + 1 FROM runtime_events WHERE session_id = ?2 AND run_id = ?4), \
+         ?6, ?7, ?8)",
+    )?
+    .execute(rusqlite::params![
+        e.id(), e.session_id(), e.invocation_id(), e.run_id(), e.turn_id(), e.event_kind(),
+        e.canonical_json(), e.ts() as i64,
+    ])?;
+    Ok(())
+}
+
+/// Appends per second into a run that already holds `size` events.
+fn append_case(size: usize, appends: usize, sqlite_appends: usize) -> BenchResult<(f64, f64)> {
+    let run = "run-long";
+    let dir = scratch()?;
+    let owner = owner(dir.path())?;
+    let existing = || std::iter::once(opening(run, 1.0)).chain((0..size).map(|i| text(run, i)));
+    fill(&owner, existing())?;
+    let store = RuntimeEventStore::open(&owner, WriterConfig::default());
+    store.list_session_invocations(S)?;
+    let new: Vec<RuntimeEvent> = (size..size + appends + WARMUP)
+        .map(|i| text(run, i))
+        .collect::<BenchResult<_>>()?;
+    for e in &new[..WARMUP] {
+        store.append(e, Durability::Durable)?;
+    }
+    let start = Instant::now();
+    for e in &new[WARMUP..] {
+        store.append(e, Durability::Durable)?;
+    }
+    let makalog = appends as f64 / start.elapsed().as_secs_f64();
+    store.close()?;
+
+    let mut conn = sqlite_db(dir.path())?;
+    sqlite_fill(&mut conn, existing())?;
+    let new: Vec<RuntimeEvent> = (size..size + sqlite_appends)
+        .map(|i| text(run, i))
+        .collect::<BenchResult<_>>()?;
+    let start = Instant::now();
+    for e in &new {
+        sqlite_append(&conn, e)?;
+    }
+    let sqlite = sqlite_appends as f64 / start.elapsed().as_secs_f64();
+    Ok((makalog, sqlite))
+}
+
+/// Median time to open the session (sidecar checked, log recovered after it) and list its
+/// invocations, over `reps` opens.
+fn open_time(owner: &Owner, reps: usize) -> BenchResult<Duration> {
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let start = Instant::now();
+        let store = RuntimeEventStore::open(owner, WriterConfig::default());
+        store.list_session_invocations(S)?;
+        times.push(start.elapsed());
+        drop(store);
+    }
+    times.sort();
+    Ok(times[reps / 2])
+}
+
+/// A session of `turns` invocations, each with `per_turn` texts.
+fn turns(turns: usize, per_turn: usize) -> impl Iterator<Item = BenchResult<RuntimeEvent>> {
+    (0..turns).flat_map(move |t| {
+        let run = format!("run-{t:06}");
+        let ts = t as f64 * 1_000.0;
+        let mut v = vec![opening(&run, ts)];
+        v.extend((0..per_turn).map(|i| {
+            event(
+                &run,
+                &format!("{run}-text-{i}"),
+                ts + 1.0 + i as f64,
+                json!({
+                    "content": {"kind": "text", "text": TEXT},
+                }),
+            )
+        }));
+        v.push(terminal(&run, ts + 999.0));
+        v
+    })
+}
+
+/// What a straightforward SQLite implementation runs to list invocations: the openings, then the
+/// terminal events in read order, each parsed, the first terminal of each invocation kept.
+fn sqlite_list(conn: &Connection) -> BenchResult<usize> {
+    let mut openings = conn.prepare_cached(
+        "SELECT invocation_id, payload_json FROM runtime_events \
+         WHERE session_id = ?1 AND event_kind = 'invocation_opened' ORDER BY committed_at, invocation_id",
+    )?;
+    let mut out: Vec<(String, serde_json::Value, Option<serde_json::Value>)> = Vec::new();
+    let mut rows = openings.query([S])?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let json: String = row.get(1)?;
+        out.push((id, serde_json::from_str(&json)?, None));
+    }
+    let index: std::collections::HashMap<String, usize> = out
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (o.0.clone(), i))
+        .collect();
+    let mut terminals = conn.prepare_cached(
+        "SELECT invocation_id, payload_json FROM runtime_events WHERE session_id = ?1 AND \
+         (json_extract(payload_json, '$.status') IN ('completed', 'failed', 'aborted', 'cancelled') \
+          OR json_extract(payload_json, '$.actions.endInvocation') = 1) \
+         ORDER BY committed_at, run_id, event_seq, event_id",
+    )?;
+    let mut rows = terminals.query([S])?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let json: String = row.get(1)?;
+        if let Some(&i) = index.get(&id) {
+            if out[i].2.is_none() {
+                out[i].2 = Some(serde_json::from_str(&json)?);
+            }
+        }
+    }
+    Ok(out.len())
+}
+
+fn main() -> BenchResult<()> {
+    let args = parse_args()?;
+    let q = args.quick;
+    let mut table = Vec::new();
+
+    println!("appending to a run that already holds N events (durable, one at a time)");
+    let sizes: &[(usize, usize, usize)] = if q {
+        &[(10, 100, 50), (1_000, 100, 20), (10_000, 100, 3)]
+    } else {
+        &[(10, 300, 200), (1_000, 300, 50), (100_000, 300, 3)]
+    };
+    let mut first = None;
+    for &(size, appends, sqlite_appends) in sizes {
+        let (m, s) = append_case(size, appends, sqlite_appends)?;
+        let base = *first.get_or_insert((m, s));
+        println!(
+            "  N = {size:>7}: makalog {:>8} events/s ({:.2} × N = 10)   SQLite {:>7} events/s ({:.2} × N = 10)   makalog/SQLite {:.1}",
+            group(m), m / base.0, group(s), s / base.1, m / s
+        );
+        table.push(format!(
+            "| append into a run of {} events | {} /s | {} /s | {:.1} | makalog {:.2} × its N = 10 rate |",
+            group(size as f64), group(m), group(s), m / s, m / base.0
+        ));
+    }
+
+    println!("opening a session with a valid sidecar as its log grows tenfold (40 invocations, longer runs)");
+    let (small, reps) = if q { (2_000, 5) } else { (20_000, 15) };
+    let mut opens = Vec::new();
+    let mut rebuild_rate = 0.0;
+    for n in [small, small * 10] {
+        let dir = scratch()?;
+        let owner = owner(dir.path())?;
+        fill(&owner, turns(40, n / 40))?;
+        open_time(&owner, 2)?;
+        let t = open_time(&owner, reps)?;
+        println!(
+            "  {n:>7} events: open + list {:.2} ms",
+            t.as_secs_f64() * 1e3
+        );
+        opens.push(t);
+        if n == small * 10 {
+            let storage = owner.storage();
+            let bytes: u64 = std::fs::read_dir(dir.path().join("root/sessions").join(S))?
+                .filter_map(|e| e.ok())
+                .filter(|e| e.path().extension().is_some_and(|x| x == "seg"))
+                .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
+                .sum();
+            rebuild(&**storage, S)?;
+            let start = Instant::now();
+            let view = rebuild(&**storage, S)?;
+            let secs = start.elapsed().as_secs_f64();
+            rebuild_rate = bytes as f64 / (1 << 20) as f64 / secs;
+            println!(
+                "  full rebuild of {:.1} MiB ({} invocations): {:.0} ms, {:.0} MiB/s",
+                bytes as f64 / (1 << 20) as f64,
+                view.invocations.len(),
+                secs * 1e3,
+                rebuild_rate
+            );
+        }
+    }
+    let open_ratio = opens[1].as_secs_f64() / opens[0].as_secs_f64();
+    println!("  open(10 × log) / open(log) = {open_ratio:.2}");
+    table.push(format!(
+        "| open a session with a valid sidecar, log × 10 | {:.2} ms → {:.2} ms | – | – | {:.2} × (bar ≤ 1.1) |",
+        opens[0].as_secs_f64() * 1e3,
+        opens[1].as_secs_f64() * 1e3,
+        open_ratio
+    ));
+    table.push(format!(
+        "| full index rebuild from the page cache | {rebuild_rate:.0} MiB/s | – | – | bar ≥ 400 MiB/s |"
+    ));
+
+    println!("listing a session's invocations");
+    let (n_turns, reps) = if q { (200, 20) } else { (1_000, 50) };
+    let dir = scratch()?;
+    let owner = owner(dir.path())?;
+    fill(&owner, turns(n_turns, 3))?;
+    let store = RuntimeEventStore::open(&owner, WriterConfig::default());
+    let listed = store.list_session_invocations(S)?.len();
+    let start = Instant::now();
+    for _ in 0..reps {
+        store.list_session_invocations(S)?;
+    }
+    let m = start.elapsed().as_secs_f64() / reps as f64;
+    let mut conn = sqlite_db(dir.path())?;
+    sqlite_fill(&mut conn, turns(n_turns, 3))?;
+    assert_eq!(
+        sqlite_list(&conn)?,
+        listed,
+        "both list the same invocations"
+    );
+    let start = Instant::now();
+    for _ in 0..reps {
+        sqlite_list(&conn)?;
+    }
+    let s = start.elapsed().as_secs_f64() / reps as f64;
+    println!(
+        "  {listed} invocations: makalog {:.2} ms, SQLite {:.2} ms, SQLite/makalog {:.1}",
+        m * 1e3,
+        s * 1e3,
+        s / m
+    );
+    table.push(format!(
+        "| list {listed} invocations | {:.2} ms | {:.2} ms | {:.1} × faster | bar ≥ 5 × |",
+        m * 1e3,
+        s * 1e3,
+        s / m
+    ));
+
+    println!("\n| case | makalog | SQLite | ratio | note |\n| --- | ---: | ---: | ---: | --- |");
+    for row in table {
+        println!("{row}");
+    }
+    Ok(())
+}

@@ -1,0 +1,110 @@
+//! Building a session's view from its segments: a full rebuild, or catching up a stored view
+//! from where it stops (work proportional to the new bytes).
+
+use super::view::{Cover, RecordRef, SessionIndex};
+use crate::error::{Error, Result};
+use crate::format::{decode_frame, FrameDecode, RecordKind, FOOTER_LEN};
+use crate::segment::layout::list_session;
+use crate::segment::{Resume, SessionReader};
+use crate::storage::{OpenMode, Storage};
+
+/// Rebuilds the view of `session_id` from every record of its segments.
+pub fn rebuild(storage: &dyn Storage, session_id: &str) -> Result<SessionIndex> {
+    let mut view = SessionIndex::new(session_id);
+    apply_all(
+        &mut view,
+        SessionReader::open(storage, session_id, 1)?,
+        &|_| false,
+    )?;
+    Ok(view)
+}
+
+/// Applies the records after what `view` covers; `known_id` answers for ids recorded outside
+/// the view.
+pub fn catch_up(
+    storage: &dyn Storage,
+    view: &mut SessionIndex,
+    known_id: &dyn Fn(&str) -> bool,
+) -> Result<()> {
+    let reader = match resume_point(view) {
+        Some(r) => SessionReader::resume(storage, &view.session_id, r)?,
+        None => SessionReader::open(storage, &view.session_id, 1)?,
+    };
+    apply_all(view, reader, known_id)
+}
+
+fn apply_all(
+    view: &mut SessionIndex,
+    reader: SessionReader<'_>,
+    known_id: &dyn Fn(&str) -> bool,
+) -> Result<()> {
+    for record in reader {
+        let r = record?;
+        let at = RecordRef {
+            ordinal: r.ordinal,
+            offset: r.offset,
+            seq: r.seq,
+            chain: r.chain,
+            kind: r.kind,
+            payload: &r.payload,
+        };
+        view.apply_record(&at, known_id)
+            .map_err(|what| Error::corrupt(&r.file, r.offset, what))?;
+    }
+    Ok(())
+}
+
+/// Where a view stops: just after the last record it covers.
+pub fn resume_point(view: &SessionIndex) -> Option<Resume> {
+    view.covers.last().map(|c| Resume {
+        ordinal: c.ordinal,
+        data_end: c.data_end,
+        last_seq: c.last_seq,
+        chain: c.chain,
+    })
+}
+
+/// Checks that the segments still hold what `covers` says, without reading the covered bytes:
+/// a covered segment followed by another must end with its seal footer right after its last
+/// covered record; the last covered record must be where the cover says, with its sequence
+/// number and chain value. False means the view is stale or belongs to another log.
+pub fn covers_hold(storage: &dyn Storage, session_id: &str, covers: &[Cover]) -> Result<bool> {
+    let files = list_session(storage, session_id)?.segments;
+    for (i, c) in covers.iter().enumerate() {
+        let Some(file) = files.get(c.ordinal as usize) else {
+            return Ok(false);
+        };
+        let f = match storage.open(&file.path, OpenMode::Read) {
+            Ok(f) => f,
+            Err(_) => return Ok(false),
+        };
+        if i + 1 < covers.len() {
+            let size = f.size().map_err(|e| Error::io(&file.path, "stat", e))?;
+            if size != c.data_end + FOOTER_LEN as u64 {
+                return Ok(false);
+            }
+            continue;
+        }
+        let Some(len) = c.data_end.checked_sub(c.last_frame_offset) else {
+            return Ok(false);
+        };
+        let mut buf = vec![0u8; len.min(1 << 26) as usize];
+        let mut done = 0;
+        while done < buf.len() {
+            match f.read_at(&mut buf[done..], c.last_frame_offset + done as u64) {
+                Ok(0) => return Ok(false),
+                Ok(n) => done += n,
+                Err(e) => return Err(Error::io(&file.path, "read", e)),
+            }
+        }
+        let ok = matches!(
+            decode_frame::<RecordKind>(&buf, u32::MAX),
+            Ok(FrameDecode::Frame(frame, used))
+                if used as u64 == len && frame.seq == c.last_seq && frame.chain == c.chain
+        );
+        if !ok {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}

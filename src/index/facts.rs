@@ -1,0 +1,102 @@
+//! What the index needs to know of an event: its ids, ts, whether it is partial, terminal or an
+//! opening. Read straight from the stored canonical JSON without the full strict decode (the
+//! event was decoded strictly before it was written, and the chain vouches for its bytes), so a
+//! rebuild runs at the speed of the log rather than of the validator.
+
+use crate::event::RuntimeEvent;
+use serde::Deserialize;
+use std::borrow::Cow;
+
+/// The facts of one event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventFacts<'a> {
+    pub id: Cow<'a, str>,
+    pub invocation_id: Cow<'a, str>,
+    pub run_id: Cow<'a, str>,
+    pub session_id: Cow<'a, str>,
+    pub turn_id: Cow<'a, str>,
+    pub ts: f64,
+    pub partial: bool,
+    /// Status completed, failed, aborted or cancelled, or `actions.endInvocation` (§1.1).
+    pub terminal: bool,
+    /// `content.kind` is `invocation_opened`.
+    pub opening: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Peek<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(borrow)]
+    invocation_id: Cow<'a, str>,
+    #[serde(borrow)]
+    run_id: Cow<'a, str>,
+    #[serde(borrow)]
+    session_id: Cow<'a, str>,
+    #[serde(borrow)]
+    turn_id: Cow<'a, str>,
+    ts: f64,
+    partial: bool,
+    #[serde(default, borrow)]
+    status: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    content: Option<PeekContent<'a>>,
+    #[serde(default)]
+    actions: Option<PeekActions>,
+}
+
+#[derive(Deserialize)]
+struct PeekContent<'a> {
+    #[serde(borrow)]
+    kind: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PeekActions {
+    #[serde(default)]
+    end_invocation: Option<bool>,
+}
+
+fn terminal_status(status: Option<&str>) -> bool {
+    matches!(
+        status,
+        Some("completed" | "failed" | "aborted" | "cancelled")
+    )
+}
+
+impl<'a> EventFacts<'a> {
+    /// Reads the facts of a stored event's canonical JSON.
+    pub fn peek(json: &'a str) -> Result<EventFacts<'a>, String> {
+        let p: Peek<'a> = serde_json::from_str(json)
+            .map_err(|e| format!("runtime event does not decode: {e}"))?;
+        Ok(EventFacts {
+            terminal: terminal_status(p.status.as_deref())
+                || p.actions.and_then(|a| a.end_invocation) == Some(true),
+            opening: p.content.is_some_and(|c| c.kind == "invocation_opened"),
+            id: p.id,
+            invocation_id: p.invocation_id,
+            run_id: p.run_id,
+            session_id: p.session_id,
+            turn_id: p.turn_id,
+            ts: p.ts,
+            partial: p.partial,
+        })
+    }
+
+    /// The facts of a decoded event.
+    pub fn of(event: &'a RuntimeEvent) -> EventFacts<'a> {
+        EventFacts {
+            id: Cow::Borrowed(event.id()),
+            invocation_id: Cow::Borrowed(event.invocation_id()),
+            run_id: Cow::Borrowed(event.run_id()),
+            session_id: Cow::Borrowed(event.session_id()),
+            turn_id: Cow::Borrowed(event.turn_id()),
+            ts: event.ts(),
+            partial: event.partial(),
+            terminal: event.is_terminal(),
+            opening: event.opening().is_some(),
+        }
+    }
+}

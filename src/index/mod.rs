@@ -1,0 +1,24 @@
+//! The index: a session's materialized view (runs and their seals, invocations, event ids,
+//! what it covers of the segments), rebuilt from the segments and stored in a sidecar file that
+//! is checked against them. A cache, never a source of truth.
+
+mod build;
+mod facts;
+mod invocations;
+mod sidecar;
+mod view;
+
+pub use build::{catch_up, covers_hold, rebuild, resume_point};
+pub use facts::EventFacts;
+pub use invocations::{
+    read_order, runtime_invocations_from_session_events, sort_invocations, utf16_cmp,
+    RuntimeInvocation,
+};
+pub use sidecar::{
+    decode_sidecar_header, decode_sidecar_state, encode_sidecar, find_ids, id_entries, section,
+    Section, SidecarHeader, ID_ENTRY_LEN, SIDECAR_FILE, SIDECAR_MAGIC, SIDECAR_VERSION,
+};
+pub use view::{
+    event_digest, id_hash, Cover, IdEntry, InvocationEntry, KeyedEvent, RecordRef, RunEntry,
+    SessionIndex,
+};

@@ -1,0 +1,255 @@
+//! The index sidecar file `sessions/<id>/index`: a session's materialized view, written
+//! atomically, with a header that says what it covers. Pure: bytes in, bytes out.
+//!
+//! Layout (little-endian; format/FORMAT.md describes every byte):
+//! magic[8] version u16 reserved u16 header_len u32 cover_count u32 covers[cover_count × 72]
+//! sections[4 × 20] header_crc u32, then the sections: runs, invocations, ids (bincode) and
+//! the session id. The ids section is a sorted array of fixed 40-byte entries, searched in place.
+
+use super::view::{Cover, IdEntry, InvocationEntry, RunEntry, SessionIndex};
+use crate::format::{u32_at, u64_at, FormatError};
+use std::collections::BTreeMap;
+
+/// The first eight bytes of a sidecar.
+pub const SIDECAR_MAGIC: [u8; 8] = *b"MKLGIDX\0";
+
+/// The sidecar version this build writes and reads.
+pub const SIDECAR_VERSION: u16 = 1;
+
+pub use crate::segment::layout::SIDECAR_FILE;
+
+const FIXED: usize = 20;
+const COVER_LEN: usize = 72;
+const SECTION_LEN: usize = 20;
+const SECTIONS: usize = 4;
+/// Bytes of one id entry as bincode encodes it.
+pub const ID_ENTRY_LEN: usize = 40;
+
+/// Where a section lies and its CRC-32.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Section {
+    pub offset: u64,
+    pub len: u64,
+    pub crc: u32,
+}
+
+/// A decoded sidecar header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SidecarHeader {
+    pub covers: Vec<Cover>,
+    /// runs, invocations, ids, session id.
+    pub sections: [Section; SECTIONS],
+}
+
+fn bincode_err(e: bincode::Error) -> FormatError {
+    FormatError::new(0, format!("sidecar section does not decode: {e}"))
+}
+
+/// Encodes a view, with `base_ids` (the entries of an earlier sidecar the view was caught up
+/// from) merged into its own. A rebuild and a caught-up view of the same log encode to the same
+/// bytes.
+pub fn encode_sidecar(view: &SessionIndex, base_ids: &[IdEntry]) -> Result<Vec<u8>, FormatError> {
+    let runs: Vec<(&String, &RunEntry)> = view.runs.iter().collect();
+    let invocations: Vec<(&String, &InvocationEntry)> = view.invocations.iter().collect();
+    let mut ids: Vec<IdEntry> = view
+        .ids
+        .values()
+        .copied()
+        .chain(base_ids.iter().copied())
+        .collect();
+    ids.sort_by_key(|e| (e.hash, e.record_seq));
+    let bodies = [
+        bincode::serialize(&runs).map_err(bincode_err)?,
+        bincode::serialize(&invocations).map_err(bincode_err)?,
+        bincode::serialize(&ids).map_err(bincode_err)?,
+        view.session_id.as_bytes().to_vec(),
+    ];
+    let header_len = FIXED + COVER_LEN * view.covers.len() + SECTION_LEN * SECTIONS + 4;
+    let mut out = Vec::with_capacity(header_len + bodies.iter().map(Vec::len).sum::<usize>());
+    out.extend_from_slice(&SIDECAR_MAGIC);
+    out.extend_from_slice(&SIDECAR_VERSION.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(&(header_len as u32).to_le_bytes());
+    out.extend_from_slice(&(view.covers.len() as u32).to_le_bytes());
+    for c in &view.covers {
+        out.extend_from_slice(&c.ordinal.to_le_bytes());
+        out.extend_from_slice(&c.last_frame_offset.to_le_bytes());
+        out.extend_from_slice(&c.data_end.to_le_bytes());
+        out.extend_from_slice(&c.last_seq.to_le_bytes());
+        out.extend_from_slice(&c.chain);
+        out.extend_from_slice(&[0u8; 8]);
+    }
+    let mut offset = header_len as u64;
+    for body in &bodies {
+        out.extend_from_slice(&offset.to_le_bytes());
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
+        offset += body.len() as u64;
+    }
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    for body in &bodies {
+        out.extend_from_slice(body);
+    }
+    Ok(out)
+}
+
+/// Decodes and checks the header: magic, version, lengths, CRC, sections inside the file.
+pub fn decode_sidecar_header(bytes: &[u8]) -> Result<SidecarHeader, FormatError> {
+    if bytes.len() < FIXED {
+        return Err(FormatError::new(
+            bytes.len(),
+            "sidecar shorter than its header",
+        ));
+    }
+    if bytes[..8] != SIDECAR_MAGIC {
+        return Err(FormatError::new(0, "bad sidecar magic"));
+    }
+    let version = u16::from_le_bytes([bytes[8], bytes[9]]);
+    if version != SIDECAR_VERSION {
+        return Err(FormatError::new(
+            8,
+            format!("unsupported sidecar version {version}"),
+        ));
+    }
+    let header_len = u32_at(bytes, 12) as usize;
+    let covers = u32_at(bytes, 16) as usize;
+    let expected = covers
+        .checked_mul(COVER_LEN)
+        .and_then(|n| n.checked_add(FIXED + SECTION_LEN * SECTIONS + 4));
+    if expected != Some(header_len) || header_len > bytes.len() {
+        return Err(FormatError::new(
+            12,
+            "sidecar header length does not add up",
+        ));
+    }
+    let stored = u32_at(bytes, header_len - 4);
+    if crc32fast::hash(&bytes[..header_len - 4]) != stored {
+        return Err(FormatError::new(
+            header_len - 4,
+            "sidecar header CRC mismatch",
+        ));
+    }
+    let mut out = Vec::with_capacity(covers);
+    for i in 0..covers {
+        let at = FIXED + i * COVER_LEN;
+        let mut chain = [0u8; 32];
+        chain.copy_from_slice(&bytes[at + 32..at + 64]);
+        out.push(Cover {
+            ordinal: u64_at(bytes, at),
+            last_frame_offset: u64_at(bytes, at + 8),
+            data_end: u64_at(bytes, at + 16),
+            last_seq: u64_at(bytes, at + 24),
+            chain,
+        });
+    }
+    let mut sections = [Section {
+        offset: 0,
+        len: 0,
+        crc: 0,
+    }; SECTIONS];
+    for (i, s) in sections.iter_mut().enumerate() {
+        let at = FIXED + covers * COVER_LEN + i * SECTION_LEN;
+        *s = Section {
+            offset: u64_at(bytes, at),
+            len: u64_at(bytes, at + 8),
+            crc: u32_at(bytes, at + 16),
+        };
+        let end = s.offset.checked_add(s.len);
+        if s.offset < header_len as u64 || end.is_none_or(|e| e > bytes.len() as u64) {
+            return Err(FormatError::new(
+                at,
+                "sidecar section lies outside the file",
+            ));
+        }
+    }
+    Ok(SidecarHeader {
+        covers: out,
+        sections,
+    })
+}
+
+/// The bytes of section `i`, checked against its CRC.
+pub fn section<'a>(
+    bytes: &'a [u8],
+    header: &SidecarHeader,
+    i: usize,
+) -> Result<&'a [u8], FormatError> {
+    let s = header.sections[i];
+    let body = &bytes[s.offset as usize..(s.offset + s.len) as usize];
+    if crc32fast::hash(body) != s.crc {
+        return Err(FormatError::new(
+            s.offset as usize,
+            format!("sidecar section {i} CRC mismatch"),
+        ));
+    }
+    Ok(body)
+}
+
+/// Decodes the parts of a view a live store keeps in memory: covers, runs, invocations and the
+/// session id. The ids stay in the sidecar, searched with [`find_ids`].
+pub fn decode_sidecar_state(
+    bytes: &[u8],
+    header: &SidecarHeader,
+) -> Result<SessionIndex, FormatError> {
+    let runs: Vec<(String, RunEntry)> =
+        bincode::deserialize(section(bytes, header, 0)?).map_err(bincode_err)?;
+    let invocations: Vec<(String, InvocationEntry)> =
+        bincode::deserialize(section(bytes, header, 1)?).map_err(bincode_err)?;
+    let session_id = std::str::from_utf8(section(bytes, header, 3)?)
+        .map_err(|_| FormatError::new(0, "sidecar session id is not UTF-8"))?
+        .to_owned();
+    Ok(SessionIndex {
+        session_id,
+        covers: header.covers.clone(),
+        runs: runs.into_iter().collect::<BTreeMap<_, _>>(),
+        invocations: invocations.into_iter().collect::<BTreeMap<_, _>>(),
+        ids: BTreeMap::new(),
+    })
+}
+
+/// Every id entry of an ids section.
+pub fn id_entries(body: &[u8]) -> Result<Vec<IdEntry>, FormatError> {
+    let n = ids_count(body)?;
+    (0..n).map(|i| id_entry(body, i)).collect()
+}
+
+fn ids_count(body: &[u8]) -> Result<usize, FormatError> {
+    if body.len() < 8 {
+        return Err(FormatError::new(0, "sidecar ids section too short"));
+    }
+    let n = u64_at(body, 0) as usize;
+    if n.checked_mul(ID_ENTRY_LEN).and_then(|b| b.checked_add(8)) != Some(body.len()) {
+        return Err(FormatError::new(
+            0,
+            "sidecar ids section length does not add up",
+        ));
+    }
+    Ok(n)
+}
+
+fn id_entry(body: &[u8], i: usize) -> Result<IdEntry, FormatError> {
+    let at = 8 + i * ID_ENTRY_LEN;
+    bincode::deserialize(&body[at..at + ID_ENTRY_LEN]).map_err(bincode_err)
+}
+
+/// The id entries with this hash, found by binary search in the ids section's bytes.
+pub fn find_ids(body: &[u8], hash: u64) -> Result<Vec<IdEntry>, FormatError> {
+    let n = ids_count(body)?;
+    let key = |i: usize| u64_at(body, 8 + i * ID_ENTRY_LEN);
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if key(mid) < hash {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    let mut out = Vec::new();
+    while lo < n && key(lo) == hash {
+        out.push(id_entry(body, lo)?);
+        lo += 1;
+    }
+    Ok(out)
+}

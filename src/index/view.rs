@@ -1,0 +1,285 @@
+//! The materialized view of one session's log: what the index sidecar stores. It is a pure
+//! function of the records, applied one by one in log order, so a view caught up from a stored
+//! sidecar equals one rebuilt from the segments, byte for byte once encoded.
+
+use super::facts::EventFacts;
+use super::invocations::{sort_invocations, utf16_cmp, RuntimeInvocation};
+use crate::format::{ChainValue, RecordKind, FRAME_OVERHEAD};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+/// How far the view covers one segment: up to and including its last record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cover {
+    pub ordinal: u64,
+    /// Offset of the segment's last record covered.
+    pub last_frame_offset: u64,
+    /// Offset just past it.
+    pub data_end: u64,
+    /// Its sequence number.
+    pub last_seq: u64,
+    /// The chain value it stores.
+    pub chain: ChainValue,
+}
+
+/// A run: its invocation and turn, and whether a terminal event has sealed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunEntry {
+    pub invocation_id: String,
+    pub turn_id: String,
+    pub sealed: bool,
+}
+
+/// An event kept by the view with its place in read order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeyedEvent {
+    pub ts: f64,
+    pub run_id: String,
+    pub event_seq: u64,
+    pub id: String,
+    /// The canonical JSON of the event.
+    pub json: String,
+}
+
+impl KeyedEvent {
+    fn of(event: &EventFacts<'_>, json: &str, event_seq: u64) -> KeyedEvent {
+        KeyedEvent {
+            ts: event.ts,
+            run_id: event.run_id.clone().into_owned(),
+            event_seq,
+            id: event.id.clone().into_owned(),
+            json: json.to_owned(),
+        }
+    }
+
+    /// Read order (§3): ts, runId, sequence, id.
+    fn read_cmp(&self, other: &KeyedEvent) -> Ordering {
+        self.ts
+            .total_cmp(&other.ts)
+            .then_with(|| utf16_cmp(&self.run_id, &other.run_id))
+            .then_with(|| self.event_seq.cmp(&other.event_seq))
+            .then_with(|| utf16_cmp(&self.id, &other.id))
+    }
+}
+
+/// An invocation's state: its run and turn, its last sequence number, its opening and its
+/// first terminal event in read order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvocationEntry {
+    pub run_id: String,
+    pub turn_id: String,
+    pub max_seq: u64,
+    pub opening: Option<KeyedEvent>,
+    pub terminal: Option<KeyedEvent>,
+}
+
+/// Where an event id was stored: fixed size, so the sidecar can search it in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdEntry {
+    /// The first 8 bytes of SHA-256 of the id, big-endian: the sort key.
+    pub hash: u64,
+    /// The record's sequence number in the session.
+    pub record_seq: u64,
+    /// The event's sequence number in its invocation.
+    pub event_seq: u64,
+    /// The first 16 bytes of SHA-256 of the event's canonical JSON.
+    pub digest: [u8; 16],
+}
+
+/// The hash an id is searched by.
+pub fn id_hash(id: &str) -> u64 {
+    let d = Sha256::digest(id.as_bytes());
+    u64::from_be_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
+}
+
+/// The digest identical events share.
+pub fn event_digest(canonical_json: &str) -> [u8; 16] {
+    let d = Sha256::digest(canonical_json.as_bytes());
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&d[..16]);
+    out
+}
+
+/// One record as the view sees it.
+pub struct RecordRef<'a> {
+    pub ordinal: u64,
+    pub offset: u64,
+    pub seq: u64,
+    pub chain: ChainValue,
+    pub kind: RecordKind,
+    pub payload: &'a [u8],
+}
+
+/// The view of one session.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionIndex {
+    pub session_id: String,
+    pub covers: Vec<Cover>,
+    pub runs: BTreeMap<String, RunEntry>,
+    pub invocations: BTreeMap<String, InvocationEntry>,
+    /// Event ids, when the view holds them (a rebuild does; a live store keeps only those
+    /// added since its sidecar, the rest stay in the sidecar).
+    pub ids: BTreeMap<String, IdEntry>,
+}
+
+impl SessionIndex {
+    /// An empty view of `session_id`.
+    pub fn new(session_id: &str) -> Self {
+        SessionIndex {
+            session_id: session_id.to_owned(),
+            ..SessionIndex::default()
+        }
+    }
+
+    /// Applies one record. A runtime-event record whose payload is not a valid canonical event
+    /// is refused with the reason; the caller names the file and offset. `known_id` says
+    /// whether an event id is already recorded outside this view (in the sidecar it was caught
+    /// up from).
+    pub fn apply_record(
+        &mut self,
+        r: &RecordRef<'_>,
+        known_id: &dyn Fn(&str) -> bool,
+    ) -> Result<(), String> {
+        self.cover(r.ordinal, r.offset, r.payload.len(), r.seq, r.chain);
+        if r.kind != RecordKind::RuntimeEvent {
+            return Ok(());
+        }
+        let json =
+            std::str::from_utf8(r.payload).map_err(|_| "runtime event is not UTF-8".to_owned())?;
+        let facts = EventFacts::peek(json)?;
+        let known = known_id(&facts.id);
+        self.apply_event(r.seq, &facts, json, known);
+        Ok(())
+    }
+
+    /// Records that the log now ends with the frame of `payload_len` bytes at `offset` of
+    /// segment `ordinal`, numbered `seq` with chain value `chain`.
+    pub fn cover(
+        &mut self,
+        ordinal: u64,
+        offset: u64,
+        payload_len: usize,
+        seq: u64,
+        chain: ChainValue,
+    ) {
+        let end = offset + (FRAME_OVERHEAD + payload_len) as u64;
+        match self.covers.last_mut() {
+            Some(c) if c.ordinal == ordinal => {
+                c.last_frame_offset = offset;
+                c.data_end = end;
+                c.last_seq = seq;
+                c.chain = chain;
+            }
+            _ => self.covers.push(Cover {
+                ordinal,
+                last_frame_offset: offset,
+                data_end: end,
+                last_seq: seq,
+                chain,
+            }),
+        }
+    }
+
+    /// The sequence number the next immutable event of `invocation_id` gets.
+    pub fn next_event_seq(&self, invocation_id: &str) -> u64 {
+        self.invocations
+            .get(invocation_id)
+            .map_or(1, |i| i.max_seq + 1)
+    }
+
+    /// Applies a stored runtime event (record `record_seq`); returns its event sequence number,
+    /// or `None` for a partial event, which has none. An id already `known` (the first event
+    /// with an id keeps it) is not recorded again.
+    pub fn apply_event(
+        &mut self,
+        record_seq: u64,
+        event: &EventFacts<'_>,
+        canonical_json: &str,
+        known: bool,
+    ) -> Option<u64> {
+        if event.partial || event.session_id != self.session_id {
+            return None;
+        }
+        let inv = self
+            .invocations
+            .entry(event.invocation_id.clone().into_owned())
+            .or_insert_with(|| InvocationEntry {
+                run_id: event.run_id.clone().into_owned(),
+                turn_id: event.turn_id.clone().into_owned(),
+                max_seq: 0,
+                opening: None,
+                terminal: None,
+            });
+        inv.max_seq += 1;
+        let event_seq = inv.max_seq;
+        let keyed = KeyedEvent::of(event, canonical_json, event_seq);
+        if event.opening
+            && inv
+                .opening
+                .as_ref()
+                .is_none_or(|o| keyed.read_cmp(o) == Ordering::Less)
+        {
+            inv.opening = Some(keyed.clone());
+        }
+        let terminal = event.terminal;
+        if terminal
+            && inv
+                .terminal
+                .as_ref()
+                .is_none_or(|t| keyed.read_cmp(t) == Ordering::Less)
+        {
+            inv.terminal = Some(keyed);
+        }
+        let run = self
+            .runs
+            .entry(event.run_id.clone().into_owned())
+            .or_insert_with(|| RunEntry {
+                invocation_id: event.invocation_id.clone().into_owned(),
+                turn_id: event.turn_id.clone().into_owned(),
+                sealed: false,
+            });
+        run.sealed |= terminal;
+        if known {
+            return Some(event_seq);
+        }
+        self.ids
+            .entry(event.id.clone().into_owned())
+            .or_insert(IdEntry {
+                hash: id_hash(&event.id),
+                record_seq,
+                event_seq,
+                digest: event_digest(canonical_json),
+            });
+        Some(event_seq)
+    }
+
+    /// The session's invocations, as [`runtime_invocations_from_session_events`] rebuilds them.
+    ///
+    /// [`runtime_invocations_from_session_events`]: super::runtime_invocations_from_session_events
+    pub fn invocations(&self) -> Vec<RuntimeInvocation> {
+        let mut out: Vec<RuntimeInvocation> = self
+            .invocations
+            .iter()
+            .filter_map(|(id, inv)| {
+                let opening = inv.opening.as_ref()?;
+                let event: serde_json::Value = serde_json::from_str(&opening.json).ok()?;
+                Some(RuntimeInvocation {
+                    session_id: self.session_id.clone(),
+                    invocation_id: id.clone(),
+                    run_id: opening.run_id.clone(),
+                    turn_id: event.get("turnId")?.as_str()?.to_owned(),
+                    opened_at: opening.ts,
+                    opening: event.get("content")?.clone(),
+                    terminal_event: inv
+                        .terminal
+                        .as_ref()
+                        .and_then(|t| serde_json::from_str(&t.json).ok()),
+                })
+            })
+            .collect();
+        sort_invocations(&mut out);
+        out
+    }
+}

@@ -1,0 +1,383 @@
+//! The runtime-event store: canonical events appended to their session's ledger, sealed runs,
+//! sequence numbers per invocation, and invocation listings answered from the index.
+//!
+//! Each session keeps its materialized view in memory (runs, invocations, covers, and the event
+//! ids added since its sidecar) and the sidecar's id table mapped, so sealing and identity
+//! checks cost the same for a run of 10 events as for one of 100,000.
+
+use crate::error::{Error, Result};
+use crate::event::RuntimeEvent;
+use crate::format::RecordKind;
+use crate::index::{
+    catch_up, covers_hold, decode_sidecar_header, decode_sidecar_state, encode_sidecar,
+    event_digest, find_ids, id_entries, id_hash, read_order, rebuild, resume_point, section,
+    EventFacts, IdEntry, RuntimeInvocation, SessionIndex, SIDECAR_FILE,
+};
+use crate::root::Owner;
+use crate::segment::layout::session_dir;
+use crate::segment::{Durability, SegmentWriter, SessionReader, WriterConfig};
+use crate::storage::{write_atomically, FileBytes, Storage};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// What appending an event came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendedEvent {
+    /// The event's sequence number in its invocation; partial events have none.
+    pub event_seq: Option<u64>,
+    /// The record's sequence number in the session's ledger.
+    pub record_seq: u64,
+    /// False when an identical event with this id was already stored (nothing was written).
+    pub created: bool,
+}
+
+/// The runtime-event store of a root, open for writing under the owner's lease.
+pub struct RuntimeEventStore {
+    owner: Owner,
+    config: WriterConfig,
+    sessions: Mutex<HashMap<String, Arc<SessionEvents>>>,
+}
+
+struct SessionEvents {
+    writer: SegmentWriter,
+    state: Mutex<LiveView>,
+}
+
+/// A session's view: in memory, plus the id table of the sidecar it was loaded from.
+struct LiveView {
+    view: SessionIndex,
+    base: Option<BaseIds>,
+    /// True when the view holds records the sidecar on disk does not.
+    dirty: bool,
+    /// The invocations as last listed, until an opening or terminal event changes them.
+    listed: Option<Vec<RuntimeInvocation>>,
+}
+
+/// The id section of a mapped sidecar.
+struct BaseIds {
+    path: PathBuf,
+    bytes: FileBytes,
+    start: usize,
+    end: usize,
+}
+
+impl BaseIds {
+    fn body(&self) -> &[u8] {
+        &self.bytes[self.start..self.end]
+    }
+
+    fn find(&self, id: &str) -> Result<Vec<IdEntry>> {
+        find_ids(self.body(), id_hash(id)).map_err(|e| Error::corrupt(&self.path, 0, e.what))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl LiveView {
+    /// The stored entry of an event id: in the view's own ids, or in the sidecar's.
+    fn find(&self, id: &str) -> Result<Option<IdEntry>> {
+        if let Some(e) = self.view.ids.get(id) {
+            return Ok(Some(*e));
+        }
+        match &self.base {
+            Some(base) => Ok(base.find(id)?.into_iter().next()),
+            None => Ok(None),
+        }
+    }
+}
+
+fn sidecar_path(session_id: &str) -> PathBuf {
+    session_dir(session_id).join(SIDECAR_FILE)
+}
+
+impl RuntimeEventStore {
+    /// A store over the owner's root; sessions are opened (and recovered) on first use.
+    pub fn open(owner: &Owner, config: WriterConfig) -> RuntimeEventStore {
+        RuntimeEventStore {
+            owner: owner.clone(),
+            config,
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn storage(&self) -> &dyn Storage {
+        &**self.owner.storage()
+    }
+
+    fn session(&self, session_id: &str) -> Result<Arc<SessionEvents>> {
+        let mut sessions = lock(&self.sessions);
+        if let Some(s) = sessions.get(session_id) {
+            return Ok(s.clone());
+        }
+        let s = Arc::new(self.open_session(session_id)?);
+        sessions.insert(session_id.to_owned(), s.clone());
+        Ok(s)
+    }
+
+    /// Opens a session: loads its sidecar if it still describes the segments, recovers the
+    /// log after what it covers, and catches the view up; a missing, damaged or foreign
+    /// sidecar is rebuilt from the segments and written.
+    fn open_session(&self, session_id: &str) -> Result<SessionEvents> {
+        let loaded = self.load_sidecar(session_id)?;
+        let resume = loaded.as_ref().and_then(|l| resume_point(&l.view));
+        let (writer, _) =
+            SegmentWriter::open_resumed(&self.owner, session_id, self.config.clone(), resume)?;
+        let live = match loaded {
+            Some(mut live) => {
+                let before = live.view.covers.clone();
+                let base = live.base.take();
+                let known = |id: &str| {
+                    base.as_ref()
+                        .is_some_and(|b| b.find(id).is_ok_and(|v| !v.is_empty()))
+                };
+                catch_up(self.storage(), &mut live.view, &known)?;
+                live.dirty = live.view.covers != before;
+                live.base = base;
+                live
+            }
+            None => {
+                let view = rebuild(self.storage(), session_id)?;
+                let mut live = LiveView {
+                    view,
+                    base: None,
+                    dirty: true,
+                    listed: None,
+                };
+                write_sidecar(self.storage(), &mut live)?;
+                live
+            }
+        };
+        Ok(SessionEvents {
+            writer,
+            state: Mutex::new(live),
+        })
+    }
+
+    /// The session's sidecar, if present, whole, of this session and still true of its
+    /// segments; `None` means rebuild.
+    fn load_sidecar(&self, session_id: &str) -> Result<Option<LiveView>> {
+        let path = sidecar_path(session_id);
+        let bytes = match self.storage().map_file(&path) {
+            Ok(b) => b,
+            Err(_) => return Ok(None),
+        };
+        let Ok(header) = decode_sidecar_header(&bytes) else {
+            return Ok(None);
+        };
+        let Ok(view) = decode_sidecar_state(&bytes, &header) else {
+            return Ok(None);
+        };
+        if view.session_id != session_id || !covers_hold(self.storage(), session_id, &view.covers)?
+        {
+            return Ok(None);
+        }
+        let Ok(ids) = section(&bytes, &header, 2) else {
+            return Ok(None);
+        };
+        let start = ids.as_ptr() as usize - bytes.as_ptr() as usize;
+        let end = start + ids.len();
+        Ok(Some(LiveView {
+            view,
+            base: Some(BaseIds {
+                path,
+                bytes,
+                start,
+                end,
+            }),
+            dirty: false,
+            listed: None,
+        }))
+    }
+
+    /// Appends a canonical event to its session. An event for a run that already has a terminal
+    /// event is refused with [`Error::RunSealed`]; an identical event already stored returns its
+    /// sequence number with `created: false`; the same id with other content, or ids that break
+    /// the invocation ↔ run ↔ turn identity, are an [`Error::IdentityConflict`]. Immutable events
+    /// are always durable; partial ones follow `durability`.
+    pub fn append(&self, event: &RuntimeEvent, durability: Durability) -> Result<AppendedEvent> {
+        let session = self.session(event.session_id())?;
+        let mut st = lock(&session.state);
+        if !event.partial() {
+            if let Some(stored) = st.find(event.id())? {
+                drop(st);
+                if stored.digest != event_digest(event.canonical_json()) {
+                    return Err(Error::IdentityConflict {
+                        what: format!("RuntimeEvent identity conflict for {}", event.id()),
+                    });
+                }
+                session.writer.wait_durable(stored.record_seq)?;
+                return Ok(AppendedEvent {
+                    event_seq: Some(stored.event_seq),
+                    record_seq: stored.record_seq,
+                    created: false,
+                });
+            }
+        }
+        check_identity(&st.view, event)?;
+        let payload = event.canonical_json().as_bytes();
+        let ack = session.writer.enqueue(RecordKind::RuntimeEvent, payload)?;
+        st.view
+            .cover(ack.ordinal, ack.offset, payload.len(), ack.seq, ack.chain);
+        let facts = EventFacts::of(event);
+        let event_seq = st
+            .view
+            .apply_event(ack.seq, &facts, event.canonical_json(), false);
+        st.dirty = true;
+        if facts.opening || facts.terminal {
+            st.listed = None;
+        }
+        drop(st);
+        if event_seq.is_some() || durability == Durability::Durable {
+            session.writer.wait_durable(ack.seq)?;
+        }
+        Ok(AppendedEvent {
+            event_seq,
+            record_seq: ack.seq,
+            created: true,
+        })
+    }
+
+    /// The session's immutable events in read order: ts, runId, sequence, id.
+    pub fn read_session_runtime_events(&self, session_id: &str) -> Result<Vec<RuntimeEvent>> {
+        let mut events = read_events(self.storage(), session_id)?;
+        events.sort_by(|a, b| read_order((&a.0, a.1), (&b.0, b.1)));
+        Ok(events.into_iter().map(|(e, _)| e).collect())
+    }
+
+    /// A run's immutable events in sequence order (then id).
+    pub fn read_immutable_runtime_events(
+        &self,
+        session_id: &str,
+        run_id: &str,
+    ) -> Result<Vec<RuntimeEvent>> {
+        let mut events: Vec<(RuntimeEvent, u64)> = read_events(self.storage(), session_id)?
+            .into_iter()
+            .filter(|(e, _)| e.run_id() == run_id)
+            .collect();
+        events.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.id().cmp(b.0.id())));
+        Ok(events.into_iter().map(|(e, _)| e).collect())
+    }
+
+    /// The session's invocations, from its index: opened, in order of openedAt then id, each
+    /// with its first terminal event.
+    pub fn list_session_invocations(&self, session_id: &str) -> Result<Vec<RuntimeInvocation>> {
+        let session = self.session(session_id)?;
+        let mut st = lock(&session.state);
+        if st.listed.is_none() {
+            st.listed = Some(st.view.invocations());
+        }
+        Ok(st.listed.clone().unwrap_or_default())
+    }
+
+    /// Syncs every session and writes the sidecars that are behind their logs.
+    pub fn close(self) -> Result<()> {
+        let sessions = std::mem::take(&mut *lock(&self.sessions));
+        for (_, s) in sessions {
+            s.writer.sync()?;
+            let mut st = lock(&s.state);
+            if st.dirty {
+                write_sidecar(self.storage(), &mut st)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Refuses an event for a sealed run, or one whose ids contradict the stored identity of its
+/// run or invocation (§1.1).
+fn check_identity(view: &SessionIndex, event: &RuntimeEvent) -> Result<()> {
+    if let Some(run) = view.runs.get(event.run_id()) {
+        if run.sealed {
+            return Err(Error::RunSealed {
+                session_id: event.session_id().to_owned(),
+                run_id: event.run_id().to_owned(),
+            });
+        }
+        if run.invocation_id != event.invocation_id() || run.turn_id != event.turn_id() {
+            return Err(Error::IdentityConflict {
+                what: format!(
+                    "run {} belongs to invocation {} turn {}",
+                    event.run_id(),
+                    run.invocation_id,
+                    run.turn_id
+                ),
+            });
+        }
+    }
+    if let Some(inv) = view.invocations.get(event.invocation_id()) {
+        if inv.run_id != event.run_id() || inv.turn_id != event.turn_id() {
+            return Err(Error::IdentityConflict {
+                what: format!(
+                    "invocation {} belongs to run {} turn {}",
+                    event.invocation_id(),
+                    inv.run_id,
+                    inv.turn_id
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Writes the view's sidecar atomically, merging the mapped sidecar's ids, and maps the new one.
+fn write_sidecar(storage: &dyn Storage, live: &mut LiveView) -> Result<()> {
+    let session_id = live.view.session_id.clone();
+    let path = sidecar_path(&session_id);
+    let base_ids = match &live.base {
+        Some(b) => id_entries(b.body()).map_err(|e| Error::corrupt(&path, 0, e.what))?,
+        None => Vec::new(),
+    };
+    let bytes =
+        encode_sidecar(&live.view, &base_ids).map_err(|e| Error::corrupt(&path, 0, e.what))?;
+    write_atomically(storage, &path, &bytes)?;
+    let mapped = storage
+        .map_file(&path)
+        .map_err(|e| Error::io(&path, "map", e))?;
+    let header = decode_sidecar_header(&mapped)
+        .map_err(|e| Error::corrupt(&path, e.offset as u64, e.what))?;
+    let ids =
+        section(&mapped, &header, 2).map_err(|e| Error::corrupt(&path, e.offset as u64, e.what))?;
+    let start = ids.as_ptr() as usize - mapped.as_ptr() as usize;
+    let end = start + ids.len();
+    live.base = Some(BaseIds {
+        path,
+        bytes: mapped,
+        start,
+        end,
+    });
+    live.view.ids = BTreeMap::new();
+    live.dirty = false;
+    Ok(())
+}
+
+/// Every immutable event of a session in commit order, with its sequence number in its
+/// invocation (counted as the index counts them).
+fn read_events(storage: &dyn Storage, session_id: &str) -> Result<Vec<(RuntimeEvent, u64)>> {
+    let mut seqs: HashMap<String, u64> = HashMap::new();
+    let mut out = Vec::new();
+    for record in SessionReader::open(storage, session_id, 1)? {
+        let r = record?;
+        if r.kind != RecordKind::RuntimeEvent {
+            continue;
+        }
+        let text = std::str::from_utf8(&r.payload)
+            .map_err(|_| Error::corrupt(&r.file, r.offset, "runtime event is not UTF-8"))?;
+        let event = RuntimeEvent::decode(text).map_err(|e| {
+            Error::corrupt(
+                &r.file,
+                r.offset,
+                format!("runtime event does not decode: {e}"),
+            )
+        })?;
+        if event.partial() || event.session_id() != session_id {
+            continue;
+        }
+        let seq = seqs.entry(event.invocation_id().to_owned()).or_insert(0);
+        *seq += 1;
+        out.push((event, *seq));
+    }
+    Ok(out)
+}

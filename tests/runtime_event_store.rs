@@ -1,0 +1,501 @@
+//! The runtime-event store: sealing, identity, sequence numbers, read orders, and the index
+//! sidecar (rebuilt when missing or damaged, caught up when stale, equal to a rebuild).
+
+mod support;
+
+use makalog::index::{encode_sidecar, rebuild, runtime_invocations_from_session_events};
+use makalog::segment::{Durability, WriterConfig};
+use makalog::storage::{RealStorage, Storage};
+use makalog::store::RuntimeEventStore;
+use makalog::Error;
+use std::sync::Arc;
+use support::events::*;
+use support::*;
+
+const S: &str = "session-events";
+
+fn store(storage: &Arc<RealStorage>) -> RuntimeEventStore {
+    RuntimeEventStore::open(&owner(storage), WriterConfig::default())
+}
+
+/// Writes one whole turn: opening, user message, `n_text` texts, terminal.
+fn turn(store: &RuntimeEventStore, run: &str, ts: f64, n_text: usize, status: &str) {
+    let t = format!("turn-of-{run}");
+    store
+        .append(&opening(S, run, &t, ts), Durability::Durable)
+        .expect("opening");
+    store
+        .append(
+            &user(S, run, &t, &format!("{run}-user"), ts + 1.0, "hello"),
+            Durability::Durable,
+        )
+        .expect("user");
+    for i in 0..n_text {
+        store
+            .append(
+                &text(
+                    S,
+                    run,
+                    &t,
+                    &format!("{run}-text-{i}"),
+                    ts + 2.0 + i as f64,
+                    "words",
+                ),
+                Durability::Durable,
+            )
+            .expect("text");
+    }
+    store
+        .append(
+            &terminal(S, run, &t, &format!("{run}-end"), ts + 100.0, status),
+            Durability::Durable,
+        )
+        .expect("terminal");
+}
+
+fn sidecar_bytes(storage: &Arc<RealStorage>) -> Vec<u8> {
+    std::fs::read(
+        storage
+            .describe_root()
+            .join("sessions")
+            .join(S)
+            .join("index"),
+    )
+    .expect("sidecar")
+}
+
+#[test]
+fn events_get_sequence_numbers_per_invocation_and_partials_get_none() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    let seqs: Vec<Option<u64>> = [
+        opening(S, "run-1", "turn-1", 1.0),
+        partial(S, "run-1", "turn-1", "chunk-1", 2.0, "hel"),
+        user(S, "run-1", "turn-1", "u-1", 3.0, "hi"),
+        opening(S, "run-2", "turn-2", 4.0),
+        text(S, "run-1", "turn-1", "t-1", 5.0, "a"),
+    ]
+    .iter()
+    .map(|e| {
+        store
+            .append(e, Durability::Buffered)
+            .expect("append")
+            .event_seq
+    })
+    .collect();
+    assert_eq!(seqs, vec![Some(1), None, Some(2), Some(1), Some(3)]);
+    let run1: Vec<String> = store
+        .read_immutable_runtime_events(S, "run-1")
+        .expect("read")
+        .iter()
+        .map(|e| e.id().to_owned())
+        .collect();
+    assert_eq!(
+        run1,
+        ["invocation_opened:run-1", "u-1", "t-1"],
+        "partials are not immutable events"
+    );
+}
+
+#[test]
+fn a_terminal_event_seals_its_run() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    turn(&store, "run-1", 10.0, 1, "completed");
+    let late = text(S, "run-1", "turn-of-run-1", "late", 500.0, "too late");
+    match store.append(&late, Durability::Durable) {
+        Err(Error::RunSealed { session_id, run_id }) => {
+            assert_eq!((session_id.as_str(), run_id.as_str()), (S, "run-1"));
+        }
+        other => panic!("expected RunSealed, got {other:?}"),
+    }
+    let late_partial = partial(S, "run-1", "turn-of-run-1", "late-chunk", 500.0, "x");
+    assert!(matches!(
+        store.append(&late_partial, Durability::Buffered),
+        Err(Error::RunSealed { .. })
+    ));
+    turn(&store, "run-2", 20.0, 0, "failed");
+    store.close().expect("close");
+    let store = self::store(&storage);
+    assert!(
+        matches!(
+            store.append(&late, Durability::Durable),
+            Err(Error::RunSealed { .. })
+        ),
+        "the seal survives reopening"
+    );
+}
+
+#[test]
+fn re_appending_an_identical_event_returns_its_sequence_and_writes_nothing() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    store
+        .append(&opening(S, "run-1", "turn-1", 1.0), Durability::Durable)
+        .expect("opening");
+    let e = user(S, "run-1", "turn-1", "u-1", 2.0, "hi");
+    let first = store.append(&e, Durability::Durable).expect("first");
+    let before = snapshot(&storage.describe_root().join("sessions"));
+    let again = store.append(&e, Durability::Durable).expect("again");
+    assert_eq!(
+        (again.event_seq, again.record_seq, again.created),
+        (first.event_seq, first.record_seq, false)
+    );
+    assert_eq!(before, snapshot(&storage.describe_root().join("sessions")));
+    let other = user(S, "run-1", "turn-1", "u-1", 2.0, "a different text");
+    match store.append(&other, Durability::Durable) {
+        Err(Error::IdentityConflict { what }) => {
+            assert_eq!(what, "RuntimeEvent identity conflict for u-1")
+        }
+        r => panic!("expected an identity conflict, got {r:?}"),
+    }
+    store.close().expect("close");
+    let store = self::store(&storage);
+    assert!(
+        !store
+            .append(&e, Durability::Durable)
+            .expect("after reopening")
+            .created,
+        "found through the sidecar"
+    );
+    assert!(matches!(
+        store.append(&other, Durability::Durable),
+        Err(Error::IdentityConflict { .. })
+    ));
+}
+
+#[test]
+fn ids_that_contradict_the_invocation_run_turn_identity_are_refused() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    store
+        .append(&opening(S, "run-1", "turn-1", 1.0), Durability::Durable)
+        .expect("opening");
+    let wrong_turn = user(S, "run-1", "turn-2", "u-1", 2.0, "hi");
+    assert!(matches!(
+        store.append(&wrong_turn, Durability::Durable),
+        Err(Error::IdentityConflict { .. })
+    ));
+    let mut v = user(S, "run-1", "turn-1", "u-2", 2.0, "hi").value().clone();
+    v["invocationId"] = "another-invocation".into();
+    let wrong_invocation = makalog::event::RuntimeEvent::from_value(v).expect("event");
+    assert!(matches!(
+        store.append(&wrong_invocation, Durability::Durable),
+        Err(Error::IdentityConflict { .. })
+    ));
+}
+
+#[test]
+fn session_events_read_in_ts_run_sequence_id_order() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    store
+        .append(&opening(S, "run-b", "turn-b", 5.0), Durability::Durable)
+        .expect("a");
+    store
+        .append(&opening(S, "run-a", "turn-a", 5.0), Durability::Durable)
+        .expect("b");
+    store
+        .append(
+            &user(S, "run-a", "turn-a", "z", 3.0, "early"),
+            Durability::Durable,
+        )
+        .expect("c");
+    store
+        .append(
+            &user(S, "run-a", "turn-a", "y", 5.0, "same ts, later seq"),
+            Durability::Durable,
+        )
+        .expect("d");
+    let ids: Vec<String> = store
+        .read_session_runtime_events(S)
+        .expect("read")
+        .iter()
+        .map(|e| e.id().to_owned())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "z",
+            "invocation_opened:run-a",
+            "y",
+            "invocation_opened:run-b"
+        ]
+    );
+}
+
+#[test]
+fn the_invocation_index_equals_a_rebuild_from_events_and_keeps_the_first_terminal() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    turn(&store, "run-2", 20.0, 2, "failed");
+    turn(&store, "run-1", 10.0, 1, "completed");
+    store
+        .append(&opening(S, "run-3", "turn-3", 30.0), Durability::Durable)
+        .expect("open only");
+    let listed = store.list_session_invocations(S).expect("list");
+    let rebuilt = runtime_invocations_from_session_events(
+        S,
+        &store.read_session_runtime_events(S).expect("read"),
+    );
+    assert_eq!(listed, rebuilt);
+    let summary: Vec<(&str, Option<&str>)> = listed
+        .iter()
+        .map(|i| (i.invocation_id.as_str(), i.outcome()))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("run-1", Some("completed")),
+            ("run-2", Some("failed")),
+            ("run-3", None)
+        ]
+    );
+}
+
+#[test]
+fn the_sidecar_equals_a_rebuild_byte_for_byte() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    for r in 0..5 {
+        turn(
+            &store,
+            &format!("run-{r}"),
+            r as f64 * 100.0,
+            r,
+            "completed",
+        );
+    }
+    store.close().expect("close");
+    let view = rebuild(&*storage, S).expect("rebuild");
+    assert_eq!(
+        sidecar_bytes(&storage),
+        encode_sidecar(&view, &[]).expect("encode")
+    );
+}
+
+#[test]
+fn a_missing_or_damaged_sidecar_is_rebuilt_at_open() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    turn(&store, "run-1", 1.0, 3, "completed");
+    store.close().expect("close");
+    let good = sidecar_bytes(&storage);
+    let path = storage
+        .describe_root()
+        .join("sessions")
+        .join(S)
+        .join("index");
+    std::fs::remove_file(&path).expect("remove");
+    let store = self::store(&storage);
+    assert_eq!(store.list_session_invocations(S).expect("list").len(), 1);
+    assert_eq!(sidecar_bytes(&storage), good, "rebuilt at open");
+    drop(store);
+    for at in [0usize, 30, good.len() - 1] {
+        let mut bad = good.clone();
+        bad[at] ^= 0x10;
+        std::fs::write(&path, &bad).expect("damage");
+        let store = self::store(&storage);
+        assert_eq!(
+            store.list_session_invocations(S).expect("list").len(),
+            1,
+            "byte {at}"
+        );
+        assert_eq!(sidecar_bytes(&storage), good, "byte {at} damaged: rebuilt");
+    }
+}
+
+#[test]
+fn a_stale_sidecar_is_caught_up_from_where_it_stops() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    turn(&store, "run-1", 1.0, 2, "completed");
+    store.close().expect("close");
+    let stale = sidecar_bytes(&storage);
+    let store = self::store(&storage);
+    turn(&store, "run-2", 50.0, 2, "completed");
+    drop(store);
+    assert_eq!(
+        sidecar_bytes(&storage),
+        stale,
+        "dropped without close: the sidecar is behind"
+    );
+    let store = self::store(&storage);
+    assert_eq!(store.list_session_invocations(S).expect("list").len(), 2);
+    assert_eq!(
+        sidecar_bytes(&storage),
+        stale,
+        "caught up in memory, not rebuilt and rewritten at open"
+    );
+    store.close().expect("close");
+    let view = rebuild(&*storage, S).expect("rebuild");
+    assert_eq!(
+        sidecar_bytes(&storage),
+        encode_sidecar(&view, &[]).expect("encode")
+    );
+}
+
+#[test]
+fn a_sidecar_of_another_session_is_not_trusted() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    turn(&store, "run-1", 1.0, 1, "completed");
+    for i in 0..3 {
+        let e = opening("other", &format!("o-{i}"), "t", i as f64);
+        store.append(&e, Durability::Durable).expect("other");
+    }
+    store.close().expect("close");
+    let root = storage.describe_root();
+    std::fs::copy(
+        root.join("sessions/other/index"),
+        root.join("sessions").join(S).join("index"),
+    )
+    .expect("copy");
+    let store = self::store(&storage);
+    assert_eq!(store.list_session_invocations(S).expect("list").len(), 1);
+}
+
+/// Seed 004 (runtime-invocation-index.test.ts), at the store level: three invocations written
+/// through the production API; the index equals a rebuild from the events alone; a straggler
+/// appended after the first terminal by a raw append that bypasses sealing (as an older writer
+/// could have left it); reopened, the index still equals the rebuild and the first invocation
+/// is still completed.
+#[test]
+fn seed_004_the_invocation_index_is_a_query_over_canonical_events() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    let mut clock = 1_000.0;
+    let mut ids = 0;
+    let mut next = |clock: &mut f64| {
+        ids += 1;
+        *clock += 1.0;
+        (format!("index-{ids}"), *clock)
+    };
+    for turn_id in ["turn-1", "turn-2", "turn-3"] {
+        let (run, ts) = next(&mut clock);
+        store
+            .append(&opening(S, &run, turn_id, ts), Durability::Durable)
+            .expect("opening");
+        let (uid, ts) = next(&mut clock);
+        store
+            .append(
+                &user(S, &run, turn_id, &uid, ts, turn_id),
+                Durability::Durable,
+            )
+            .expect("user");
+        store
+            .append(
+                &terminal(
+                    S,
+                    &run,
+                    turn_id,
+                    &format!("{turn_id}-complete"),
+                    2.0,
+                    "completed",
+                ),
+                Durability::Durable,
+            )
+            .expect("terminal");
+    }
+    let invocations = store.list_session_invocations(S).expect("list");
+    let rebuilt = runtime_invocations_from_session_events(
+        S,
+        &store.read_session_runtime_events(S).expect("read"),
+    );
+    assert_eq!(invocations.len(), 3);
+    assert_eq!(
+        invocations, rebuilt,
+        "the index must return exactly what a rebuild from events alone produces"
+    );
+    for inv in &invocations {
+        assert_eq!(
+            inv.terminal_event
+                .as_ref()
+                .and_then(|t| t["status"].as_str()),
+            Some("completed"),
+            "a finished invocation must expose its terminal event through the index"
+        );
+    }
+    let first = invocations[0].clone();
+    store.close().expect("close");
+
+    let straggler = text(
+        S,
+        &first.run_id,
+        &first.turn_id,
+        "post-terminal-straggler",
+        9_999.0,
+        "arrived after the run was sealed",
+    );
+    let raw = makalog::segment::SegmentWriter::open(&owner(&storage), S, WriterConfig::default())
+        .expect("raw writer")
+        .0;
+    raw.append(
+        makalog::format::RecordKind::RuntimeEvent,
+        straggler.canonical_json().as_bytes(),
+        Durability::Durable,
+    )
+    .expect("raw append");
+    drop(raw);
+
+    let reopened = self::store(&storage);
+    let after = reopened.list_session_invocations(S).expect("list");
+    assert_eq!(
+        after,
+        runtime_invocations_from_session_events(
+            S,
+            &reopened.read_session_runtime_events(S).expect("read")
+        ),
+        "the index and a rebuild must still agree once a straggler follows the terminal"
+    );
+    let status = after
+        .iter()
+        .find(|i| i.invocation_id == first.invocation_id)
+        .and_then(|i| i.terminal_event.as_ref())
+        .and_then(|t| t["status"].as_str().map(str::to_owned));
+    assert_eq!(
+        status.as_deref(),
+        Some("completed"),
+        "a run that ended stays ended when an unsealed-era straggler follows it"
+    );
+    assert!(
+        reopened
+            .read_immutable_runtime_events(S, &first.run_id)
+            .expect("read")
+            .iter()
+            .any(|e| e.id() == "post-terminal-straggler"),
+        "the straggler is in the ledger"
+    );
+    reopened.close().expect("close");
+    let view = rebuild(&*storage, S).expect("rebuild");
+    assert_eq!(
+        sidecar_bytes(&storage),
+        encode_sidecar(&view, &[]).expect("encode")
+    );
+}
+
+#[test]
+fn the_index_reads_the_same_facts_from_stored_json_as_the_strict_decoder() {
+    let events = [
+        opening(S, "r", "t", 1.0),
+        user(S, "r", "t", "u\\\"1", 2.5, "quote \" and \u{e9}"),
+        partial(S, "r", "t", "p", 3.0, "chunk"),
+        terminal(S, "r", "t", "end", 4.0, "aborted"),
+        terminal(S, "r", "t", "end2", 4.0, "streaming"),
+        text(S, "r", "t", "x", 1e21, "big ts"),
+    ];
+    for e in &events {
+        let peeked = makalog::index::EventFacts::peek(e.canonical_json()).expect("peek");
+        assert_eq!(
+            peeked,
+            makalog::index::EventFacts::of(e),
+            "{}",
+            e.canonical_json()
+        );
+    }
+    assert!(
+        makalog::index::EventFacts::of(&events[4]).terminal,
+        "endInvocation alone is terminal"
+    );
+    assert!(!makalog::index::EventFacts::of(&events[2]).terminal);
+}

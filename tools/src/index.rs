@@ -1,0 +1,151 @@
+//! `makalog index check|rebuild ROOT` and `makalog invocations ROOT --session ID`.
+
+use makalog::index::{
+    catch_up, covers_hold, decode_sidecar_header, decode_sidecar_state, encode_sidecar, rebuild,
+    SessionIndex, SIDECAR_FILE,
+};
+use makalog::root::{read_marker, try_acquire_owner};
+use makalog::segment::layout::{list_sessions, session_dir};
+use makalog::storage::{write_atomically, RealStorage, Storage};
+use std::path::Path;
+use std::process::ExitCode;
+
+fn sessions(storage: &RealStorage) -> Result<Vec<String>, ExitCode> {
+    if let Err(e) = read_marker(storage) {
+        return Err(crate::usage_error(e));
+    }
+    list_sessions(storage).map(|(ids, _)| ids).map_err(|e| {
+        eprintln!("makalog: {e}");
+        ExitCode::from(1)
+    })
+}
+
+/// Compares every sidecar with a fresh rebuild; read-only.
+pub fn check(root: &Path) -> ExitCode {
+    let storage = RealStorage::new(root);
+    let ids = match sessions(&storage) {
+        Ok(ids) => ids,
+        Err(code) => return code,
+    };
+    let mut bad = 0;
+    for id in &ids {
+        let path = session_dir(id).join(SIDECAR_FILE);
+        let verdict = match rebuild(&storage, id).and_then(|v| {
+            encode_sidecar(&v, &[]).map_err(|e| makalog::Error::corrupt(&path, 0, e.what))
+        }) {
+            Err(e) => Some(format!("cannot rebuild: {e}")),
+            Ok(want) => match storage.read_file(&path) {
+                Err(_) => Some("no sidecar".to_owned()),
+                Ok(got) if got == want => None,
+                Ok(got) => Some(match decode_sidecar_header(&got) {
+                    Err(e) => format!("damaged at byte {}: {}", e.offset, e.what),
+                    Ok(h) if h.covers.last() != decode_sidecar_header(&want).ok().and_then(|w| w.covers.last().cloned()).as_ref() => {
+                        "stale: it does not cover the whole log".to_owned()
+                    }
+                    Ok(_) => "differs from a rebuild".to_owned(),
+                }),
+            },
+        };
+        match verdict {
+            None => say!("{}: equals a rebuild", path.display()),
+            Some(why) => {
+                bad += 1;
+                say!("{}: {why}", path.display());
+            }
+        }
+    }
+    if bad == 0 {
+        say!("index check: {} sidecars equal their rebuilds", ids.len());
+        ExitCode::SUCCESS
+    } else {
+        say!("index check: {bad} of {} sidecars do not", ids.len());
+        ExitCode::from(1)
+    }
+}
+
+/// Rebuilds and replaces every sidecar under the owner lease: the only index command that writes.
+pub fn rebuild_all(root: &Path) -> ExitCode {
+    let storage = RealStorage::new(root);
+    let ids = match sessions(&storage) {
+        Ok(ids) => ids,
+        Err(code) => return code,
+    };
+    let owner = match try_acquire_owner(root) {
+        Ok(Some(o)) => o,
+        Ok(None) => return crate::usage_error(format!("{}: root is busy: another process owns it", root.display())),
+        Err(e) => return crate::usage_error(e),
+    };
+    for id in &ids {
+        let path = session_dir(id).join(SIDECAR_FILE);
+        let result = rebuild(&**owner.storage(), id).and_then(|v| {
+            let bytes = encode_sidecar(&v, &[]).map_err(|e| makalog::Error::corrupt(&path, 0, e.what))?;
+            write_atomically(&**owner.storage(), &path, &bytes)?;
+            Ok(v.invocations.len())
+        });
+        match result {
+            Ok(n) => say!("{}: rebuilt ({n} invocations)", path.display()),
+            Err(e) => {
+                eprintln!("makalog: {id}: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// The view of a session, read-only: its sidecar caught up in memory when it still holds,
+/// a rebuild otherwise.
+fn view_of(storage: &RealStorage, id: &str) -> makalog::Result<SessionIndex> {
+    let path = session_dir(id).join(SIDECAR_FILE);
+    if let Ok(bytes) = storage.read_file(&path) {
+        if let Ok(header) = decode_sidecar_header(&bytes) {
+            if let Ok(mut view) = decode_sidecar_state(&bytes, &header) {
+                if view.session_id == id && covers_hold(storage, id, &view.covers)? {
+                    // Ids are not needed to list invocations.
+                    catch_up(storage, &mut view, &|_| true)?;
+                    return Ok(view);
+                }
+            }
+        }
+    }
+    rebuild(storage, id)
+}
+
+/// Lists a session's invocations, read-only.
+pub fn invocations(root: &Path, session: &str, json: bool) -> ExitCode {
+    let storage = RealStorage::new(root);
+    if let Err(e) = read_marker(&storage) {
+        return crate::usage_error(e);
+    }
+    if let Err(why) = makalog::format::validate_session_id(session) {
+        return crate::usage_error(why);
+    }
+    let view = match view_of(&storage, session) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("makalog: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    for inv in view.invocations() {
+        if json {
+            match serde_json::to_string(&inv) {
+                Ok(line) => say!("{line}"),
+                Err(e) => {
+                    eprintln!("makalog: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        } else {
+            say!(
+                "{} run {} turn {} openedAt {} {}",
+                inv.invocation_id,
+                inv.run_id,
+                inv.turn_id,
+                inv.opened_at,
+                inv.outcome().unwrap_or("open")
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}
