@@ -240,6 +240,34 @@ impl RuntimeEventStore {
         })
     }
 
+    /// Appends a record of another kind (session header, message, run, run event, admission,
+    /// seal) to the session's ledger, in order with its events. Runtime events go through
+    /// [`RuntimeEventStore::append`]. Returns the record's sequence number.
+    pub fn append_record(
+        &self,
+        session_id: &str,
+        kind: RecordKind,
+        payload: &[u8],
+        durability: Durability,
+    ) -> Result<u64> {
+        if kind == RecordKind::RuntimeEvent {
+            return Err(Error::InvalidInput(
+                "runtime events are appended with RuntimeEventStore::append".into(),
+            ));
+        }
+        let session = self.session(session_id)?;
+        let mut st = lock(&session.state);
+        let ack = session.writer.enqueue(kind, payload)?;
+        st.view
+            .cover(ack.ordinal, ack.offset, payload.len(), ack.seq, ack.chain);
+        st.dirty = true;
+        drop(st);
+        if durability == Durability::Durable {
+            session.writer.wait_durable(ack.seq)?;
+        }
+        Ok(ack.seq)
+    }
+
     /// The session's immutable events in read order: ts, runId, sequence, id.
     pub fn read_session_runtime_events(&self, session_id: &str) -> Result<Vec<RuntimeEvent>> {
         let mut events = read_events(self.storage(), session_id)?;

@@ -4,12 +4,14 @@
 use makalog::claims::{
     AdmissionStatus, AgentGraphIntentClaimRequest, ClaimsLog, SubagentSpawnClaim,
 };
+use makalog::event::RuntimeEvent;
 use makalog::format::chain::chain_hex;
 use makalog::format::hex;
 use makalog::format::RecordKind;
 use makalog::root::try_acquire_owner;
-use makalog::segment::{Durability, SegmentWriter, WriterConfig};
+use makalog::segment::{Durability, WriterConfig};
 use makalog::storage::RealStorage;
+use makalog::store::RuntimeEventStore;
 use makalog::verify::verify_root;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -86,18 +88,19 @@ fn write_demo(root: &Path) -> makalog::Result<()> {
         ..WriterConfig::default()
     };
     let (claims, _) = ClaimsLog::open(&owner)?;
+    let store = RuntimeEventStore::open(&owner, config);
     for (i, prompt) in PROMPTS.iter().enumerate() {
         let session = format!("demo-{}", i + 1);
         if claims.read_session_claim(&session)?.is_none() {
             claims.claim_session_create(&session)?;
         }
-        let (writer, _) = SegmentWriter::open(&owner, &session, config.clone())?;
+        let done = store.list_session_invocations(&session)?.len() as u64;
         for turn in 0..TURNS_PER_SESSION {
-            let base = 1_800_000_000_000 + writer.next_seq() * 1_000 + turn;
-            write_journey(&writer, &session, prompt, base)?;
+            let base = 1_800_000_000_000 + (done + turn) * 1_000;
+            write_journey(&store, &session, prompt, base)?;
         }
-        writer.close()?;
     }
+    store.close()?;
     write_claims(&claims)
 }
 
@@ -160,14 +163,32 @@ fn write_claims(claims: &ClaimsLog) -> makalog::Result<()> {
     Ok(())
 }
 
-fn append(w: &SegmentWriter, kind: RecordKind, v: &Value, d: Durability) -> makalog::Result<()> {
+/// Appends a record: runtime events through the store's strict decoding and sealing, the rest
+/// as they are.
+fn append(
+    store: &RuntimeEventStore,
+    session: &str,
+    kind: RecordKind,
+    v: &Value,
+    d: Durability,
+) -> makalog::Result<()> {
+    if kind == RecordKind::RuntimeEvent {
+        let event = RuntimeEvent::from_value(v.clone())
+            .map_err(|e| makalog::Error::InvalidInput(e.to_string()))?;
+        return store.append(&event, d).map(|_| ());
+    }
     let bytes = serde_json::to_vec(v).map_err(|e| makalog::Error::InvalidInput(e.to_string()))?;
-    w.append(kind, &bytes, d).map(|_| ())
+    store.append_record(session, kind, &bytes, d).map(|_| ())
 }
 
 /// One turn of a coding agent: header, user message, run lifecycle, streamed text, a tool call
 /// and its result, the terminal event, and the closing records.
-fn write_journey(w: &SegmentWriter, session: &str, prompt: &str, base: u64) -> makalog::Result<()> {
+fn write_journey(
+    store: &RuntimeEventStore,
+    session: &str,
+    prompt: &str,
+    base: u64,
+) -> makalog::Result<()> {
     use Durability::{Buffered, Durable};
     let run = format!("run-{base}");
     let turn = format!("turn-{base}");
@@ -183,7 +204,8 @@ fn write_journey(w: &SegmentWriter, session: &str, prompt: &str, base: u64) -> m
         v
     };
     append(
-        w,
+        store,
+        session,
         RecordKind::SessionHeader,
         &json!({
             "id": session, "cwd": "/work/project", "workspaceRoot": "/work/project", "name": prompt,
@@ -195,7 +217,8 @@ fn write_journey(w: &SegmentWriter, session: &str, prompt: &str, base: u64) -> m
         Durable,
     )?;
     append(
-        w,
+        store,
+        session,
         RecordKind::Message,
         &json!({
             "type": "user", "id": format!("msg-{base}"), "turnId": turn, "ts": base, "text": prompt,
@@ -203,7 +226,8 @@ fn write_journey(w: &SegmentWriter, session: &str, prompt: &str, base: u64) -> m
         Durable,
     )?;
     append(
-        w,
+        store,
+        session,
         RecordKind::Run,
         &json!({
             "runId": run, "sessionId": session, "turnId": turn, "status": "running",
@@ -214,7 +238,8 @@ fn write_journey(w: &SegmentWriter, session: &str, prompt: &str, base: u64) -> m
         Durable,
     )?;
     append(
-        w,
+        store,
+        session,
         RecordKind::RunEvent,
         &json!({
             "type": "run_started", "id": format!("re-{base}"), "runId": run, "sessionId": session,
@@ -222,12 +247,32 @@ fn write_journey(w: &SegmentWriter, session: &str, prompt: &str, base: u64) -> m
         }),
         Durable,
     )?;
+    append(
+        store,
+        session,
+        RecordKind::RuntimeEvent,
+        &event(
+            2,
+            json!({
+                "id": format!("invocation_opened:{run}"), "role": "system", "author": "system",
+                "modelVisibility": "hidden",
+                "content": {"kind": "invocation_opened", "protocol": "invocation_opened_v1",
+                    "route": {"provenance": "runtime", "backendKind": "fake", "llmConnectionId": "fake-connection",
+                              "llmConnectionSlug": "fake", "modelId": "fake-model"},
+                    "configuration": {"cwd": "/work/project", "permissionMode": "ask", "collaborationMode": "agent",
+                        "orchestrationMode": "default", "orchestrationSource": "session", "toolMode": "direct"},
+                    "root": {"kind": "user"}, "source": {"kind": "fresh"}},
+            }),
+        ),
+        Durability::Durable,
+    )?;
     let answer = format!("Fake backend received: {prompt}\n\nThis proves the session stream and ledger are connected.");
     let chars: Vec<char> = answer.chars().collect();
     for (n, chunk) in chars.chunks(9).enumerate() {
         let text: String = chunk.iter().collect();
         append(
-            w,
+            store,
+            session,
             RecordKind::RuntimeEvent,
             &event(
                 10 + n as u64,
@@ -240,7 +285,8 @@ fn write_journey(w: &SegmentWriter, session: &str, prompt: &str, base: u64) -> m
         )?;
     }
     append(
-        w,
+        store,
+        session,
         RecordKind::RuntimeEvent,
         &event(
             200,
@@ -252,7 +298,8 @@ fn write_journey(w: &SegmentWriter, session: &str, prompt: &str, base: u64) -> m
         Durable,
     )?;
     append(
-        w,
+        store,
+        session,
         RecordKind::RuntimeEvent,
         &event(
             201,
@@ -265,7 +312,8 @@ fn write_journey(w: &SegmentWriter, session: &str, prompt: &str, base: u64) -> m
         Durable,
     )?;
     append(
-        w,
+        store,
+        session,
         RecordKind::RuntimeEvent,
         &event(
             202,
@@ -276,7 +324,8 @@ fn write_journey(w: &SegmentWriter, session: &str, prompt: &str, base: u64) -> m
         Durable,
     )?;
     append(
-        w,
+        store,
+        session,
         RecordKind::RuntimeEvent,
         &event(
             203,
@@ -288,7 +337,8 @@ fn write_journey(w: &SegmentWriter, session: &str, prompt: &str, base: u64) -> m
         Durable,
     )?;
     append(
-        w,
+        store,
+        session,
         RecordKind::RunEvent,
         &json!({
             "type": "run_completed", "id": format!("rc-{base}"), "runId": run, "sessionId": session,
@@ -297,7 +347,8 @@ fn write_journey(w: &SegmentWriter, session: &str, prompt: &str, base: u64) -> m
         Durable,
     )?;
     append(
-        w,
+        store,
+        session,
         RecordKind::Message,
         &json!({
             "type": "turn_state", "id": format!("ts-{base}"), "turnId": turn, "ts": base + 205,

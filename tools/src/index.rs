@@ -39,7 +39,13 @@ pub fn check(root: &Path) -> ExitCode {
                 Ok(got) if got == want => None,
                 Ok(got) => Some(match decode_sidecar_header(&got) {
                     Err(e) => format!("damaged at byte {}: {}", e.offset, e.what),
-                    Ok(h) if h.covers.last() != decode_sidecar_header(&want).ok().and_then(|w| w.covers.last().cloned()).as_ref() => {
+                    Ok(h)
+                        if h.covers.last()
+                            != decode_sidecar_header(&want)
+                                .ok()
+                                .and_then(|w| w.covers.last().cloned())
+                                .as_ref() =>
+                    {
                         "stale: it does not cover the whole log".to_owned()
                     }
                     Ok(_) => "differs from a rebuild".to_owned(),
@@ -72,13 +78,19 @@ pub fn rebuild_all(root: &Path) -> ExitCode {
     };
     let owner = match try_acquire_owner(root) {
         Ok(Some(o)) => o,
-        Ok(None) => return crate::usage_error(format!("{}: root is busy: another process owns it", root.display())),
+        Ok(None) => {
+            return crate::usage_error(format!(
+                "{}: root is busy: another process owns it",
+                root.display()
+            ))
+        }
         Err(e) => return crate::usage_error(e),
     };
     for id in &ids {
         let path = session_dir(id).join(SIDECAR_FILE);
         let result = rebuild(&**owner.storage(), id).and_then(|v| {
-            let bytes = encode_sidecar(&v, &[]).map_err(|e| makalog::Error::corrupt(&path, 0, e.what))?;
+            let bytes =
+                encode_sidecar(&v, &[]).map_err(|e| makalog::Error::corrupt(&path, 0, e.what))?;
             write_atomically(&**owner.storage(), &path, &bytes)?;
             Ok(v.invocations.len())
         });

@@ -7,6 +7,7 @@ mod claims;
 mod demo;
 mod dump;
 mod events;
+mod index;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -64,6 +65,36 @@ enum Command {
         #[command(subcommand)]
         command: EventsCommand,
     },
+    /// Check or rebuild the index sidecars.
+    Index {
+        #[command(subcommand)]
+        command: IndexCommand,
+    },
+    /// List a session's invocations: opened, each with its first terminal event.
+    Invocations {
+        /// The root directory.
+        root: PathBuf,
+        /// The session.
+        #[arg(long)]
+        session: String,
+        /// One JSON object per invocation.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum IndexCommand {
+    /// Compare every sidecar with a fresh rebuild (read-only). Exit 0 when all equal, 1 otherwise.
+    Check {
+        /// The root directory.
+        root: PathBuf,
+    },
+    /// Rebuild and replace every sidecar, under the owner lease (the only index command that writes).
+    Rebuild {
+        /// The root directory.
+        root: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -83,6 +114,17 @@ fn main() -> ExitCode {
         Command::Events {
             command: EventsCommand::Canonicalize,
         } => events::canonicalize(),
+        Command::Index {
+            command: IndexCommand::Check { root },
+        } => index::check(&root),
+        Command::Index {
+            command: IndexCommand::Rebuild { root },
+        } => index::rebuild_all(&root),
+        Command::Invocations {
+            root,
+            session,
+            json,
+        } => index::invocations(&root, &session, json),
     }
 }
 

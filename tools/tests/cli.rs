@@ -231,3 +231,102 @@ fn verify_covers_the_claims_log() {
         "claims reports the damage too"
     );
 }
+
+#[test]
+fn index_check_finds_damaged_and_missing_sidecars_and_rebuild_mends_them() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let out = makalog(&["index", "check", r]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert_eq!(
+        text(&out.stdout)
+            .lines()
+            .filter(|l| l.ends_with(": equals a rebuild"))
+            .count(),
+        3
+    );
+    let sidecar = root.join("sessions/demo-2/index");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&sidecar)
+        .expect("open");
+    f.write_all_at(b"\xff", 100).expect("damage");
+    std::fs::remove_file(root.join("sessions/demo-3/index")).expect("remove");
+    let out = makalog(&["index", "check", r]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("sessions/demo-2/index: damaged")
+            || stdout.contains("sessions/demo-2/index: differs"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("sessions/demo-3/index: no sidecar"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("sessions/demo-1/index: equals a rebuild"),
+        "{stdout}"
+    );
+    let out = makalog(&["index", "rebuild", r]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(makalog(&["index", "check", r]).status.code(), Some(0));
+}
+
+#[test]
+fn index_rebuild_needs_the_owner_lease_and_check_does_not() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let owner = makalog::root::try_acquire_owner(&root)
+        .expect("acquire")
+        .expect("free");
+    assert_eq!(makalog(&["index", "rebuild", r]).status.code(), Some(2));
+    assert_eq!(makalog(&["index", "check", r]).status.code(), Some(0));
+    assert_eq!(
+        makalog(&["invocations", r, "--session", "demo-1"])
+            .status
+            .code(),
+        Some(0)
+    );
+    drop(owner);
+    assert_eq!(makalog(&["index", "rebuild", r]).status.code(), Some(0));
+}
+
+#[test]
+fn invocations_lists_each_turn_with_its_outcome_in_text_and_json() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let out = makalog(&["invocations", r, "--session", "demo-1"]);
+    assert_eq!(out.status.code(), Some(0));
+    let lines: Vec<String> = text(&out.stdout).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 3);
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.starts_with("run-") && l.ends_with(" completed")),
+        "{lines:?}"
+    );
+    let json = makalog(&["invocations", r, "--session", "demo-1", "--json"]);
+    let values: Vec<serde_json::Value> = text(&json.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(values.len(), 3);
+    for v in &values {
+        assert_eq!(v["sessionId"], "demo-1");
+        assert_eq!(v["opening"]["kind"], "invocation_opened");
+        assert_eq!(v["terminalEvent"]["status"], "completed");
+    }
+    assert_eq!(
+        makalog(&["invocations", r, "--session", "../x"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        makalog(&["invocations", r, "--session", "no-such-session"])
+            .status
+            .code(),
+        Some(1)
+    );
+}
