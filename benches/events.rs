@@ -167,39 +167,53 @@ fn sqlite_append(conn: &Connection, e: &RuntimeEvent) -> BenchResult<()> {
     Ok(())
 }
 
-/// Appends per second into a run that already holds `size` events.
-fn append_case(size: usize, appends: usize, sqlite_appends: usize) -> BenchResult<(f64, f64)> {
-    let run = "run-long";
+/// A run that already holds `size` events, in makalog and in SQLite, ready for appends.
+struct Prepared {
+    size: usize,
+    _dir: tempfile::TempDir,
+    store: RuntimeEventStore,
+    conn: Connection,
+    next: usize,
+}
+
+fn prepare(size: usize) -> BenchResult<Prepared> {
     let dir = scratch()?;
     let owner = owner(dir.path())?;
-    let existing = || std::iter::once(opening(run, 1.0)).chain((0..size).map(|i| text(run, i)));
+    let existing = || std::iter::once(opening(RUN, 1.0)).chain((0..size).map(|i| text(RUN, i)));
     fill(&owner, existing())?;
     let store = RuntimeEventStore::open(&owner, WriterConfig::default());
-    store.list_session_invocations(S)?;
-    let new: Vec<RuntimeEvent> = (size..size + appends + WARMUP)
-        .map(|i| text(run, i))
-        .collect::<BenchResult<_>>()?;
-    for e in &new[..WARMUP] {
-        store.append(e, Durability::Durable)?;
+    for i in size..size + WARMUP {
+        store.append(&text(RUN, i)?, Durability::Durable)?;
     }
-    let start = Instant::now();
-    for e in &new[WARMUP..] {
-        store.append(e, Durability::Durable)?;
-    }
-    let makalog = appends as f64 / start.elapsed().as_secs_f64();
-    store.close()?;
-
     let mut conn = sqlite_db(dir.path())?;
     sqlite_fill(&mut conn, existing())?;
-    let new: Vec<RuntimeEvent> = (size..size + sqlite_appends)
-        .map(|i| text(run, i))
+    Ok(Prepared {
+        size,
+        _dir: dir,
+        store,
+        conn,
+        next: size + WARMUP,
+    })
+}
+
+const RUN: &str = "run-long";
+
+/// Times `n` durable makalog appends and `m` SQLite appends into the prepared run.
+fn append_round(p: &mut Prepared, n: usize, m: usize) -> BenchResult<(Duration, Duration)> {
+    let new: Vec<RuntimeEvent> = (p.next..p.next + n + m)
+        .map(|i| text(RUN, i))
         .collect::<BenchResult<_>>()?;
+    p.next += n + m;
     let start = Instant::now();
-    for e in &new {
-        sqlite_append(&conn, e)?;
+    for e in &new[..n] {
+        p.store.append(e, Durability::Durable)?;
     }
-    let sqlite = sqlite_appends as f64 / start.elapsed().as_secs_f64();
-    Ok((makalog, sqlite))
+    let makalog = start.elapsed();
+    let start = Instant::now();
+    for e in &new[n..] {
+        sqlite_append(&p.conn, e)?;
+    }
+    Ok((makalog, start.elapsed()))
 }
 
 /// Median time to open the session (sidecar checked, log recovered after it) and list its
@@ -281,24 +295,50 @@ fn main() -> BenchResult<()> {
     let q = args.quick;
     let mut table = Vec::new();
 
-    println!("appending to a run that already holds N events (durable, one at a time)");
+    println!("appending to a run that already holds N events (durable, one at a time, sizes interleaved in rounds)");
     let sizes: &[(usize, usize, usize)] = if q {
-        &[(10, 100, 50), (1_000, 100, 20), (10_000, 100, 3)]
+        &[(10, 40, 20), (1_000, 40, 8), (10_000, 40, 1)]
     } else {
-        &[(10, 300, 200), (1_000, 300, 50), (100_000, 300, 3)]
+        &[(10, 500, 60), (1_000, 500, 15), (100_000, 500, 1)]
     };
-    let mut first = None;
-    for &(size, appends, sqlite_appends) in sizes {
-        let (m, s) = append_case(size, appends, sqlite_appends)?;
-        let base = *first.get_or_insert((m, s));
+    let mut prepared: Vec<Prepared> = sizes
+        .iter()
+        .map(|&(size, _, _)| prepare(size))
+        .collect::<BenchResult<_>>()?;
+    let mut totals = vec![(Duration::ZERO, Duration::ZERO); sizes.len()];
+    for round in 0..common::ROUNDS {
+        for k in 0..sizes.len() {
+            let i = (k + round) % sizes.len();
+            let (_, n, m) = sizes[i];
+            let (a, b) = append_round(&mut prepared[i], n, m)?;
+            totals[i].0 += a;
+            totals[i].1 += b;
+        }
+    }
+    let rates: Vec<(f64, f64)> = sizes
+        .iter()
+        .zip(&totals)
+        .map(|(&(_, n, m), t)| {
+            let r = common::ROUNDS as f64;
+            (
+                n as f64 * r / t.0.as_secs_f64(),
+                m as f64 * r / t.1.as_secs_f64(),
+            )
+        })
+        .collect();
+    for (p, &(m, s)) in prepared.iter().zip(&rates) {
+        let base = rates[0];
         println!(
-            "  N = {size:>7}: makalog {:>8} events/s ({:.2} × N = 10)   SQLite {:>7} events/s ({:.2} × N = 10)   makalog/SQLite {:.1}",
-            group(m), m / base.0, group(s), s / base.1, m / s
+            "  N = {:>7}: makalog {:>8} events/s ({:.2} × N = 10)   SQLite {:>7} events/s ({:.2} × N = 10)   makalog/SQLite {:.1}",
+            p.size, group(m), m / base.0, group(s), s / base.1, m / s
         );
         table.push(format!(
             "| append into a run of {} events | {} /s | {} /s | {:.1} | makalog {:.2} × its N = 10 rate |",
-            group(size as f64), group(m), group(s), m / s, m / base.0
+            group(p.size as f64), group(m), group(s), m / s, m / base.0
         ));
+    }
+    for p in prepared {
+        p.store.close()?;
     }
 
     println!("opening a session with a valid sidecar as its log grows tenfold (40 invocations, longer runs)");

@@ -499,3 +499,39 @@ fn the_index_reads_the_same_facts_from_stored_json_as_the_strict_decoder() {
     );
     assert!(!makalog::index::EventFacts::of(&events[2]).terminal);
 }
+
+#[test]
+fn damage_in_the_sidecars_id_table_is_found_on_first_use_and_the_index_rebuilt() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    turn(&store, "run-1", 1.0, 3, "completed");
+    store.close().expect("close");
+    let good = sidecar_bytes(&storage);
+    let header = makalog::index::decode_sidecar_header(&good).expect("header");
+    let mut bad = good.clone();
+    let at = header.sections[2].offset as usize + 8 + 4;
+    bad[at] ^= 0x55;
+    let path = storage
+        .describe_root()
+        .join("sessions")
+        .join(S)
+        .join("index");
+    std::fs::write(&path, &bad).expect("damage");
+    let store = self::store(&storage);
+    assert_eq!(
+        store.list_session_invocations(S).expect("list").len(),
+        1,
+        "opening does not read the id table"
+    );
+    let repeat = user(S, "run-1", "turn-of-run-1", "run-1-user", 2.0, "hello");
+    let again = store.append(&repeat, Durability::Durable).expect("repeat");
+    assert!(
+        !again.created,
+        "identity still answered right after the rebuild"
+    );
+    assert_eq!(
+        sidecar_bytes(&storage),
+        good,
+        "the damaged sidecar was rebuilt and rewritten"
+    );
+}

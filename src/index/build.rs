@@ -35,10 +35,10 @@ pub fn catch_up(
 
 fn apply_all(
     view: &mut SessionIndex,
-    reader: SessionReader<'_>,
+    mut reader: SessionReader<'_>,
     known_id: &dyn Fn(&str) -> bool,
 ) -> Result<()> {
-    for record in reader {
+    while let Some(record) = reader.next_view() {
         let r = record?;
         let at = RecordRef {
             ordinal: r.ordinal,
@@ -46,10 +46,10 @@ fn apply_all(
             seq: r.seq,
             chain: r.chain,
             kind: r.kind,
-            payload: &r.payload,
+            payload: r.payload,
         };
         view.apply_record(&at, known_id)
-            .map_err(|what| Error::corrupt(&r.file, r.offset, what))?;
+            .map_err(|what| Error::corrupt(r.file, r.offset, what))?;
     }
     Ok(())
 }

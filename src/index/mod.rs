@@ -16,9 +16,10 @@ pub use invocations::{
 };
 pub use sidecar::{
     decode_sidecar_header, decode_sidecar_state, encode_sidecar, find_ids, id_entries, section,
-    Section, SidecarHeader, ID_ENTRY_LEN, SIDECAR_FILE, SIDECAR_MAGIC, SIDECAR_VERSION,
+    section_unchecked, Section, SidecarHeader, ID_ENTRY_LEN, SIDECAR_FILE, SIDECAR_MAGIC,
+    SIDECAR_VERSION,
 };
 pub use view::{
-    event_digest, id_hash, Cover, IdEntry, InvocationEntry, KeyedEvent, RecordRef, RunEntry,
-    SessionIndex,
+    id_hash, Cover, IdEntry, InvocationEntry, KeyedEvent, RecordRef, RunEntry, SessionIndex,
+    StoredAt,
 };

@@ -169,6 +169,14 @@ pub fn decode_sidecar_header(bytes: &[u8]) -> Result<SidecarHeader, FormatError>
     })
 }
 
+/// The bytes of section `i`, unchecked: the caller checks them against the header's CRC before
+/// trusting them (the ids section is checked on first use, so opening stays independent of the
+/// log's size).
+pub fn section_unchecked<'a>(bytes: &'a [u8], header: &SidecarHeader, i: usize) -> &'a [u8] {
+    let s = header.sections[i];
+    &bytes[s.offset as usize..(s.offset + s.len) as usize]
+}
+
 /// The bytes of section `i`, checked against its CRC.
 pub fn section<'a>(
     bytes: &'a [u8],
@@ -204,7 +212,7 @@ pub fn decode_sidecar_state(
         covers: header.covers.clone(),
         runs: runs.into_iter().collect::<BTreeMap<_, _>>(),
         invocations: invocations.into_iter().collect::<BTreeMap<_, _>>(),
-        ids: BTreeMap::new(),
+        ids: Default::default(),
     })
 }
 

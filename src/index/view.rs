@@ -6,9 +6,8 @@ use super::facts::EventFacts;
 use super::invocations::{sort_invocations, utf16_cmp, RuntimeInvocation};
 use crate::format::{ChainValue, RecordKind, FRAME_OVERHEAD};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// How far the view covers one segment: up to and including its last record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,31 +74,62 @@ pub struct InvocationEntry {
     pub terminal: Option<KeyedEvent>,
 }
 
-/// Where an event id was stored: fixed size, so the sidecar can search it in place.
+/// Where an event id was stored: fixed size, so the sidecar can search it in place. An append
+/// that finds its id here reads the stored event back to tell a repeat from a conflict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IdEntry {
-    /// The first 8 bytes of SHA-256 of the id, big-endian: the sort key.
+    /// [`id_hash`] of the id: the sort key.
     pub hash: u64,
     /// The record's sequence number in the session.
     pub record_seq: u64,
     /// The event's sequence number in its invocation.
     pub event_seq: u64,
-    /// The first 16 bytes of SHA-256 of the event's canonical JSON.
-    pub digest: [u8; 16],
+    /// Ordinal of the segment holding the record.
+    pub ordinal: u64,
+    /// Offset of its frame there.
+    pub offset: u64,
 }
 
-/// The hash an id is searched by.
+/// The hash an id is searched by: 64-bit FNV-1a of its UTF-8 bytes. Collisions are harmless
+/// (a match is confirmed by reading the stored event back); speed matters, since a rebuild
+/// hashes every id.
 pub fn id_hash(id: &str) -> u64 {
-    let d = Sha256::digest(id.as_bytes());
-    u64::from_be_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
+    let mut h = Fnv::default();
+    std::hash::Hasher::write(&mut h, id.as_bytes());
+    std::hash::Hasher::finish(&h)
 }
 
-/// The digest identical events share.
-pub fn event_digest(canonical_json: &str) -> [u8; 16] {
-    let d = Sha256::digest(canonical_json.as_bytes());
-    let mut out = [0u8; 16];
-    out.copy_from_slice(&d[..16]);
-    out
+/// Hashes id keys with [`id_hash`]: a rebuild inserts every id, and SipHash costs more than
+/// the rest of applying an event.
+pub type IdHasher = std::hash::BuildHasherDefault<Fnv>;
+
+/// 64-bit FNV-1a as a [`std::hash::Hasher`].
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+/// Where a record is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredAt {
+    pub record_seq: u64,
+    pub ordinal: u64,
+    pub offset: u64,
 }
 
 /// One record as the view sees it.
@@ -121,7 +151,7 @@ pub struct SessionIndex {
     pub invocations: BTreeMap<String, InvocationEntry>,
     /// Event ids, when the view holds them (a rebuild does; a live store keeps only those
     /// added since its sidecar, the rest stay in the sidecar).
-    pub ids: BTreeMap<String, IdEntry>,
+    pub ids: HashMap<String, IdEntry, IdHasher>,
 }
 
 impl SessionIndex {
@@ -150,7 +180,12 @@ impl SessionIndex {
             std::str::from_utf8(r.payload).map_err(|_| "runtime event is not UTF-8".to_owned())?;
         let facts = EventFacts::peek(json)?;
         let known = known_id(&facts.id);
-        self.apply_event(r.seq, &facts, json, known);
+        let at = StoredAt {
+            record_seq: r.seq,
+            ordinal: r.ordinal,
+            offset: r.offset,
+        };
+        self.apply_event(at, &facts, json, known);
         Ok(())
     }
 
@@ -189,12 +224,12 @@ impl SessionIndex {
             .map_or(1, |i| i.max_seq + 1)
     }
 
-    /// Applies a stored runtime event (record `record_seq`); returns its event sequence number,
+    /// Applies a stored runtime event (stored `at`); returns its event sequence number,
     /// or `None` for a partial event, which has none. An id already `known` (the first event
     /// with an id keeps it) is not recorded again.
     pub fn apply_event(
         &mut self,
-        record_seq: u64,
+        at: StoredAt,
         event: &EventFacts<'_>,
         canonical_json: &str,
         known: bool,
@@ -202,45 +237,48 @@ impl SessionIndex {
         if event.partial || event.session_id != self.session_id {
             return None;
         }
-        let inv = self
-            .invocations
-            .entry(event.invocation_id.clone().into_owned())
-            .or_insert_with(|| InvocationEntry {
-                run_id: event.run_id.clone().into_owned(),
-                turn_id: event.turn_id.clone().into_owned(),
-                max_seq: 0,
-                opening: None,
-                terminal: None,
-            });
+        if !self.invocations.contains_key(event.invocation_id.as_ref()) {
+            self.invocations.insert(
+                event.invocation_id.clone().into_owned(),
+                InvocationEntry {
+                    run_id: event.run_id.clone().into_owned(),
+                    turn_id: event.turn_id.clone().into_owned(),
+                    max_seq: 0,
+                    opening: None,
+                    terminal: None,
+                },
+            );
+        }
+        let inv = self.invocations.get_mut(event.invocation_id.as_ref())?;
         inv.max_seq += 1;
         let event_seq = inv.max_seq;
-        let keyed = KeyedEvent::of(event, canonical_json, event_seq);
-        if event.opening
-            && inv
-                .opening
-                .as_ref()
-                .is_none_or(|o| keyed.read_cmp(o) == Ordering::Less)
-        {
-            inv.opening = Some(keyed.clone());
+        // Only openings and terminal events are kept whole; the rest cost no copy.
+        if event.opening || event.terminal {
+            let keyed = KeyedEvent::of(event, canonical_json, event_seq);
+            let earlier = |kept: &Option<KeyedEvent>| {
+                kept.as_ref()
+                    .is_none_or(|k| keyed.read_cmp(k) == Ordering::Less)
+            };
+            if event.opening && earlier(&inv.opening) {
+                inv.opening = Some(keyed.clone());
+            }
+            if event.terminal && earlier(&inv.terminal) {
+                inv.terminal = Some(keyed);
+            }
         }
-        let terminal = event.terminal;
-        if terminal
-            && inv
-                .terminal
-                .as_ref()
-                .is_none_or(|t| keyed.read_cmp(t) == Ordering::Less)
-        {
-            inv.terminal = Some(keyed);
+        match self.runs.get_mut(event.run_id.as_ref()) {
+            Some(run) => run.sealed |= event.terminal,
+            None => {
+                self.runs.insert(
+                    event.run_id.clone().into_owned(),
+                    RunEntry {
+                        invocation_id: event.invocation_id.clone().into_owned(),
+                        turn_id: event.turn_id.clone().into_owned(),
+                        sealed: event.terminal,
+                    },
+                );
+            }
         }
-        let run = self
-            .runs
-            .entry(event.run_id.clone().into_owned())
-            .or_insert_with(|| RunEntry {
-                invocation_id: event.invocation_id.clone().into_owned(),
-                turn_id: event.turn_id.clone().into_owned(),
-                sealed: false,
-            });
-        run.sealed |= terminal;
         if known {
             return Some(event_seq);
         }
@@ -248,9 +286,10 @@ impl SessionIndex {
             .entry(event.id.clone().into_owned())
             .or_insert(IdEntry {
                 hash: id_hash(&event.id),
-                record_seq,
+                record_seq: at.record_seq,
                 event_seq,
-                digest: event_digest(canonical_json),
+                ordinal: at.ordinal,
+                offset: at.offset,
             });
         Some(event_seq)
     }

@@ -164,7 +164,8 @@ impl<'s> SessionReader<'s> {
         Ok(true)
     }
 
-    fn step(&mut self) -> Result<Option<Record>> {
+    /// Advances to the next record; returns where it lies in the current segment's bytes.
+    fn step(&mut self) -> Result<Option<Located>> {
         loop {
             if self.current.is_none() && !self.open_next()? {
                 return Ok(None);
@@ -176,14 +177,13 @@ impl<'s> SessionReader<'s> {
                 if frame.seq < self.from_seq {
                     continue;
                 }
-                return Ok(Some(Record {
-                    ordinal: open.ordinal,
+                let start = frame.payload.as_ptr() as usize - open.bytes.as_ptr() as usize;
+                return Ok(Some(Located {
                     seq: frame.seq,
                     kind: frame.kind,
-                    payload: frame.payload.to_vec(),
                     chain: frame.chain,
-                    file: open.file.path.clone(),
                     offset,
+                    payload: start..start + frame.payload.len(),
                 }));
             }
             let end = open.cursor.end().cloned().unwrap_or(Tail::Eof);
@@ -213,6 +213,72 @@ impl<'s> SessionReader<'s> {
             }
         }
     }
+
+    /// The next record, borrowed from the segment bytes the reader holds (no copy), or `None`
+    /// at the end; an `Err` ends the reading as for the iterator.
+    pub fn next_view(&mut self) -> Option<Result<RecordView<'_>>> {
+        if self.done {
+            return None;
+        }
+        match self.step() {
+            Ok(Some(at)) => {
+                let open = self.current.as_ref()?;
+                Some(Ok(RecordView {
+                    ordinal: open.ordinal,
+                    seq: at.seq,
+                    kind: at.kind,
+                    chain: at.chain,
+                    file: &open.file.path,
+                    offset: at.offset,
+                    payload: open.bytes.get(at.payload)?,
+                }))
+            }
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// Where the record [`SessionReader::step`] found lies.
+struct Located {
+    seq: u64,
+    kind: RecordKind,
+    chain: ChainValue,
+    offset: u64,
+    payload: std::ops::Range<usize>,
+}
+
+/// A record borrowed from the reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordView<'a> {
+    pub ordinal: u64,
+    pub seq: u64,
+    pub kind: RecordKind,
+    pub chain: ChainValue,
+    pub file: &'a std::path::Path,
+    pub offset: u64,
+    pub payload: &'a [u8],
+}
+
+impl RecordView<'_> {
+    /// An owned copy.
+    pub fn to_record(&self) -> Record {
+        Record {
+            ordinal: self.ordinal,
+            seq: self.seq,
+            kind: self.kind,
+            payload: self.payload.to_vec(),
+            chain: self.chain,
+            file: self.file.to_owned(),
+            offset: self.offset,
+        }
+    }
 }
 
 fn body_is_zero(bytes: &[u8]) -> bool {
@@ -227,19 +293,6 @@ impl Iterator for SessionReader<'_> {
     type Item = Result<Record>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        match self.step() {
-            Ok(Some(r)) => Some(Ok(r)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        self.next_view().map(|r| r.map(|v| v.to_record()))
     }
 }

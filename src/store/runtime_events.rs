@@ -7,17 +7,19 @@
 
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
-use crate::format::RecordKind;
+use crate::format::{
+    decode_frame, FrameDecode, RecordKind, FRAME_HEADER_LEN, FRAME_OVERHEAD, MAX_PAYLOAD_LIMIT,
+};
 use crate::index::{
-    catch_up, covers_hold, decode_sidecar_header, decode_sidecar_state, encode_sidecar,
-    event_digest, find_ids, id_entries, id_hash, read_order, rebuild, resume_point, section,
-    EventFacts, IdEntry, RuntimeInvocation, SessionIndex, SIDECAR_FILE,
+    catch_up, covers_hold, decode_sidecar_header, decode_sidecar_state, encode_sidecar, find_ids,
+    id_entries, id_hash, read_order, rebuild, resume_point, section, section_unchecked, EventFacts,
+    IdEntry, RuntimeInvocation, SessionIndex, StoredAt, SIDECAR_FILE,
 };
 use crate::root::Owner;
-use crate::segment::layout::session_dir;
+use crate::segment::layout::{list_session, session_dir};
 use crate::segment::{Durability, SegmentWriter, SessionReader, WriterConfig};
-use crate::storage::{write_atomically, FileBytes, Storage};
-use std::collections::{BTreeMap, HashMap};
+use crate::storage::{write_atomically, FileBytes, OpenMode, Storage};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -60,6 +62,9 @@ struct BaseIds {
     bytes: FileBytes,
     start: usize,
     end: usize,
+    /// The section's CRC, checked on first use.
+    crc: u32,
+    checked: bool,
 }
 
 impl BaseIds {
@@ -77,6 +82,25 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl LiveView {
+    /// Checks the mapped id table once; a damaged one means the sidecar cannot be trusted, so
+    /// the view is rebuilt from the segments and its sidecar rewritten.
+    fn check_base(&mut self, storage: &dyn Storage) -> Result<()> {
+        let Some(base) = self.base.as_mut() else {
+            return Ok(());
+        };
+        if base.checked {
+            return Ok(());
+        }
+        if crc32fast::hash(base.body()) == base.crc {
+            base.checked = true;
+            return Ok(());
+        }
+        self.view = rebuild(storage, &self.view.session_id)?;
+        self.base = None;
+        self.listed = None;
+        write_sidecar(storage, self)
+    }
+
     /// The stored entry of an event id: in the view's own ids, or in the sidecar's.
     fn find(&self, id: &str) -> Result<Option<IdEntry>> {
         if let Some(e) = self.view.ids.get(id) {
@@ -174,9 +198,7 @@ impl RuntimeEventStore {
         {
             return Ok(None);
         }
-        let Ok(ids) = section(&bytes, &header, 2) else {
-            return Ok(None);
-        };
+        let ids = section_unchecked(&bytes, &header, 2);
         let start = ids.as_ptr() as usize - bytes.as_ptr() as usize;
         let end = start + ids.len();
         Ok(Some(LiveView {
@@ -186,6 +208,8 @@ impl RuntimeEventStore {
                 bytes,
                 start,
                 end,
+                crc: header.sections[2].crc,
+                checked: false,
             }),
             dirty: false,
             listed: None,
@@ -200,20 +224,28 @@ impl RuntimeEventStore {
     pub fn append(&self, event: &RuntimeEvent, durability: Durability) -> Result<AppendedEvent> {
         let session = self.session(event.session_id())?;
         let mut st = lock(&session.state);
+        st.check_base(self.storage())?;
         if !event.partial() {
             if let Some(stored) = st.find(event.id())? {
-                drop(st);
-                if stored.digest != event_digest(event.canonical_json()) {
+                // A repeat is rare (a retry): read the stored event back and compare.
+                session.writer.wait_durable(stored.record_seq)?;
+                let bytes = stored_payload(self.storage(), event.session_id(), &stored)?;
+                if bytes == event.canonical_json().as_bytes() {
+                    return Ok(AppendedEvent {
+                        event_seq: Some(stored.event_seq),
+                        record_seq: stored.record_seq,
+                        created: false,
+                    });
+                }
+                let same_id = std::str::from_utf8(&bytes)
+                    .ok()
+                    .and_then(|json| EventFacts::peek(json).ok())
+                    .is_none_or(|f| f.id == event.id());
+                if same_id {
                     return Err(Error::IdentityConflict {
                         what: format!("RuntimeEvent identity conflict for {}", event.id()),
                     });
                 }
-                session.writer.wait_durable(stored.record_seq)?;
-                return Ok(AppendedEvent {
-                    event_seq: Some(stored.event_seq),
-                    record_seq: stored.record_seq,
-                    created: false,
-                });
             }
         }
         check_identity(&st.view, event)?;
@@ -222,9 +254,14 @@ impl RuntimeEventStore {
         st.view
             .cover(ack.ordinal, ack.offset, payload.len(), ack.seq, ack.chain);
         let facts = EventFacts::of(event);
+        let at = StoredAt {
+            record_seq: ack.seq,
+            ordinal: ack.ordinal,
+            offset: ack.offset,
+        };
         let event_seq = st
             .view
-            .apply_event(ack.seq, &facts, event.canonical_json(), false);
+            .apply_event(at, &facts, event.canonical_json(), false);
         st.dirty = true;
         if facts.opening || facts.terminal {
             st.listed = None;
@@ -306,6 +343,7 @@ impl RuntimeEventStore {
         for (_, s) in sessions {
             s.writer.sync()?;
             let mut st = lock(&s.state);
+            st.check_base(self.storage())?;
             if st.dirty {
                 write_sidecar(self.storage(), &mut st)?;
             }
@@ -355,7 +393,16 @@ fn write_sidecar(storage: &dyn Storage, live: &mut LiveView) -> Result<()> {
     let session_id = live.view.session_id.clone();
     let path = sidecar_path(&session_id);
     let base_ids = match &live.base {
-        Some(b) => id_entries(b.body()).map_err(|e| Error::corrupt(&path, 0, e.what))?,
+        Some(b) if b.checked => {
+            id_entries(b.body()).map_err(|e| Error::corrupt(&path, 0, e.what))?
+        }
+        Some(_) => {
+            return Err(Error::corrupt(
+                &path,
+                0,
+                "the sidecar's ids were not checked",
+            ))
+        }
         None => Vec::new(),
     };
     let bytes =
@@ -370,15 +417,68 @@ fn write_sidecar(storage: &dyn Storage, live: &mut LiveView) -> Result<()> {
         section(&mapped, &header, 2).map_err(|e| Error::corrupt(&path, e.offset as u64, e.what))?;
     let start = ids.as_ptr() as usize - mapped.as_ptr() as usize;
     let end = start + ids.len();
+    let crc = header.sections[2].crc;
     live.base = Some(BaseIds {
         path,
         bytes: mapped,
         start,
         end,
+        crc,
+        checked: true,
     });
-    live.view.ids = BTreeMap::new();
+    live.view.ids = Default::default();
     live.dirty = false;
     Ok(())
+}
+
+/// The payload of the frame an id entry points at, checked by its CRC.
+fn stored_payload(storage: &dyn Storage, session_id: &str, at: &IdEntry) -> Result<Vec<u8>> {
+    let files = list_session(storage, session_id)?.segments;
+    let path = files
+        .get(at.ordinal as usize)
+        .map(|f| f.path.clone())
+        .ok_or_else(|| {
+            Error::corrupt(session_dir(session_id), 0, "an indexed segment is missing")
+        })?;
+    let file = storage
+        .open(&path, OpenMode::Read)
+        .map_err(|e| Error::io(&path, "open", e))?;
+    let read = |offset: u64, len: usize| -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        let mut done = 0;
+        while done < len {
+            match file.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(0) => {
+                    return Err(Error::corrupt(
+                        &path,
+                        offset,
+                        "indexed frame runs past the end of the file",
+                    ))
+                }
+                Ok(n) => done += n,
+                Err(e) => return Err(Error::io(&path, "read", e)),
+            }
+        }
+        Ok(buf)
+    };
+    let head = read(at.offset, FRAME_HEADER_LEN)?;
+    let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+    if len > MAX_PAYLOAD_LIMIT as usize {
+        return Err(Error::corrupt(
+            &path,
+            at.offset,
+            "indexed frame is longer than any frame",
+        ));
+    }
+    let frame = read(at.offset, FRAME_OVERHEAD + len)?;
+    match decode_frame::<RecordKind>(&frame, MAX_PAYLOAD_LIMIT) {
+        Ok(FrameDecode::Frame(f, _)) if f.seq == at.record_seq => Ok(f.payload.to_vec()),
+        _ => Err(Error::corrupt(
+            &path,
+            at.offset,
+            "the index points at no such record",
+        )),
+    }
 }
 
 /// Every immutable event of a session in commit order, with its sequence number in its
