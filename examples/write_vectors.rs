@@ -17,7 +17,9 @@ fn main() {
         .expect("vectors dir")
         .filter_map(|e| e.ok())
         .filter(|e| {
-            e.path().join("input.json").exists() || e.path().join("claims-input.json").exists()
+            ["input.json", "claims-input.json", "events-input.json"]
+                .iter()
+                .any(|f| e.path().join(f).exists())
         })
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
@@ -26,6 +28,22 @@ fn main() {
         let dir = base.join(name);
         if dir.join("sessions").exists() || dir.join("claims.log").exists() {
             println!("{name}: exists, left as it is");
+            continue;
+        }
+        if dir.join("events-input.json").exists() {
+            let input = vectors::read_events_input(&dir);
+            vectors::write_events_vector(&dir, name, &input);
+            std::fs::write(
+                dir.join("expected.jsonl"),
+                vectors::dump(&dir, &input.session_id),
+            )
+            .expect("expected.jsonl");
+            std::fs::write(
+                dir.join("expected-invocations.jsonl"),
+                vectors::invocations_dump(&dir, &input.session_id),
+            )
+            .expect("expected-invocations.jsonl");
+            println!("{name}: written");
             continue;
         }
         if dir.join("claims-input.json").exists() {

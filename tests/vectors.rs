@@ -398,3 +398,52 @@ fn every_truncation_of_the_claims_vector_replays_to_a_valid_prefix() {
     }
     assert_eq!(last, full.record_count);
 }
+
+#[test]
+fn the_events_vector_sidecar_equals_a_rebuild_and_the_writer_reproduces_it() {
+    let dir = vectors::vectors_dir().join("events");
+    let input = vectors::read_events_input(&dir);
+    let storage = RealStorage::new(&dir);
+    let view = makalog::index::rebuild(&storage, &input.session_id).expect("rebuild");
+    let stored =
+        std::fs::read(dir.join("sessions").join(&input.session_id).join("index")).expect("index");
+    assert!(
+        makalog::index::encode_sidecar(&view, &[]).expect("encode") == stored,
+        "the stored sidecar equals a rebuild byte for byte"
+    );
+    assert_eq!(
+        vectors::invocations_dump(&dir, &input.session_id),
+        std::fs::read_to_string(dir.join("expected-invocations.jsonl")).expect("expected")
+    );
+    assert_eq!(
+        vectors::dump(&dir, &input.session_id),
+        std::fs::read_to_string(dir.join("expected.jsonl")).expect("expected")
+    );
+    let listed: Vec<serde_json::Value> =
+        std::fs::read_to_string(dir.join("expected-invocations.jsonl"))
+            .expect("expected")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+    let outcomes: Vec<&str> = listed
+        .iter()
+        .map(|l| l["terminalEvent"]["status"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        outcomes,
+        ["completed", "failed", "aborted"],
+        "the late cancellation never replaces the first terminal"
+    );
+    let tmp = tempfile::tempdir().expect("tmp");
+    vectors::write_events_vector(tmp.path(), "events", &input);
+    let want = support::snapshot(&dir.join("sessions"));
+    let got = support::snapshot(&tmp.path().join("sessions"));
+    assert_eq!(
+        want.keys().collect::<Vec<_>>(),
+        got.keys().collect::<Vec<_>>()
+    );
+    for (path, bytes) in &want {
+        assert!(got[path] == *bytes, "{} differs", path.display());
+    }
+    assert!(verify_root(&storage).expect("verify").is_clean());
+}

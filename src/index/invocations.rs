@@ -23,6 +23,14 @@ pub struct RuntimeInvocation {
 }
 
 impl RuntimeInvocation {
+    /// The invocation as canonical JSON (keys sorted, numbers as JavaScript prints them), as
+    /// `makalog invocations --json` prints it.
+    pub fn to_canonical_json(&self) -> String {
+        serde_json::to_value(self)
+            .map(|v| crate::event::canonical_string(&v))
+            .unwrap_or_default()
+    }
+
     /// completed → `completed`; failed → `failed`; aborted or cancelled → `cancelled`.
     pub fn outcome(&self) -> Option<&'static str> {
         let status = self.terminal_event.as_ref()?.get("status")?.as_str()?;

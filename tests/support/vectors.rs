@@ -207,3 +207,68 @@ pub fn claims_dump(dir: &Path) -> String {
     }
     out
 }
+
+/// `events-input.json` of a runtime-event vector: events appended through the store, then
+/// events appended raw (bypassing sealing, as an older writer could have left them).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EventsInput {
+    pub session_id: String,
+    pub events: Vec<serde_json::Value>,
+    pub raw: Vec<serde_json::Value>,
+}
+
+pub fn read_events_input(vector: &Path) -> EventsInput {
+    let bytes = std::fs::read(vector.join("events-input.json")).expect("events-input.json");
+    serde_json::from_slice(&bytes).expect("events-input.json parses")
+}
+
+/// Writes a runtime-event vector: the events through the store (which writes the sidecar on
+/// close), the raw ones straight to the ledger, then the store once more to catch the sidecar up.
+pub fn write_events_vector(dir: &Path, name: &str, input: &EventsInput) {
+    use makalog::event::RuntimeEvent;
+    use makalog::store::RuntimeEventStore;
+    write_marker(dir, name);
+    let storage = Arc::new(RealStorage::new(dir));
+    let owner = Owner::try_acquire(storage)
+        .expect("acquire")
+        .expect("lease free");
+    let config = WriterConfig {
+        prealloc_step: 0,
+        ..WriterConfig::default()
+    };
+    let store = RuntimeEventStore::open(&owner, config.clone());
+    for v in &input.events {
+        let e = RuntimeEvent::from_value(v.clone()).expect("vector event");
+        store.append(&e, Durability::Durable).expect("append");
+    }
+    store.close().expect("close");
+    let (w, _) = SegmentWriter::open(&owner, &input.session_id, config.clone()).expect("writer");
+    for v in &input.raw {
+        let e = RuntimeEvent::from_value(v.clone()).expect("vector event");
+        w.append(
+            RecordKind::RuntimeEvent,
+            e.canonical_json().as_bytes(),
+            Durability::Durable,
+        )
+        .expect("raw append");
+    }
+    w.close().expect("close");
+    let store = RuntimeEventStore::open(&owner, config);
+    store
+        .list_session_invocations(&input.session_id)
+        .expect("catch up");
+    store.close().expect("close");
+}
+
+/// The invocations of a vector's session as `makalog invocations --json` prints them.
+pub fn invocations_dump(dir: &Path, session_id: &str) -> String {
+    let storage = RealStorage::new(dir);
+    let view = makalog::index::rebuild(&storage, session_id).expect("rebuild");
+    let mut out = String::new();
+    for inv in view.invocations() {
+        out.push_str(&inv.to_canonical_json());
+        out.push('\n');
+    }
+    out
+}

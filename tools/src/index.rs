@@ -141,13 +141,7 @@ pub fn invocations(root: &Path, session: &str, json: bool) -> ExitCode {
     };
     for inv in view.invocations() {
         if json {
-            match serde_json::to_string(&inv) {
-                Ok(line) => say!("{line}"),
-                Err(e) => {
-                    eprintln!("makalog: {e}");
-                    return ExitCode::from(1);
-                }
-            }
+            say!("{}", inv.to_canonical_json());
         } else {
             say!(
                 "{} run {} turn {} openedAt {} {}",
