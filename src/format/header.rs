@@ -4,9 +4,9 @@
 //! magic[8] version u16 algo u8 flags u8 max_payload u32 ordinal u64 first_seq u64
 //! prev_chain[32] id_len u16 session_id[128] reserved[58] crc u32.
 
+use super::file_header::{decode_prefix, encode_prefix, seal_crc, Prefix};
 use super::{
-    array32_at, u16_at, u32_at, u64_at, validate_session_id, ChainValue, FormatError,
-    CHECKSUM_CRC32_SHA256, FORMAT_VERSION, MAX_PAYLOAD_LIMIT, MAX_SESSION_ID_LEN,
+    array32_at, u16_at, u64_at, validate_session_id, ChainValue, FormatError, MAX_SESSION_ID_LEN,
 };
 
 /// Size of a segment header in bytes.
@@ -40,11 +40,7 @@ impl SegmentHeader {
     /// Encodes the header into exactly [`HEADER_LEN`] bytes.
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
-        b[0..8].copy_from_slice(&SEGMENT_MAGIC);
-        b[8..10].copy_from_slice(&self.version.to_le_bytes());
-        b[10] = CHECKSUM_CRC32_SHA256;
-        b[11] = 0;
-        b[12..16].copy_from_slice(&self.max_payload.to_le_bytes());
+        encode_prefix(&mut b, &SEGMENT_MAGIC, self.version, self.max_payload);
         b[16..24].copy_from_slice(&self.ordinal.to_le_bytes());
         b[24..32].copy_from_slice(&self.first_seq.to_le_bytes());
         b[32..64].copy_from_slice(&self.prev_chain);
@@ -52,59 +48,19 @@ impl SegmentHeader {
         let n = id.len().min(MAX_SESSION_ID_LEN);
         b[ID_LEN_AT..ID_LEN_AT + 2].copy_from_slice(&(n as u16).to_le_bytes());
         b[ID_AT..ID_AT + n].copy_from_slice(&id[..n]);
-        let crc = crc32fast::hash(&b[..CRC_AT]);
-        b[CRC_AT..].copy_from_slice(&crc.to_le_bytes());
+        seal_crc(&mut b);
         b
     }
 
     /// Decodes a header from the start of `bytes`; returns it and [`HEADER_LEN`].
     pub fn decode(bytes: &[u8]) -> Result<(SegmentHeader, usize), FormatError> {
-        if bytes.len() < HEADER_LEN {
-            return Err(FormatError::new(
-                bytes.len(),
-                format!(
-                    "segment header needs {HEADER_LEN} bytes, file has {}",
-                    bytes.len()
-                ),
-            ));
-        }
-        let b = &bytes[..HEADER_LEN];
-        if b[0..8] != SEGMENT_MAGIC {
-            return Err(FormatError::new(0, "bad segment magic"));
-        }
-        let stored = u32_at(b, CRC_AT);
-        let computed = crc32fast::hash(&b[..CRC_AT]);
-        if stored != computed {
-            return Err(FormatError::new(
-                CRC_AT,
-                format!(
-                    "segment header CRC mismatch: stored {stored:08x}, computed {computed:08x}"
-                ),
-            ));
-        }
-        let version = u16_at(b, 8);
-        if version != FORMAT_VERSION {
-            return Err(FormatError::new(
-                8,
-                format!("unsupported segment format version {version}"),
-            ));
-        }
-        if b[10] != CHECKSUM_CRC32_SHA256 {
-            return Err(FormatError::new(
-                10,
-                format!("unknown checksum algorithm {}", b[10]),
-            ));
-        }
-        if b[11] != 0 {
-            return Err(FormatError::new(11, "reserved flags are not zero"));
-        }
-        let max_payload = u32_at(b, 12);
-        if max_payload == 0 || max_payload > MAX_PAYLOAD_LIMIT {
-            return Err(FormatError::new(
-                12,
-                format!("max payload {max_payload} outside 1..={MAX_PAYLOAD_LIMIT}"),
-            ));
-        }
+        let (
+            b,
+            Prefix {
+                version,
+                max_payload,
+            },
+        ) = decode_prefix(bytes, HEADER_LEN, &SEGMENT_MAGIC, "segment")?;
         let ordinal = u64_at(b, 16);
         let first_seq = u64_at(b, 24);
         if first_seq == 0 {

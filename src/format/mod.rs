@@ -8,6 +8,7 @@ pub mod chain;
 pub mod claim_kind;
 pub mod claims_header;
 pub mod cursor;
+mod file_header;
 pub mod footer;
 pub mod frame;
 pub mod header;
