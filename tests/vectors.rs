@@ -447,3 +447,33 @@ fn the_events_vector_sidecar_equals_a_rebuild_and_the_writer_reproduces_it() {
     }
     assert!(verify_root(&storage).expect("verify").is_clean());
 }
+
+#[test]
+fn every_single_bit_flip_of_the_vector_sidecar_is_caught_and_never_panics() {
+    use makalog::index::{decode_sidecar_header, decode_sidecar_state, find_ids, section};
+    let dir = vectors::vectors_dir().join("events");
+    let input = vectors::read_events_input(&dir);
+    let good =
+        std::fs::read(dir.join("sessions").join(&input.session_id).join("index")).expect("index");
+    let mut refused = 0;
+    for bit in 0..good.len() * 8 {
+        let mut bad = good.clone();
+        bad[bit / 8] ^= 1 << (bit % 8);
+        let Ok(header) = decode_sidecar_header(&bad) else {
+            refused += 1;
+            continue;
+        };
+        let state = decode_sidecar_state(&bad, &header);
+        let ids = section(&bad, &header, 2).map(|body| find_ids(body, 42));
+        assert!(
+            state.is_err() || ids.is_err(),
+            "flip of bit {bit} went unnoticed"
+        );
+        refused += 1;
+    }
+    assert_eq!(
+        refused,
+        good.len() * 8,
+        "every flip is caught by the header's or a section's CRC"
+    );
+}

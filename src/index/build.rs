@@ -3,7 +3,9 @@
 
 use super::view::{Cover, RecordRef, SessionIndex};
 use crate::error::{Error, Result};
-use crate::format::{decode_frame, FrameDecode, RecordKind, FOOTER_LEN};
+use crate::format::{
+    decode_frame, FrameDecode, RecordKind, FOOTER_LEN, FRAME_OVERHEAD, MAX_PAYLOAD_LIMIT,
+};
 use crate::segment::layout::list_session;
 use crate::segment::{Resume, SessionReader};
 use crate::storage::{OpenMode, Storage};
@@ -85,10 +87,11 @@ pub fn covers_hold(storage: &dyn Storage, session_id: &str, covers: &[Cover]) ->
             }
             continue;
         }
-        let Some(len) = c.data_end.checked_sub(c.last_frame_offset) else {
-            return Ok(false);
+        let len = match c.data_end.checked_sub(c.last_frame_offset) {
+            Some(len) if len <= (FRAME_OVERHEAD as u64 + u64::from(MAX_PAYLOAD_LIMIT)) => len,
+            _ => return Ok(false),
         };
-        let mut buf = vec![0u8; len.min(1 << 26) as usize];
+        let mut buf = vec![0u8; len as usize];
         let mut done = 0;
         while done < buf.len() {
             match f.read_at(&mut buf[done..], c.last_frame_offset + done as u64) {
