@@ -12,6 +12,9 @@ const REGRESSIONS: &[(u64, u64, Tear)] = &[
     (91, 62, Tear::ZeroTail),
     // Zero-fill written after a seal footer, torn into garbage, was refused as damage.
     (132, 49, Tear::GarbageTail),
+    // Recovery adopted frames a dead process had written but not synced, and acknowledged on
+    // them, without making them durable: a power loss after recovery lost them.
+    (0, 50, Tear::TornLast),
 ];
 
 /// Random seeds CI runs; `cargo run --release --example crash_campaign -- --seeds N` runs more.

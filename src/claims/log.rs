@@ -102,7 +102,14 @@ impl ClaimsLog {
                 let file = if removed {
                     create(&*storage, &root_id)?
                 } else {
-                    AppendFile::open(&*storage, path, replay.data_end, PREALLOC)?
+                    let file = AppendFile::open(&*storage, path, replay.data_end, PREALLOC)?;
+                    // Claims a dead process wrote may still sit in the page cache: make them
+                    // durable before one is answered from them.
+                    file.sync()?;
+                    storage
+                        .sync_dir(Path::new(""))
+                        .map_err(|e| Error::io("", "fsync directory", e))?;
+                    file
                 };
                 (file, replay.tables, Some(replay.head))
             }

@@ -8,7 +8,7 @@
 use super::check::check_session;
 use super::layout::{segment_file_name, session_dir, SESSIONS_DIR};
 use super::load::scan_session_files;
-use super::scan::{Resume, ScanResult};
+use super::scan::{Resume, ScanResult, SegmentScan};
 use crate::commit::{AppendFile, GroupCommit, Pending, Prealloc, Sink};
 use crate::error::{Error, Result};
 use crate::format::{
@@ -18,7 +18,7 @@ use crate::format::{
 };
 use crate::recovery::{apply, plan, RecoveryReport};
 use crate::root::{Lease, Owner};
-use crate::storage::{EntryKind, Storage};
+use crate::storage::{EntryKind, OpenMode, Storage};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -187,6 +187,9 @@ impl SegmentWriter {
         let (file, head) = match last {
             Some((path, scan)) if !matches!(scan.end, Tail::Sealed { .. }) => {
                 let file = AppendFile::open(&*storage, &path, scan.data_end, config.prealloc())?;
+                // The bytes recovery adopted may still sit in the page cache of a process
+                // that died: make them durable before anything builds on them.
+                file.sync()?;
                 let head = Head {
                     chain: head_chain,
                     ordinal: scan.header.ordinal,
@@ -197,6 +200,9 @@ impl SegmentWriter {
                 (file, head)
             }
             sealed_or_none => {
+                if let Some((path, scan)) = &sealed_or_none {
+                    finish_interrupted_seal(&*storage, path, scan)?;
+                }
                 let ordinal = match (&sealed_or_none, resume) {
                     (Some((_, s)), _) => s.header.ordinal + 1,
                     (None, Some(r)) => r.ordinal + 1,
@@ -223,6 +229,12 @@ impl SegmentWriter {
                 (file, head)
             }
         };
+        // Directory entries made by a process that died before syncing them.
+        for d in [dir.as_path(), Path::new(SESSIONS_DIR), Path::new("")] {
+            storage
+                .sync_dir(d)
+                .map_err(|e| Error::io(d, "fsync directory", e))?;
+        }
         let sink = SegmentSink {
             storage,
             file,
@@ -370,6 +382,22 @@ fn current_chunk(chunks: &mut Vec<Chunk>) -> &mut Chunk {
     }
     let last = chunks.len() - 1;
     &mut chunks[last]
+}
+
+/// Completes a seal a crash interrupted: cuts zeros left after the footer and makes the
+/// segment durable before the next segment is created after it.
+fn finish_interrupted_seal(storage: &dyn Storage, path: &Path, scan: &SegmentScan) -> Result<()> {
+    let file = storage
+        .open(path, OpenMode::ReadWrite)
+        .map_err(|e| Error::io(path, "open", e))?;
+    if let Tail::Sealed { trailing_zeros, .. } = scan.end {
+        if trailing_zeros > 0 {
+            file.set_len(scan.data_end + FOOTER_LEN as u64)
+                .map_err(|e| Error::io(path, "truncate", e))?;
+        }
+    }
+    file.sync_data()
+        .map_err(|e| Error::io(path, "fdatasync", e))
 }
 
 /// Creates `dir` if absent and makes its entry durable by syncing `parent`.

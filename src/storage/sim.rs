@@ -268,6 +268,18 @@ impl SimStorage {
         st.faults.clear();
     }
 
+    /// The process dies and starts again, but the machine stays up: everything written is still
+    /// there to read (in the page cache) without being any more durable than it was. Locks are
+    /// released, open handles die, faults and the crash point are cleared.
+    pub fn restart(&self) {
+        let mut st = lock(&self.state);
+        st.locks.clear();
+        st.generation += 1;
+        st.dead = false;
+        st.crash_before_point = None;
+        st.faults.clear();
+    }
+
     /// Every file reachable in the durable namespace with its durable bytes, for comparisons.
     pub fn durable_files(&self) -> BTreeMap<PathBuf, Vec<u8>> {
         let st = lock(&self.state);

@@ -873,6 +873,36 @@ pub fn check_scenario(ops: &[Op], s: Scenario) -> Result<(), String> {
         return fail("a second recovery wrote again".into());
     }
 
+    // The process dies at the same point but the machine stays up: recovery adopts what is in
+    // the page cache, and must make it durable before going on, so a power loss right after
+    // recovery changes nothing.
+    let restarted = Arc::new(SimStorage::new());
+    restarted.crash_before_point(s.crash_point);
+    run(&restarted, ops);
+    restarted.restart();
+    let adopted = match recover(&restarted) {
+        Ok(r) => r,
+        Err(e) => return fail(format!("recovery after a process crash failed: {e}")),
+    };
+    if let Err(e) = check(&model, &adopted) {
+        return fail(format!("after a process crash: {e}"));
+    }
+    restarted.crash(Tear::None, &mut rng);
+    match recover(&restarted) {
+        Ok(r) if r == adopted => {}
+        Ok(_) => {
+            return fail(
+                "recovery adopted bytes it did not make durable: a power loss after it lost them"
+                    .into(),
+            )
+        }
+        Err(e) => {
+            return fail(format!(
+                "a power loss after recovery left a state that does not recover: {e}"
+            ))
+        }
+    }
+
     // From the same crashed state, crash again somewhere inside recovery, then recover.
     let replay = Arc::new(SimStorage::new());
     restore(&replay, &crashed);
