@@ -41,6 +41,9 @@ pub enum Error {
     /// invocation, run and turn contradict the stored ones.
     #[error("{what}")]
     IdentityConflict { what: String },
+    /// The log already has its one writer in this process.
+    #[error("{what} is already open for writing")]
+    AlreadyOpen { what: String },
     /// Another process or handle owns the root for writing.
     #[error("{path}: root is busy: another process owns it for writing", path = path.display())]
     RootBusy { path: PathBuf },

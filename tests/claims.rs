@@ -679,3 +679,26 @@ fn every_truncation_of_a_claims_log_replays_to_a_valid_prefix() {
         }
     }
 }
+
+#[test]
+fn new_claims_obey_the_payload_bound_the_log_declares() {
+    let (_t, storage) = temp_root();
+    let log = open(&storage);
+    log.claim_agent_graph_intent_at(request(1), 1).expect("claim");
+    drop(log);
+    let path = root_path(&storage).join(CLAIMS_FILE);
+    let mut bytes = std::fs::read(&path).expect("read");
+    let (mut header, _) = makalog::format::ClaimsHeader::decode(&bytes).expect("header");
+    header.max_payload = 700;
+    bytes[..128].copy_from_slice(&header.encode());
+    std::fs::write(&path, &bytes).expect("write");
+    let log = open(&storage);
+    let mut big = request(2);
+    big.graph_id = "g".repeat(256);
+    big.target_operator_id = "o".repeat(256);
+    let before = claims_bytes(&storage);
+    assert!(matches!(log.claim_agent_graph_intent_at(big, 2), Err(Error::InvalidInput(_))));
+    assert_eq!(before, claims_bytes(&storage));
+    drop(log);
+    assert_eq!(open(&storage).list_agent_graph_intent_claims(None).expect("list").len(), 1);
+}

@@ -152,3 +152,24 @@ fn lease_child_process() {
         None => println!("lease: busy"),
     }
 }
+
+#[test]
+fn a_log_has_one_writer_per_owner() {
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    let owner = try_acquire_owner(&root).expect("acquire").expect("free");
+    let (w, _) = SegmentWriter::open(&owner, "s", WriterConfig::default()).expect("writer");
+    assert!(matches!(
+        SegmentWriter::open(&owner, "s", WriterConfig::default()),
+        Err(Error::AlreadyOpen { .. })
+    ));
+    SegmentWriter::open(&owner, "other", WriterConfig::default()).expect("another session");
+    let store = makalog::store::RuntimeEventStore::open(&owner, WriterConfig::default());
+    assert!(matches!(store.list_session_invocations("s"), Err(Error::AlreadyOpen { .. })));
+    drop(w);
+    assert!(store.list_session_invocations("s").is_ok(), "free once the writer is gone");
+    let (claims, _) = makalog::claims::ClaimsLog::open(&owner).expect("claims");
+    assert!(matches!(makalog::claims::ClaimsLog::open(&owner), Err(Error::AlreadyOpen { .. })));
+    drop(claims);
+    makalog::claims::ClaimsLog::open(&owner).expect("claims again");
+}

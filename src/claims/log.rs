@@ -15,10 +15,10 @@ use crate::format::{
     FORMAT_VERSION, FRAME_OVERHEAD,
 };
 use crate::recovery::{apply, plan, RecoveryReport, Repair};
-use crate::root::{Lease, Owner};
+use crate::root::{LogHold, Owner};
 use crate::storage::Storage;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, MutexGuard};
+use std::sync::MutexGuard;
 
 const PREALLOC: Prealloc = Prealloc {
     step: 64 << 10,
@@ -45,7 +45,7 @@ pub struct SpawnClaimOutcome {
 pub struct ClaimsLog {
     commit: GroupCommit<ClaimsState, ClaimsSink>,
     max_payload: u32,
-    _lease: Arc<Lease>,
+    _hold: LogHold,
 }
 
 struct ClaimsState {
@@ -81,6 +81,7 @@ impl ClaimsLog {
     /// Opens the root's claims log, creating it if absent, replaying it otherwise. A torn tail
     /// is quarantined and cut; a contradicting or damaged record refuses with nothing written.
     pub fn open(owner: &Owner) -> Result<(ClaimsLog, RecoveryReport)> {
+        let hold = owner.hold_log("the claims log")?;
         let storage = owner.storage().clone();
         let root_id = owner.marker().root_id_bytes()?;
         let path = Path::new(CLAIMS_FILE);
@@ -90,8 +91,13 @@ impl ClaimsLog {
             Err(e) => return Err(Error::io(path, "read", e)),
         };
         let mut report = RecoveryReport::default();
-        let (file, tables, head) = match existing {
-            None => (create(&*storage, &root_id)?, ClaimTables::default(), None),
+        let (file, tables, head, max_payload) = match existing {
+            None => (
+                create(&*storage, &root_id)?,
+                ClaimTables::default(),
+                None,
+                DEFAULT_MAX_PAYLOAD,
+            ),
             Some(bytes) => {
                 let replay = replay_claims(&bytes, &root_id);
                 report = apply(&*storage, plan(&replay.problems)?)?;
@@ -99,8 +105,8 @@ impl ClaimsLog {
                     .repairs
                     .iter()
                     .any(|r| matches!(r, Repair::RemoveTornCreate { .. }));
-                let file = if removed {
-                    create(&*storage, &root_id)?
+                let (file, max_payload) = if removed {
+                    (create(&*storage, &root_id)?, DEFAULT_MAX_PAYLOAD)
                 } else {
                     let file = AppendFile::open(&*storage, path, replay.data_end, PREALLOC)?;
                     // Claims a dead process wrote may still sit in the page cache: make them
@@ -109,9 +115,10 @@ impl ClaimsLog {
                     storage
                         .sync_dir(Path::new(""))
                         .map_err(|e| Error::io("", "fsync directory", e))?;
-                    file
+                    // New claims obey the bound the log's header declares.
+                    (file, replay.max_payload)
                 };
-                (file, replay.tables, Some(replay.head))
+                (file, replay.tables, Some(replay.head), max_payload)
             }
         };
         let (head_seq, chain) = head.unwrap_or((0, crate::format::claims_genesis(&root_id)));
@@ -119,8 +126,8 @@ impl ClaimsLog {
         Ok((
             ClaimsLog {
                 commit: GroupCommit::new(state, ClaimsSink { file }, head_seq),
-                max_payload: DEFAULT_MAX_PAYLOAD,
-                _lease: owner.lease(),
+                max_payload,
+                _hold: hold,
             },
             report,
         ))

@@ -25,6 +25,8 @@ pub struct ClaimsReplay {
     pub data_end: u64,
     /// Everything wrong, for the recovery table or for `verify`.
     pub problems: Vec<Problem>,
+    /// The payload bound the header declares (0 when the header did not decode).
+    pub max_payload: u32,
 }
 
 /// Replays the bytes of a claims log that belongs to the root with `root_id`.
@@ -51,6 +53,7 @@ pub fn replay_claims(bytes: &[u8], root_id: &[u8; 32]) -> ClaimsReplay {
             return out;
         }
     };
+    out.max_payload = header.max_payload;
     if header.root_id != *root_id {
         out.problems.push(Problem::Damage {
             file,

@@ -90,9 +90,9 @@ pub struct IdEntry {
     pub offset: u64,
 }
 
-/// The hash an id is searched by: 64-bit FNV-1a of its UTF-8 bytes. Collisions are harmless
-/// (a match is confirmed by reading the stored event back); speed matters, since a rebuild
-/// hashes every id.
+/// The hash an id is searched by: 64-bit FNV-1a of its UTF-8 bytes. Ids may collide (FNV
+/// collisions are easy to construct), so every match is confirmed by reading the stored event
+/// back; speed matters, since a rebuild hashes every id.
 pub fn id_hash(id: &str) -> u64 {
     let mut h = Fnv::default();
     std::hash::Hasher::write(&mut h, id.as_bytes());

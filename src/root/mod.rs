@@ -5,4 +5,4 @@ mod marker;
 mod owner;
 
 pub use marker::{create_or_open_root, read_marker, RootMarker, MARKER_FILE, ROOT_KIND};
-pub use owner::{try_acquire_owner, Lease, Owner, LOCK_FILE};
+pub use owner::{try_acquire_owner, Lease, LogHold, Owner, LOCK_FILE};

@@ -4,7 +4,8 @@ use super::{create_or_open_root, read_marker, RootMarker};
 use crate::error::{Error, Result};
 use crate::storage::{RealStorage, Storage, StorageLock};
 use std::path::Path;
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 /// The lock file inside the root.
 pub const LOCK_FILE: &str = "owner.lock";
@@ -16,17 +17,32 @@ pub struct Owner {
     lease: Arc<Lease>,
 }
 
-/// What writers hold: the storage, the marker, and the lock.
+/// What writers hold: the storage, the marker, the lock, and which logs are open for writing.
 pub struct Lease {
     storage: Arc<dyn Storage>,
     marker: RootMarker,
     _lock: Box<dyn StorageLock>,
+    open_logs: Mutex<HashSet<String>>,
 }
 
 impl Lease {
     /// The storage of the owned root.
     pub fn storage(&self) -> &Arc<dyn Storage> {
         &self.storage
+    }
+}
+
+/// The one writer's hold on a log (a session's segments, or the claims log): a second writer
+/// of the same log would write the same offsets with the same sequence numbers.
+pub struct LogHold {
+    lease: Arc<Lease>,
+    name: String,
+}
+
+impl Drop for LogHold {
+    fn drop(&mut self) {
+        let mut open = self.lease.open_logs.lock().unwrap_or_else(|e| e.into_inner());
+        open.remove(&self.name);
     }
 }
 
@@ -43,6 +59,7 @@ impl Owner {
                 storage,
                 marker,
                 _lock: lock,
+                open_logs: Mutex::new(HashSet::new()),
             }),
         }))
     }
@@ -57,9 +74,23 @@ impl Owner {
         &self.lease.marker
     }
 
-    /// A share of the lease for a writer to hold.
-    pub fn lease(&self) -> Arc<Lease> {
-        self.lease.clone()
+    /// Takes the hold on log `name` for its one writer; [`Error::AlreadyOpen`] while another
+    /// writer holds it.
+    pub fn hold_log(&self, name: &str) -> Result<LogHold> {
+        let mut open = self
+            .lease
+            .open_logs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if !open.insert(name.to_owned()) {
+            return Err(Error::AlreadyOpen {
+                what: name.to_owned(),
+            });
+        }
+        Ok(LogHold {
+            lease: self.lease.clone(),
+            name: name.to_owned(),
+        })
     }
 
     /// Gives up this handle; the lock goes once every writer opened through it is dropped.

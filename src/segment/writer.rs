@@ -17,7 +17,7 @@ use crate::format::{
     HEADER_LEN, MAX_PAYLOAD_LIMIT,
 };
 use crate::recovery::{apply, plan, RecoveryReport};
-use crate::root::{Lease, Owner};
+use crate::root::{LogHold, Owner};
 use crate::storage::{EntryKind, OpenMode, Storage};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -83,7 +83,7 @@ pub struct SegmentWriter {
     config: WriterConfig,
     session_id: String,
     dir: PathBuf,
-    _lease: Arc<Lease>,
+    _hold: LogHold,
 }
 
 /// Where the session's log stands, counting queued frames.
@@ -169,6 +169,7 @@ impl SegmentWriter {
                 "max_payload must be 1..={MAX_PAYLOAD_LIMIT}"
             )));
         }
+        let hold = owner.hold_log(&format!("session {session_id}"))?;
         let storage = owner.storage().clone();
         let dir = session_dir(session_id);
         ensure_dir(&*storage, Path::new(SESSIONS_DIR), Path::new(""))?;
@@ -246,7 +247,7 @@ impl SegmentWriter {
                 config,
                 session_id: session_id.to_owned(),
                 dir,
-                _lease: owner.lease(),
+                _hold: hold,
             },
             report,
         ))

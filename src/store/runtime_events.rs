@@ -101,14 +101,15 @@ impl LiveView {
         write_sidecar(storage, self)
     }
 
-    /// The stored entry of an event id: in the view's own ids, or in the sidecar's.
-    fn find(&self, id: &str) -> Result<Option<IdEntry>> {
+    /// The entries that may be the stored event with this id: the view's own, or the sidecar's
+    /// with the same id hash (each to be confirmed by reading the event back).
+    fn candidates(&self, id: &str) -> Result<Vec<IdEntry>> {
         if let Some(e) = self.view.ids.get(id) {
-            return Ok(Some(*e));
+            return Ok(vec![*e]);
         }
         match &self.base {
-            Some(base) => Ok(base.find(id)?.into_iter().next()),
-            None => Ok(None),
+            Some(base) => base.find(id),
+            None => Ok(Vec::new()),
         }
     }
 }
@@ -153,9 +154,13 @@ impl RuntimeEventStore {
             Some(mut live) => {
                 let before = live.view.covers.clone();
                 let base = live.base.take();
+                let storage = self.storage();
                 let known = |id: &str| {
-                    base.as_ref()
-                        .is_some_and(|b| b.find(id).is_ok_and(|v| !v.is_empty()))
+                    base.as_ref().is_some_and(|b| {
+                        b.find(id).unwrap_or_default().iter().any(|e| {
+                            stored_event(storage, session_id, e, id).is_ok_and(|p| p.is_some())
+                        })
+                    })
                 };
                 catch_up(self.storage(), &mut live.view, &known)?;
                 live.dirty = live.view.covers != before;
@@ -226,10 +231,13 @@ impl RuntimeEventStore {
         let mut st = lock(&session.state);
         st.check_base(self.storage())?;
         if !event.partial() {
-            if let Some(stored) = st.find(event.id())? {
+            for stored in st.candidates(event.id())? {
                 // A repeat is rare (a retry): read the stored event back and compare.
                 session.writer.wait_durable(stored.record_seq)?;
-                let bytes = stored_payload(self.storage(), event.session_id(), &stored)?;
+                let Some(bytes) = stored_event(self.storage(), event.session_id(), &stored, event.id())?
+                else {
+                    continue;
+                };
                 if bytes == event.canonical_json().as_bytes() {
                     return Ok(AppendedEvent {
                         event_seq: Some(stored.event_seq),
@@ -237,15 +245,9 @@ impl RuntimeEventStore {
                         created: false,
                     });
                 }
-                let same_id = std::str::from_utf8(&bytes)
-                    .ok()
-                    .and_then(|json| EventFacts::peek(json).ok())
-                    .is_none_or(|f| f.id == event.id());
-                if same_id {
-                    return Err(Error::IdentityConflict {
-                        what: format!("RuntimeEvent identity conflict for {}", event.id()),
-                    });
-                }
+                return Err(Error::IdentityConflict {
+                    what: format!("RuntimeEvent identity conflict for {}", event.id()),
+                });
             }
         }
         check_identity(&st.view, event)?;
@@ -429,6 +431,22 @@ fn write_sidecar(storage: &dyn Storage, live: &mut LiveView) -> Result<()> {
     live.view.ids = Default::default();
     live.dirty = false;
     Ok(())
+}
+
+/// The stored event an id entry points at, if it is the event with `id` (entries are found by
+/// a 64-bit hash, so another id may share one).
+fn stored_event(
+    storage: &dyn Storage,
+    session_id: &str,
+    at: &IdEntry,
+    id: &str,
+) -> Result<Option<Vec<u8>>> {
+    let bytes = stored_payload(storage, session_id, at)?;
+    let same = std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|json| EventFacts::peek(json).ok())
+        .is_some_and(|f| f.id == id);
+    Ok(same.then_some(bytes))
 }
 
 /// The payload of the frame an id entry points at, checked by its CRC.
