@@ -684,7 +684,8 @@ fn every_truncation_of_a_claims_log_replays_to_a_valid_prefix() {
 fn new_claims_obey_the_payload_bound_the_log_declares() {
     let (_t, storage) = temp_root();
     let log = open(&storage);
-    log.claim_agent_graph_intent_at(request(1), 1).expect("claim");
+    log.claim_agent_graph_intent_at(request(1), 1)
+        .expect("claim");
     drop(log);
     let path = root_path(&storage).join(CLAIMS_FILE);
     let mut bytes = std::fs::read(&path).expect("read");
@@ -697,8 +698,17 @@ fn new_claims_obey_the_payload_bound_the_log_declares() {
     big.graph_id = "g".repeat(256);
     big.target_operator_id = "o".repeat(256);
     let before = claims_bytes(&storage);
-    assert!(matches!(log.claim_agent_graph_intent_at(big, 2), Err(Error::InvalidInput(_))));
+    assert!(matches!(
+        log.claim_agent_graph_intent_at(big, 2),
+        Err(Error::InvalidInput(_))
+    ));
     assert_eq!(before, claims_bytes(&storage));
     drop(log);
-    assert_eq!(open(&storage).list_agent_graph_intent_claims(None).expect("list").len(), 1);
+    assert_eq!(
+        open(&storage)
+            .list_agent_graph_intent_claims(None)
+            .expect("list")
+            .len(),
+        1
+    );
 }

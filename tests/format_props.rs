@@ -84,3 +84,54 @@ proptest! {
 fn genesis_differs_per_session() {
     assert_ne!(genesis_chain("a"), genesis_chain("b"));
 }
+
+fn header_at(first_seq: u64, max_payload: u32) -> Vec<u8> {
+    SegmentHeader {
+        version: FORMAT_VERSION,
+        max_payload,
+        ordinal: u64::MAX,
+        first_seq,
+        prev_chain: [0; 32],
+        session_id: "s".into(),
+    }
+    .encode()
+    .to_vec()
+}
+
+#[test]
+fn sequence_numbers_at_the_end_of_their_range_are_damage_not_a_panic() {
+    let mut bytes = header_at(u64::MAX, 1024);
+    let chain = next_chain(&[0; 32], u64::MAX, RecordKind::Message as u8, b"x");
+    encode_frame(&mut bytes, u64::MAX, RecordKind::Message, b"x", &chain);
+    match scan_segment(&bytes) {
+        makalog::segment::ScanResult::Scanned(scan) => {
+            assert!(
+                matches!(scan.end, makalog::format::Tail::Damaged { .. }),
+                "{:?}",
+                scan.end
+            );
+            assert_eq!(scan.frame_count, 0);
+        }
+        other => panic!("the header is valid: {other:?}"),
+    }
+}
+
+#[test]
+fn garbage_crafted_to_look_like_frame_lengths_is_classified_without_a_crc_at_every_offset() {
+    // Every fourth byte starts a "frame" of about 4 MiB: checking each CRC would take hours.
+    let mut bytes = header_at(1, 16 << 20);
+    for _ in 0..(1 << 18) {
+        bytes.extend_from_slice(&[0x00, 0x00, 0x3f, 0x00]);
+    }
+    bytes[256] = 1;
+    match scan_segment(&bytes) {
+        makalog::segment::ScanResult::Scanned(scan) => {
+            assert!(
+                matches!(scan.end, makalog::format::Tail::Torn { .. }),
+                "{:?}",
+                scan.end
+            );
+        }
+        other => panic!("the header is valid: {other:?}"),
+    }
+}

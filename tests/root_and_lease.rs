@@ -165,11 +165,20 @@ fn a_log_has_one_writer_per_owner() {
     ));
     SegmentWriter::open(&owner, "other", WriterConfig::default()).expect("another session");
     let store = makalog::store::RuntimeEventStore::open(&owner, WriterConfig::default());
-    assert!(matches!(store.list_session_invocations("s"), Err(Error::AlreadyOpen { .. })));
+    assert!(matches!(
+        store.list_session_invocations("s"),
+        Err(Error::AlreadyOpen { .. })
+    ));
     drop(w);
-    assert!(store.list_session_invocations("s").is_ok(), "free once the writer is gone");
+    assert!(
+        store.list_session_invocations("s").is_ok(),
+        "free once the writer is gone"
+    );
     let (claims, _) = makalog::claims::ClaimsLog::open(&owner).expect("claims");
-    assert!(matches!(makalog::claims::ClaimsLog::open(&owner), Err(Error::AlreadyOpen { .. })));
+    assert!(matches!(
+        makalog::claims::ClaimsLog::open(&owner),
+        Err(Error::AlreadyOpen { .. })
+    ));
     drop(claims);
     makalog::claims::ClaimsLog::open(&owner).expect("claims again");
 }

@@ -288,6 +288,11 @@ impl ClaimsLog {
                 }
                 let kind = record.kind();
                 let seq = st.next_seq();
+                if seq == u64::MAX {
+                    return Err(Error::InvalidInput(
+                        "the claims log has used every sequence number".into(),
+                    ));
+                }
                 let chain = next_chain(&st.log.chain, seq, kind.code(), &payload);
                 if st.chunks.is_empty() {
                     st.chunks.push(Vec::new());

@@ -35,7 +35,7 @@ pub(crate) struct Pending<T, C> {
 impl<T, C> Pending<T, C> {
     /// The sequence number the next record gets.
     pub fn next_seq(&self) -> u64 {
-        self.assigned + 1
+        self.assigned.saturating_add(1)
     }
 
     /// Records that one more record of `len` bytes was queued.

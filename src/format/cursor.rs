@@ -6,6 +6,7 @@ use super::{
     decode_frame, next_chain, ChainValue, FormatError, Frame, FrameDecode, FrameKind, RecordKind,
     SealFooter, SegmentHeader, FOOTER_LEN, HEADER_LEN,
 };
+use super::{u64_at, FRAME_OVERHEAD};
 use std::marker::PhantomData;
 
 /// What lies after the last valid frame.
@@ -154,6 +155,13 @@ impl<K: FrameKind> FrameCursor<K> {
                     });
                     return None;
                 }
+                if frame.seq == u64::MAX {
+                    self.end = Some(Tail::Damaged {
+                        offset,
+                        what: "frame uses the last sequence number there is".into(),
+                    });
+                    return None;
+                }
                 let expected = next_chain(&self.chain, frame.seq, frame.kind.code(), frame.payload);
                 if frame.chain != expected {
                     self.end = Some(Tail::Damaged {
@@ -252,7 +260,9 @@ impl<K: FrameKind> FrameCursor<K> {
     /// Non-zero bytes start at `rest[first]`: a torn tail unless a valid frame or footer lies
     /// anywhere after them, which no interrupted append can produce.
     fn classify_garbage(&self, rest: &[u8], first: usize, what: String) -> Tail {
-        if let Some(at) = find_valid_after::<K>(rest, 1, self.max_payload, self.footers) {
+        if let Some(at) =
+            find_valid_after::<K>(rest, 1, self.max_payload, self.footers, self.next_seq)
+        {
             return Tail::Damaged {
                 offset: self.abs(self.pos + first),
                 what: format!(
@@ -275,11 +285,23 @@ fn find_valid_after<K: FrameKind>(
     from: usize,
     max_payload: u32,
     footers: bool,
+    next_seq: u64,
 ) -> Option<usize> {
+    // A frame that could follow has a sequence number no lower than the next expected and no
+    // higher than the number of frames that fit after it. Checking that (and the kind) before
+    // the CRC keeps the search linear in practice even over crafted garbage.
+    let max_seq = next_seq.saturating_add((rest.len() / FRAME_OVERHEAD) as u64);
     (from..rest.len()).find(|&at| {
         let tail = &rest[at..];
         if footers && SealFooter::looks_like_footer(tail) {
             return SealFooter::decode(tail).is_ok();
+        }
+        if tail.len() < FRAME_OVERHEAD {
+            return false;
+        }
+        let seq = u64_at(tail, 8);
+        if seq < next_seq || seq > max_seq || K::from_code(tail[16]).is_none() {
+            return false;
         }
         matches!(
             decode_frame::<K>(tail, max_payload),

@@ -73,6 +73,9 @@ pub fn resume_point(view: &SessionIndex) -> Option<Resume> {
 pub fn covers_hold(storage: &dyn Storage, session_id: &str, covers: &[Cover]) -> Result<bool> {
     let files = list_session(storage, session_id)?.segments;
     for (i, c) in covers.iter().enumerate() {
+        if c.last_seq == u64::MAX {
+            return Ok(false);
+        }
         let Some(file) = files.get(c.ordinal as usize) else {
             return Ok(false);
         };

@@ -217,13 +217,6 @@ impl SessionIndex {
         }
     }
 
-    /// The sequence number the next immutable event of `invocation_id` gets.
-    pub fn next_event_seq(&self, invocation_id: &str) -> u64 {
-        self.invocations
-            .get(invocation_id)
-            .map_or(1, |i| i.max_seq + 1)
-    }
-
     /// Applies a stored runtime event (stored `at`); returns its event sequence number,
     /// or `None` for a partial event, which has none. An id already `known` (the first event
     /// with an id keeps it) is not recorded again.
@@ -250,7 +243,7 @@ impl SessionIndex {
             );
         }
         let inv = self.invocations.get_mut(event.invocation_id.as_ref())?;
-        inv.max_seq += 1;
+        inv.max_seq = inv.max_seq.saturating_add(1);
         let event_seq = inv.max_seq;
         // Only openings and terminal events are kept whole; the rest cost no copy.
         if event.opening || event.terminal {

@@ -3,8 +3,8 @@
 use super::{create_or_open_root, read_marker, RootMarker};
 use crate::error::{Error, Result};
 use crate::storage::{RealStorage, Storage, StorageLock};
-use std::path::Path;
 use std::collections::HashSet;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 /// The lock file inside the root.
@@ -41,7 +41,11 @@ pub struct LogHold {
 
 impl Drop for LogHold {
     fn drop(&mut self) {
-        let mut open = self.lease.open_logs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut open = self
+            .lease
+            .open_logs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         open.remove(&self.name);
     }
 }

@@ -168,13 +168,13 @@ fn check_continuity(
         what,
     };
     let h = &scan.header;
-    if h.ordinal != ps.header.ordinal + 1 {
+    if ps.header.ordinal.checked_add(1) != Some(h.ordinal) {
         problems.push(mismatch(format!(
             "segment ordinals {} then {}: a gap or repeat",
             ps.header.ordinal, h.ordinal
         )));
     }
-    if h.first_seq != ps.last_seq + 1 {
+    if ps.last_seq.checked_add(1) != Some(h.first_seq) {
         problems.push(mismatch(format!(
             "sequence numbers end at {} then start at {}: a gap or repeat",
             ps.last_seq, h.first_seq

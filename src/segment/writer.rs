@@ -205,15 +205,22 @@ impl SegmentWriter {
                     finish_interrupted_seal(&*storage, path, scan)?;
                 }
                 let ordinal = match (&sealed_or_none, resume) {
-                    (Some((_, s)), _) => s.header.ordinal + 1,
-                    (None, Some(r)) => r.ordinal + 1,
-                    (None, None) => 0,
+                    (Some((_, s)), _) => s.header.ordinal.checked_add(1),
+                    (None, Some(r)) => r.ordinal.checked_add(1),
+                    (None, None) => Some(0),
+                };
+                let (Some(ordinal), Some(first_seq)) = (ordinal, head_seq.checked_add(1)) else {
+                    return Err(Error::corrupt(
+                        &dir,
+                        0,
+                        "segment ordinals or sequence numbers are exhausted",
+                    ));
                 };
                 let header = SegmentHeader {
                     version: FORMAT_VERSION,
                     max_payload: config.max_payload,
                     ordinal,
-                    first_seq: head_seq + 1,
+                    first_seq,
                     prev_chain: head_chain,
                     session_id: session_id.to_owned(),
                 };
@@ -291,6 +298,11 @@ impl SegmentWriter {
             self.roll(&mut st);
         }
         let seq = st.next_seq();
+        if seq == u64::MAX {
+            return Err(Error::InvalidInput(
+                "the session has used every sequence number".into(),
+            ));
+        }
         let chain = next_chain(&st.log.chain, seq, kind as u8, payload);
         encode_frame(
             &mut current_chunk(&mut st.chunks).bytes,
@@ -345,7 +357,7 @@ impl SegmentWriter {
         let header = SegmentHeader {
             version: FORMAT_VERSION,
             max_payload: self.config.max_payload,
-            ordinal: st.log.ordinal + 1,
+            ordinal: st.log.ordinal.saturating_add(1),
             first_seq: next_seq,
             prev_chain: st.log.chain,
             session_id: self.session_id.clone(),
@@ -356,7 +368,7 @@ impl SegmentWriter {
             path: self.dir.join(segment_file_name(next_seq)),
             header,
         });
-        st.log.ordinal += 1;
+        st.log.ordinal = st.log.ordinal.saturating_add(1);
         st.log.frames = 0;
         st.log.len = HEADER_LEN as u64;
         st.log.max_payload = self.config.max_payload;

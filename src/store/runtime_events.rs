@@ -234,7 +234,8 @@ impl RuntimeEventStore {
             for stored in st.candidates(event.id())? {
                 // A repeat is rare (a retry): read the stored event back and compare.
                 session.writer.wait_durable(stored.record_seq)?;
-                let Some(bytes) = stored_event(self.storage(), event.session_id(), &stored, event.id())?
+                let Some(bytes) =
+                    stored_event(self.storage(), event.session_id(), &stored, event.id())?
                 else {
                     continue;
                 };
