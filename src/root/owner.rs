@@ -1,8 +1,8 @@
 //! The single-owner lease: one process (one handle) may write a root at a time.
 
-use super::{create_or_open_root, read_marker, RootMarker};
+use super::{create_or_open_root, read_marker, RootMarker, MARKER_FILE};
 use crate::error::{Error, Result};
-use crate::storage::{RealStorage, Storage, StorageLock};
+use crate::storage::{EntryKind, RealStorage, Storage, StorageLock};
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -54,11 +54,56 @@ impl Owner {
     /// Takes the lease of the root `storage` is rooted at, whose marker must already be valid.
     /// `None` while another process or handle holds it.
     pub fn try_acquire(storage: Arc<dyn Storage>) -> Result<Option<Owner>> {
-        let marker = read_marker(&*storage)?;
-        let lock = storage
+        // Refuse a path that is not a root before anything (the lock file) is written there.
+        read_marker(&*storage)?;
+        Owner::acquire_then(storage, read_marker)
+    }
+
+    /// Takes the lease of a root, creating its directory and marker if absent. The marker is
+    /// written under the lock, so two first openers cannot both write one.
+    pub fn try_acquire_creating(storage: Arc<dyn Storage>) -> Result<Option<Owner>> {
+        let root = storage.describe_root();
+        match storage
+            .entry_kind(Path::new(""))
+            .map_err(|e| Error::io(&root, "stat", e))?
+        {
+            Some(EntryKind::Dir) => {}
+            Some(_) => {
+                return Err(Error::NotARoot {
+                    path: root,
+                    why: "it is not a directory".into(),
+                })
+            }
+            None => match storage.create_dir(Path::new("")) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(Error::io(&root, "create directory", e)),
+            },
+        }
+        if storage
+            .entry_kind(Path::new(MARKER_FILE))
+            .map_err(|e| Error::io(MARKER_FILE, "stat", e))?
+            .is_some()
+        {
+            // An existing marker is checked before anything is written.
+            read_marker(&*storage)?;
+        }
+        Owner::acquire_then(storage, create_or_open_root)
+    }
+
+    /// Takes the lock, then reads (or makes) the marker while holding it.
+    fn acquire_then(
+        storage: Arc<dyn Storage>,
+        marker: impl FnOnce(&dyn Storage) -> Result<RootMarker>,
+    ) -> Result<Option<Owner>> {
+        let Some(lock) = storage
             .try_lock(Path::new(LOCK_FILE))
-            .map_err(|e| Error::io(LOCK_FILE, "lock", e))?;
-        Ok(lock.map(|lock| Owner {
+            .map_err(|e| Error::io(LOCK_FILE, "lock", e))?
+        else {
+            return Ok(None);
+        };
+        let marker = marker(&*storage)?;
+        Ok(Some(Owner {
             lease: Arc::new(Lease {
                 storage,
                 marker,
@@ -104,7 +149,5 @@ impl Owner {
 /// Resolves the root at `path` (creating it and its marker if absent) and takes its lease.
 /// `None` while another process or handle owns it.
 pub fn try_acquire_owner(path: &Path) -> Result<Option<Owner>> {
-    let storage: Arc<dyn Storage> = Arc::new(RealStorage::new(path));
-    create_or_open_root(&*storage)?;
-    Owner::try_acquire(storage)
+    Owner::try_acquire_creating(Arc::new(RealStorage::new(path)))
 }
