@@ -190,10 +190,17 @@ fn taking_the_lease_of_something_that_is_not_a_root_writes_nothing() {
     create_or_open_root(&RealStorage::new(&root)).expect("create");
     std::fs::write(root.join(MARKER_FILE), "{not json").expect("damage");
     let before = support::snapshot(&root);
-    assert!(matches!(try_acquire_owner(&root), Err(Error::NotARoot { .. })));
+    assert!(matches!(
+        try_acquire_owner(&root),
+        Err(Error::NotARoot { .. })
+    ));
     assert!(matches!(
         Owner::try_acquire(Arc::new(RealStorage::new(&root))),
         Err(Error::NotARoot { .. })
     ));
-    assert_eq!(before, support::snapshot(&root), "no lock file, no marker written");
+    assert_eq!(
+        before,
+        support::snapshot(&root),
+        "no lock file, no marker written"
+    );
 }

@@ -535,3 +535,27 @@ fn damage_in_the_sidecars_id_table_is_found_on_first_use_and_the_index_rebuilt()
         "the damaged sidecar was rebuilt and rewritten"
     );
 }
+
+#[test]
+fn reading_a_session_that_was_never_written_answers_empty_and_creates_nothing() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    let before = snapshot(&storage.describe_root());
+    assert!(store
+        .list_session_invocations("never-written")
+        .expect("list")
+        .is_empty());
+    assert!(store
+        .read_session_runtime_events("never-written")
+        .expect("read")
+        .is_empty());
+    assert!(store
+        .read_immutable_runtime_events("never-written", "r")
+        .expect("read")
+        .is_empty());
+    assert_eq!(before, snapshot(&storage.describe_root()));
+    assert!(matches!(
+        store.list_session_invocations("../x"),
+        Err(Error::InvalidInput(_))
+    ));
+}

@@ -83,8 +83,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl LiveView {
     /// Checks the mapped id table once; a damaged one means the sidecar cannot be trusted, so
-    /// the view is rebuilt from the segments and its sidecar rewritten.
-    fn check_base(&mut self, storage: &dyn Storage) -> Result<()> {
+    /// the view is rebuilt from the segments and its sidecar rewritten. The caller holds the
+    /// session's state lock, so nothing new is queued while `writer` is synced for the rebuild.
+    fn check_base(&mut self, storage: &dyn Storage, writer: &SegmentWriter) -> Result<()> {
         let Some(base) = self.base.as_mut() else {
             return Ok(());
         };
@@ -95,6 +96,7 @@ impl LiveView {
             base.checked = true;
             return Ok(());
         }
+        writer.sync()?;
         self.view = rebuild(storage, &self.view.session_id)?;
         self.base = None;
         self.listed = None;
@@ -130,6 +132,21 @@ impl RuntimeEventStore {
 
     fn storage(&self) -> &dyn Storage {
         &**self.owner.storage()
+    }
+
+    /// True when the session is open here or has a directory: reads of a session that was
+    /// never written answer empty and create nothing.
+    fn exists(&self, session_id: &str) -> Result<bool> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        if lock(&self.sessions).contains_key(session_id) {
+            return Ok(true);
+        }
+        let dir = session_dir(session_id);
+        Ok(self
+            .storage()
+            .entry_kind(&dir)
+            .map_err(|e| Error::io(&dir, "stat", e))?
+            .is_some())
     }
 
     fn session(&self, session_id: &str) -> Result<Arc<SessionEvents>> {
@@ -229,7 +246,7 @@ impl RuntimeEventStore {
     pub fn append(&self, event: &RuntimeEvent, durability: Durability) -> Result<AppendedEvent> {
         let session = self.session(event.session_id())?;
         let mut st = lock(&session.state);
-        st.check_base(self.storage())?;
+        st.check_base(self.storage(), &session.writer)?;
         if !event.partial() {
             for stored in st.candidates(event.id())? {
                 // A repeat is rare (a retry): read the stored event back and compare.
@@ -281,15 +298,10 @@ impl RuntimeEventStore {
     }
 
     /// Appends a record of another kind (session header, message, run, run event, admission,
-    /// seal) to the session's ledger, in order with its events. Runtime events go through
-    /// [`RuntimeEventStore::append`]. Returns the record's sequence number.
-    pub fn append_record(
-        &self,
-        session_id: &str,
-        kind: RecordKind,
-        payload: &[u8],
-        durability: Durability,
-    ) -> Result<u64> {
+    /// seal) to the session's ledger, in order with its events, durably: lifecycle records are
+    /// never buffered. Runtime events go through [`RuntimeEventStore::append`]. Returns the
+    /// record's sequence number.
+    pub fn append_record(&self, session_id: &str, kind: RecordKind, payload: &[u8]) -> Result<u64> {
         if kind == RecordKind::RuntimeEvent {
             return Err(Error::InvalidInput(
                 "runtime events are appended with RuntimeEventStore::append".into(),
@@ -302,14 +314,15 @@ impl RuntimeEventStore {
             .cover(ack.ordinal, ack.offset, payload.len(), ack.seq, ack.chain);
         st.dirty = true;
         drop(st);
-        if durability == Durability::Durable {
-            session.writer.wait_durable(ack.seq)?;
-        }
+        session.writer.wait_durable(ack.seq)?;
         Ok(ack.seq)
     }
 
     /// The session's immutable events in read order: ts, runId, sequence, id.
     pub fn read_session_runtime_events(&self, session_id: &str) -> Result<Vec<RuntimeEvent>> {
+        if !self.exists(session_id)? {
+            return Ok(Vec::new());
+        }
         let mut events = read_events(self.storage(), session_id)?;
         events.sort_by(|a, b| read_order((&a.0, a.1), (&b.0, b.1)));
         Ok(events.into_iter().map(|(e, _)| e).collect())
@@ -321,6 +334,9 @@ impl RuntimeEventStore {
         session_id: &str,
         run_id: &str,
     ) -> Result<Vec<RuntimeEvent>> {
+        if !self.exists(session_id)? {
+            return Ok(Vec::new());
+        }
         let mut events: Vec<(RuntimeEvent, u64)> = read_events(self.storage(), session_id)?
             .into_iter()
             .filter(|(e, _)| e.run_id() == run_id)
@@ -332,6 +348,9 @@ impl RuntimeEventStore {
     /// The session's invocations, from its index: opened, in order of openedAt then id, each
     /// with its first terminal event.
     pub fn list_session_invocations(&self, session_id: &str) -> Result<Vec<RuntimeInvocation>> {
+        if !self.exists(session_id)? {
+            return Ok(Vec::new());
+        }
         let session = self.session(session_id)?;
         let mut st = lock(&session.state);
         if st.listed.is_none() {
@@ -346,7 +365,7 @@ impl RuntimeEventStore {
         for (_, s) in sessions {
             s.writer.sync()?;
             let mut st = lock(&s.state);
-            st.check_base(self.storage())?;
+            st.check_base(self.storage(), &s.writer)?;
             if st.dirty {
                 write_sidecar(self.storage(), &mut st)?;
             }

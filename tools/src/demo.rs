@@ -178,7 +178,7 @@ fn append(
         return store.append(&event, d).map(|_| ());
     }
     let bytes = serde_json::to_vec(v).map_err(|e| makalog::Error::InvalidInput(e.to_string()))?;
-    store.append_record(session, kind, &bytes, d).map(|_| ())
+    store.append_record(session, kind, &bytes).map(|_| ())
 }
 
 /// One turn of a coding agent: header, user message, run lifecycle, streamed text, a tool call
