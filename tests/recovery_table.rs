@@ -408,3 +408,29 @@ fn garbage_after_a_seal_footer_in_the_last_segment_is_a_torn_tail() {
         "the records before the footer are kept"
     );
 }
+
+#[test]
+fn a_second_tear_at_the_same_offset_is_quarantined_beside_the_first() {
+    let (_t, storage) = temp_root();
+    let config = exact_config();
+    write_n(&storage, S, &config, 1, 5, 100);
+    let recs = read_all(&*storage, S).expect("read");
+    let seg = &segment_paths(&storage.describe_root(), S)[0];
+    let at = recs[4].offset;
+    set_len(seg, at + 30);
+    let (w, first) = open(&storage, &config).expect("open");
+    drop(w);
+    write_n(&storage, S, &config, 50, 1, 100);
+    set_len(seg, at + 40);
+    let (w, second) = open(&storage, &config).expect("open");
+    drop(w);
+    let root = storage.describe_root();
+    assert_ne!(first.quarantined, second.quarantined, "the first quarantine is kept");
+    let a = std::fs::read(root.join(&first.quarantined[0])).expect("first");
+    let b = std::fs::read(root.join(&second.quarantined[0])).expect("second");
+    assert_eq!((a.len(), b.len()), (30, 40));
+    assert_ne!(a[..30], b[..30], "different bytes were torn");
+    let report = makalog::verify::verify_root(&*storage).expect("verify");
+    assert!(report.is_clean(), "{:?}", report.findings);
+    assert_eq!(report.quarantined.len(), 2);
+}

@@ -74,24 +74,36 @@ fn read_exact(f: &dyn StorageFile, file: &Path, buf: &mut [u8], offset: u64) -> 
     Ok(())
 }
 
-/// Writes `bytes` to `<file>.torn-<offset>` beside the file and makes it durable. A file
-/// left by an interrupted earlier recovery is overwritten: it held a prefix of the same bytes.
+/// Writes `bytes` to `<file>.torn-<offset>` beside the file (or `<file>.torn-<offset>.<n>` if
+/// that already holds other bytes) and makes it durable. A file left by an interrupted earlier
+/// recovery holds a prefix of the same bytes and is completed.
 fn quarantine(storage: &dyn Storage, segment: &Path, offset: u64, bytes: &[u8]) -> Result<PathBuf> {
     let name = segment
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let dir = parent(segment);
-    let path = dir.join(torn_file_name(&name, offset));
+    let first = dir.join(torn_file_name(&name, offset));
+    let mut n = 0u32;
+    let path = loop {
+        let path = match n {
+            0 => first.clone(),
+            n => dir.join(format!("{}.{n}", torn_file_name(&name, offset))),
+        };
+        match storage.read_file(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => break path,
+            Err(e) => return Err(Error::io(&path, "read", e)),
+            // Left by an interrupted earlier recovery of these same bytes: finish it.
+            Ok(old) if bytes.starts_with(&old) => break path,
+            // Another tear at the same offset, kept: never overwrite quarantined bytes.
+            Ok(_) => n += 1,
+        }
+    };
     let f = match storage.open(&path, OpenMode::CreateNew) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let f = storage
-                .open(&path, OpenMode::ReadWrite)
-                .map_err(|e| Error::io(&path, "open", e))?;
-            f.set_len(0).map_err(|e| Error::io(&path, "truncate", e))?;
-            f
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => storage
+            .open(&path, OpenMode::ReadWrite)
+            .map_err(|e| Error::io(&path, "open", e))?,
         Err(e) => return Err(Error::io(&path, "create", e)),
     };
     f.write_all_at(bytes, 0)

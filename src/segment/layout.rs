@@ -38,8 +38,10 @@ pub fn parse_segment_name(name: &str) -> Option<u64> {
 
 /// True when `name` is a quarantined torn tail.
 pub fn is_torn_name(name: &str) -> bool {
-    name.split_once(TORN_INFIX)
-        .is_some_and(|(seg, off)| parse_segment_name(seg).is_some() && off.parse::<u64>().is_ok())
+    name.split_once(TORN_INFIX).is_some_and(|(seg, rest)| {
+        let (off, n) = rest.split_once('.').unwrap_or((rest, "0"));
+        parse_segment_name(seg).is_some() && off.parse::<u64>().is_ok() && n.parse::<u32>().is_ok()
+    })
 }
 
 /// One segment file found in a session directory.
