@@ -425,7 +425,10 @@ fn a_second_tear_at_the_same_offset_is_quarantined_beside_the_first() {
     let (w, second) = open(&storage, &config).expect("open");
     drop(w);
     let root = storage.describe_root();
-    assert_ne!(first.quarantined, second.quarantined, "the first quarantine is kept");
+    assert_ne!(
+        first.quarantined, second.quarantined,
+        "the first quarantine is kept"
+    );
     let a = std::fs::read(root.join(&first.quarantined[0])).expect("first");
     let b = std::fs::read(root.join(&second.quarantined[0])).expect("second");
     assert_eq!((a.len(), b.len()), (30, 40));

@@ -559,3 +559,12 @@ fn reading_a_session_that_was_never_written_answers_empty_and_creates_nothing() 
         Err(Error::InvalidInput(_))
     ));
 }
+
+#[test]
+fn a_session_can_be_opened_for_writing_before_its_first_append() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    store.open_session_now(S).expect("open");
+    assert!(storage.describe_root().join("sessions").join(S).is_dir());
+    assert!(store.list_session_invocations(S).expect("list").is_empty());
+}

@@ -408,3 +408,23 @@ fn a_resume_point_off_the_chain_is_refused() {
         SegmentWriter::open_resumed(&owner(&storage), S, WriterConfig::default(), Some(resume));
     assert!(matches!(err, Err(Error::Corrupt { offset, .. }) if offset == resume.data_end));
 }
+
+#[test]
+fn a_reader_refuses_segments_copied_from_another_session() {
+    let (_t, storage) = temp_root();
+    write_n(&storage, S, &WriterConfig::default(), 1, 3, 80);
+    let root = storage.describe_root();
+    let other = root.join("sessions").join("copied");
+    std::fs::create_dir_all(&other).expect("mkdir");
+    for seg in segment_paths(&root, S) {
+        std::fs::copy(&seg, other.join(seg.file_name().expect("name"))).expect("copy");
+    }
+    let mut reader = SessionReader::open(&*storage, "copied", 1).expect("reader");
+    assert!(matches!(
+        reader.next(),
+        Some(Err(Error::Corrupt { offset: 0, .. }))
+    ));
+    assert!(!makalog::verify::verify_root(&*storage)
+        .expect("verify")
+        .is_clean());
+}

@@ -5,7 +5,9 @@ use super::layout::{list_session, SegmentFile};
 use super::load::{read_segment, read_segment_tail};
 use super::scan::Resume;
 use crate::error::{Error, Result};
-use crate::format::{hex, validate_session_id, ChainValue, RecordKind, SegmentHeader, HEADER_LEN};
+use crate::format::{
+    genesis_chain, hex, validate_session_id, ChainValue, RecordKind, SegmentHeader, HEADER_LEN,
+};
 use crate::format::{FrameCursor, Tail};
 use crate::storage::{FileBytes, Storage};
 use std::path::PathBuf;
@@ -56,6 +58,7 @@ pub struct SessionReader<'s> {
     from_seq: u64,
     current: Option<Open>,
     expect: Option<(u64, ChainValue)>,
+    session_id: String,
     /// Where to start in the first segment, when resuming after a trusted prefix.
     resume: Option<Resume>,
     done: bool,
@@ -85,6 +88,7 @@ impl<'s> SessionReader<'s> {
             from_seq,
             current: None,
             expect: None,
+            session_id: session_id.to_owned(),
             resume: None,
             done: false,
         })
@@ -109,6 +113,7 @@ impl<'s> SessionReader<'s> {
             from_seq: resume.last_seq + 1,
             current: None,
             expect: None,
+            session_id: session_id.to_owned(),
             resume: Some(resume),
             done: false,
         })
@@ -143,6 +148,20 @@ impl<'s> SessionReader<'s> {
             Err(_) if is_last && body_is_zero(&bytes) => return Ok(false),
             Err(e) => return Err(Error::corrupt(&file.path, e.offset as u64, e.what)),
         };
+        let from_genesis = self.expect.is_none() && self.next_index == 1;
+        let belongs = header.session_id == self.session_id
+            && header.first_seq == file.first_seq
+            && (!from_genesis
+                || (header.ordinal == 0
+                    && header.first_seq == 1
+                    && header.prev_chain == genesis_chain(&self.session_id)));
+        if !belongs {
+            return Err(Error::corrupt(
+                &file.path,
+                0,
+                "the segment's header does not place it here: another session's, another file name's, or not the first",
+            ));
+        }
         if let Some((seq, chain)) = self.expect {
             if header.first_seq != seq || header.prev_chain != chain {
                 let prev = self.segments[self.next_index - 2].path.clone();

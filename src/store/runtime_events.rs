@@ -134,6 +134,12 @@ impl RuntimeEventStore {
         &**self.owner.storage()
     }
 
+    /// Opens a session for writing now (creating it if absent, recovering it otherwise), rather
+    /// than on its first append.
+    pub fn open_session_now(&self, session_id: &str) -> Result<()> {
+        self.session(session_id).map(|_| ())
+    }
+
     /// True when the session is open here or has a directory: reads of a session that was
     /// never written answer empty and create nothing.
     fn exists(&self, session_id: &str) -> Result<bool> {

@@ -361,7 +361,7 @@ impl Run<'_> {
         // open it) from a failed append (the writer is poisoned).
         let opened = self
             .event_store()
-            .and_then(|s| s.list_session_invocations(EVENT_SESSION));
+            .and_then(|s| s.open_session_now(EVENT_SESSION));
         if opened.is_err() {
             self.model.errors += 1;
             return;
@@ -720,6 +720,18 @@ fn recover_events(storage: &Arc<SimStorage>, owner: &Owner) -> Result<Vec<String
     store
         .close()
         .map_err(|e| format!("event store close: {e}"))?;
+    let dir = std::path::Path::new("sessions").join(EVENT_SESSION);
+    if storage
+        .entry_kind(&dir)
+        .map_err(|e| format!("stat: {e}"))?
+        .is_none()
+    {
+        return if listed.is_empty() {
+            Ok(Vec::new())
+        } else {
+            Err("invocations listed for a session with no directory".into())
+        };
+    }
     let view = rebuild(&**storage, EVENT_SESSION).map_err(|e| format!("rebuild: {e}"))?;
     let want = encode_sidecar(&view, &[]).map_err(|e| format!("encode: {}", e.what))?;
     let path = std::path::Path::new("sessions")
