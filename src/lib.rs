@@ -1,9 +1,12 @@
 //! makalog: the durable ledger of a coding-agent runtime, in append-only, checksummed,
 //! hash-chained segment files that can be verified and replayed offline.
 //!
-//! Layers, each calling only the ones below it: [`format`] (pure bytes), [`storage`] (the one
-//! door to the disk), [`segment`] (per-session log: writer, reader, recovery), [`root`] (the
-//! marker), [`verify`] (offline checks of a whole root).
+//! Layers, each calling only the ones below it: [`format`] and [`event`] (pure bytes and the
+//! canonical RuntimeEvent), [`storage`] (the one door to the disk, real or simulated),
+//! [`recovery`] (the decision table) and group commit, [`root`] (marker and owner lease),
+//! [`segment`] (per-session log: writer, reader, scan) and [`claims`] (the claims log),
+//! [`index`] (the materialized view and its sidecar), [`store`] (the runtime-event store),
+//! [`verify`] (offline checks of a whole root).
 
 pub mod claims;
 mod commit;

@@ -112,6 +112,9 @@ pub fn decode_sidecar_header(bytes: &[u8]) -> Result<SidecarHeader, FormatError>
             format!("unsupported sidecar version {version}"),
         ));
     }
+    if bytes[10..12] != [0, 0] {
+        return Err(FormatError::new(10, "reserved sidecar bytes are not zero"));
+    }
     let header_len = u32_at(bytes, 12) as usize;
     let covers = u32_at(bytes, 16) as usize;
     let expected = covers
@@ -135,6 +138,12 @@ pub fn decode_sidecar_header(bytes: &[u8]) -> Result<SidecarHeader, FormatError>
         let at = FIXED + i * COVER_LEN;
         let mut chain = [0u8; 32];
         chain.copy_from_slice(&bytes[at + 32..at + 64]);
+        if bytes[at + 64..at + COVER_LEN].iter().any(|&b| b != 0) {
+            return Err(FormatError::new(
+                at + 64,
+                "reserved cover bytes are not zero",
+            ));
+        }
         out.push(Cover {
             ordinal: u64_at(bytes, at),
             last_frame_offset: u64_at(bytes, at + 8),

@@ -88,7 +88,8 @@ pub trait Storage: Send + Sync {
     /// [`Storage::sync_dir`] of its parent.
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageFile>>;
     /// Reads a whole file; an implementation may memory-map it. Call only on files no writer
-    /// will change while the bytes are held (sealed segments); use [`Storage::read_file`] otherwise.
+    /// changes in place while the bytes are held (sealed segments, sidecars replaced by rename);
+    /// use [`Storage::read_file`] otherwise.
     fn map_file(&self, path: &Path) -> io::Result<FileBytes>;
     /// Reads a whole file into memory.
     fn read_file(&self, path: &Path) -> io::Result<Vec<u8>>;

@@ -76,8 +76,9 @@ impl Storage for RealStorage {
         if file.metadata()?.len() == 0 {
             return Ok(FileBytes::Owned(Vec::new()));
         }
-        // SAFETY: only sealed segments are mapped (the trait's contract); the write path never
-        // changes a sealed segment, so the mapped bytes do not change while they are borrowed.
+        // SAFETY: only files no writer changes in place are mapped (the trait's contract): sealed
+        // segments, which the write path never touches again, and index sidecars, which are
+        // only ever replaced by rename, so a mapping keeps the old file's bytes.
         let map = unsafe { memmap2::Mmap::map(&file)? };
         Ok(FileBytes::Mapped(map))
     }
