@@ -180,6 +180,10 @@ impl SegmentWriter {
         let repairs = plan(&check.problems)?;
         let report = apply(&*storage, repairs)?;
         let (head_seq, head_chain) = check.head;
+        // A resume point comes from a sidecar, written only once everything it covers was
+        // synced (and its directory with it): when nothing follows it, there is nothing that
+        // could still sit unsynced in the page cache of a process that died.
+        let vouched = resume.is_some_and(|r| r.last_seq == head_seq) && report.repairs.is_empty();
 
         let last = scanned.iter().rev().find_map(|s| match &s.result {
             ScanResult::Scanned(scan) => Some((s.file.path.clone(), scan.clone())),
@@ -190,7 +194,9 @@ impl SegmentWriter {
                 let file = AppendFile::open(&*storage, &path, scan.data_end, config.prealloc())?;
                 // The bytes recovery adopted may still sit in the page cache of a process
                 // that died: make them durable before anything builds on them.
-                file.sync()?;
+                if !vouched {
+                    file.sync()?;
+                }
                 let head = Head {
                     chain: head_chain,
                     ordinal: scan.header.ordinal,
@@ -238,10 +244,12 @@ impl SegmentWriter {
             }
         };
         // Directory entries made by a process that died before syncing them.
-        for d in [dir.as_path(), Path::new(SESSIONS_DIR), Path::new("")] {
-            storage
-                .sync_dir(d)
-                .map_err(|e| Error::io(d, "fsync directory", e))?;
+        if !vouched {
+            for d in [dir.as_path(), Path::new(SESSIONS_DIR), Path::new("")] {
+                storage
+                    .sync_dir(d)
+                    .map_err(|e| Error::io(d, "fsync directory", e))?;
+            }
         }
         let sink = SegmentSink {
             storage,
