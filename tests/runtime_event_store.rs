@@ -568,3 +568,78 @@ fn a_session_can_be_opened_for_writing_before_its_first_append() {
     assert!(storage.describe_root().join("sessions").join(S).is_dir());
     assert!(store.list_session_invocations(S).expect("list").is_empty());
 }
+
+#[test]
+fn concurrent_appends_across_sessions_open_each_session_once_and_lose_nothing() {
+    let (_t, storage) = temp_root();
+    let store = Arc::new(store(&storage));
+    let handles: Vec<_> = (0..8)
+        .map(|t| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let session = format!("session-{}", t % 4);
+                let run = format!("run-{t}");
+                let e = |ev: makalog::event::RuntimeEvent| {
+                    store.append(&ev, Durability::Durable).expect("append")
+                };
+                e(opening(&session, &run, "turn", t as f64));
+                for i in 0..20 {
+                    e(text(
+                        &session,
+                        &run,
+                        "turn",
+                        &format!("{run}-{i}"),
+                        t as f64 + i as f64,
+                        "x",
+                    ));
+                }
+                e(terminal(
+                    &session,
+                    &run,
+                    "turn",
+                    &format!("{run}-end"),
+                    100.0,
+                    "completed",
+                ));
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("join");
+    }
+    for s in 0..4 {
+        let session = format!("session-{s}");
+        let listed = store.list_session_invocations(&session).expect("list");
+        assert_eq!(listed.len(), 2, "{session}");
+        assert!(listed.iter().all(|i| i.outcome() == Some("completed")));
+        assert_eq!(
+            store
+                .read_session_runtime_events(&session)
+                .expect("read")
+                .len(),
+            2 * 22
+        );
+    }
+    Arc::try_unwrap(store)
+        .ok()
+        .expect("sole owner")
+        .close()
+        .expect("close");
+    for s in 0..4 {
+        let session = format!("session-{s}");
+        let view = rebuild(&*storage, &session).expect("rebuild");
+        let sidecar = std::fs::read(
+            storage
+                .describe_root()
+                .join("sessions")
+                .join(&session)
+                .join("index"),
+        )
+        .expect("sidecar");
+        assert_eq!(
+            sidecar,
+            encode_sidecar(&view, &[]).expect("encode"),
+            "{session}"
+        );
+    }
+}

@@ -38,8 +38,12 @@ pub struct AppendedEvent {
 pub struct RuntimeEventStore {
     owner: Owner,
     config: WriterConfig,
-    sessions: Mutex<HashMap<String, Arc<SessionEvents>>>,
+    /// One slot per session: a session's open (its recovery) holds only its own slot, so
+    /// appends to other sessions go on meanwhile.
+    sessions: Mutex<HashMap<String, Arc<Slot>>>,
 }
+
+type Slot = Mutex<Option<Arc<SessionEvents>>>;
 
 struct SessionEvents {
     writer: SegmentWriter,
@@ -144,7 +148,9 @@ impl RuntimeEventStore {
     /// never written answer empty and create nothing.
     fn exists(&self, session_id: &str) -> Result<bool> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        if lock(&self.sessions).contains_key(session_id) {
+        let slot = lock(&self.sessions).get(session_id).cloned();
+        // A slot being opened right now (locked) will exist.
+        if slot.is_some_and(|s| s.try_lock().map_or(true, |open| open.is_some())) {
             return Ok(true);
         }
         let dir = session_dir(session_id);
@@ -156,12 +162,17 @@ impl RuntimeEventStore {
     }
 
     fn session(&self, session_id: &str) -> Result<Arc<SessionEvents>> {
-        let mut sessions = lock(&self.sessions);
-        if let Some(s) = sessions.get(session_id) {
+        let slot = lock(&self.sessions)
+            .entry(session_id.to_owned())
+            .or_default()
+            .clone();
+        let mut open = lock(&slot);
+        if let Some(s) = open.as_ref() {
             return Ok(s.clone());
         }
+        // A failed open leaves the slot empty: the next call tries again.
         let s = Arc::new(self.open_session(session_id)?);
-        sessions.insert(session_id.to_owned(), s.clone());
+        *open = Some(s.clone());
         Ok(s)
     }
 
@@ -368,7 +379,10 @@ impl RuntimeEventStore {
     /// Syncs every session and writes the sidecars that are behind their logs.
     pub fn close(self) -> Result<()> {
         let sessions = std::mem::take(&mut *lock(&self.sessions));
-        for (_, s) in sessions {
+        for (_, slot) in sessions {
+            let Some(s) = lock(&slot).take() else {
+                continue;
+            };
             s.writer.sync()?;
             let mut st = lock(&s.state);
             st.check_base(self.storage(), &s.writer)?;
