@@ -229,10 +229,26 @@ fn a_missing_middle_segment_is_a_gap_that_refuses_naming_both_files() {
     let (_t, storage) = temp_root();
     let (config, segs) = three_segments(&storage);
     std::fs::remove_file(&segs[1]).expect("remove");
-    match assert_refused_untouched(&storage, &config) {
-        Error::Inconsistent { first, second, .. } => {
-            assert!(segs[0].ends_with(&first));
-            assert!(segs[2].ends_with(&second));
+    let err = assert_refused_untouched(&storage, &config);
+    assert_inconsistent(err, &segs[0], &segs[2], "gap");
+}
+
+/// Asserts an `Inconsistent` refusal naming `first` then `second`, its reason mentioning `word`.
+fn assert_inconsistent(
+    err: Error,
+    first_file: &std::path::Path,
+    second_file: &std::path::Path,
+    word: &str,
+) {
+    match err {
+        Error::Inconsistent {
+            first,
+            second,
+            what,
+        } => {
+            assert!(first_file.ends_with(&first), "{}", first.display());
+            assert!(second_file.ends_with(&second), "{}", second.display());
+            assert!(what.contains(word), "{what}");
         }
         other => panic!("expected Inconsistent, got {other}"),
     }
@@ -250,18 +266,8 @@ fn a_repeated_ordinal_refuses_naming_both_files() {
     let (_t, storage) = temp_root();
     let (config, segs) = three_segments(&storage);
     rewrite_header(&segs[1], |h| h.ordinal = 0);
-    match assert_refused_untouched(&storage, &config) {
-        Error::Inconsistent {
-            first,
-            second,
-            what,
-        } => {
-            assert!(segs[0].ends_with(&first));
-            assert!(segs[1].ends_with(&second));
-            assert!(what.contains("ordinal"), "{what}");
-        }
-        other => panic!("expected Inconsistent, got {other}"),
-    }
+    let err = assert_refused_untouched(&storage, &config);
+    assert_inconsistent(err, &segs[0], &segs[1], "ordinal");
 }
 
 #[test]
@@ -269,18 +275,8 @@ fn a_broken_chain_between_segments_refuses_even_with_valid_checksums() {
     let (_t, storage) = temp_root();
     let (config, segs) = three_segments(&storage);
     rewrite_header(&segs[2], |h| h.prev_chain[0] ^= 1);
-    match assert_refused_untouched(&storage, &config) {
-        Error::Inconsistent {
-            first,
-            second,
-            what,
-        } => {
-            assert!(segs[1].ends_with(&first));
-            assert!(segs[2].ends_with(&second));
-            assert!(what.contains("chain"), "{what}");
-        }
-        other => panic!("expected Inconsistent, got {other}"),
-    }
+    let err = assert_refused_untouched(&storage, &config);
+    assert_inconsistent(err, &segs[1], &segs[2], "chain");
 }
 
 #[test]

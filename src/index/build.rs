@@ -1,6 +1,7 @@
 //! Building a session's view from its segments: a full rebuild, or catching up a stored view
 //! from where it stops (work proportional to the new bytes).
 
+use super::sidecar::{decode_sidecar_header, decode_sidecar_state, SidecarHeader};
 use super::view::{Cover, RecordRef, SessionIndex};
 use crate::error::{Error, Result};
 use crate::format::{
@@ -113,4 +114,24 @@ pub fn covers_hold(storage: &dyn Storage, session_id: &str, covers: &[Cover]) ->
         }
     }
     Ok(true)
+}
+
+/// A sidecar's view and header, if its bytes decode, it names `session_id`, and its covers
+/// still hold for the segments; `None` means it cannot be trusted and the view is rebuilt.
+/// The ids section is not checked here (the store checks it on first use).
+pub fn trusted_sidecar(
+    storage: &dyn Storage,
+    session_id: &str,
+    bytes: &[u8],
+) -> Result<Option<(SessionIndex, SidecarHeader)>> {
+    let Ok(header) = decode_sidecar_header(bytes) else {
+        return Ok(None);
+    };
+    let Ok(view) = decode_sidecar_state(bytes, &header) else {
+        return Ok(None);
+    };
+    if view.session_id != session_id || !covers_hold(storage, session_id, &view.covers)? {
+        return Ok(None);
+    }
+    Ok(Some((view, header)))
 }

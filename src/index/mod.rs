@@ -8,7 +8,7 @@ mod invocations;
 mod sidecar;
 mod view;
 
-pub use build::{catch_up, covers_hold, rebuild, resume_point};
+pub use build::{catch_up, covers_hold, rebuild, resume_point, trusted_sidecar};
 pub use facts::EventFacts;
 pub use invocations::{
     read_order, runtime_invocations_from_session_events, sort_invocations, utf16_cmp,

@@ -11,9 +11,9 @@ use crate::format::{
     decode_frame, FrameDecode, RecordKind, FRAME_HEADER_LEN, FRAME_OVERHEAD, MAX_PAYLOAD_LIMIT,
 };
 use crate::index::{
-    catch_up, covers_hold, decode_sidecar_header, decode_sidecar_state, encode_sidecar, find_ids,
-    id_entries, id_hash, read_order, rebuild, resume_point, section, section_unchecked, EventFacts,
-    IdEntry, RuntimeInvocation, SessionIndex, StoredAt, SIDECAR_FILE,
+    catch_up, decode_sidecar_header, encode_sidecar, find_ids, id_entries, id_hash, read_order,
+    rebuild, resume_point, section, section_unchecked, trusted_sidecar, EventFacts, IdEntry,
+    RuntimeInvocation, SessionIndex, StoredAt, SIDECAR_FILE,
 };
 use crate::root::Owner;
 use crate::segment::layout::{list_session, session_dir};
@@ -227,16 +227,9 @@ impl RuntimeEventStore {
             Ok(b) => b,
             Err(_) => return Ok(None),
         };
-        let Ok(header) = decode_sidecar_header(&bytes) else {
+        let Some((view, header)) = trusted_sidecar(self.storage(), session_id, &bytes)? else {
             return Ok(None);
         };
-        let Ok(view) = decode_sidecar_state(&bytes, &header) else {
-            return Ok(None);
-        };
-        if view.session_id != session_id || !covers_hold(self.storage(), session_id, &view.covers)?
-        {
-            return Ok(None);
-        }
         let ids = section_unchecked(&bytes, &header, 2);
         let start = ids.as_ptr() as usize - bytes.as_ptr() as usize;
         let end = start + ids.len();

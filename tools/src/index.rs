@@ -1,8 +1,8 @@
 //! `makalog index check|rebuild ROOT` and `makalog invocations ROOT --session ID`.
 
 use makalog::index::{
-    catch_up, covers_hold, decode_sidecar_header, decode_sidecar_state, encode_sidecar, rebuild,
-    SessionIndex, SIDECAR_FILE,
+    catch_up, decode_sidecar_header, encode_sidecar, rebuild, trusted_sidecar, SessionIndex,
+    SIDECAR_FILE,
 };
 use makalog::root::{read_marker, try_acquire_owner};
 use makalog::segment::layout::{list_sessions, session_dir};
@@ -110,14 +110,10 @@ pub fn rebuild_all(root: &Path) -> ExitCode {
 fn view_of(storage: &RealStorage, id: &str) -> makalog::Result<SessionIndex> {
     let path = session_dir(id).join(SIDECAR_FILE);
     if let Ok(bytes) = storage.read_file(&path) {
-        if let Ok(header) = decode_sidecar_header(&bytes) {
-            if let Ok(mut view) = decode_sidecar_state(&bytes, &header) {
-                if view.session_id == id && covers_hold(storage, id, &view.covers)? {
-                    // Ids are not needed to list invocations.
-                    catch_up(storage, &mut view, &|_| true)?;
-                    return Ok(view);
-                }
-            }
+        if let Some((mut view, _)) = trusted_sidecar(storage, id, &bytes)? {
+            // Ids are not needed to list invocations.
+            catch_up(storage, &mut view, &|_| true)?;
+            return Ok(view);
         }
     }
     rebuild(storage, id)
