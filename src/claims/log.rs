@@ -22,6 +22,7 @@ use std::sync::MutexGuard;
 
 const PREALLOC: Prealloc = Prealloc {
     step: 64 << 10,
+    block: 4 << 10,
     cap: u64::MAX,
 };
 
@@ -131,6 +132,11 @@ impl ClaimsLog {
             },
             report,
         ))
+    }
+
+    /// Syncs what is queued, cuts the zeros after the last claim and makes that durable.
+    pub fn close(self) -> Result<()> {
+        self.commit.finish(|sink| sink.file.cut())
     }
 
     /// Claims an agent-graph intent now (§9). The same work again returns the stored claim with
@@ -310,6 +316,15 @@ impl ClaimsLog {
 }
 
 /// Creates the claims log by the write protocol (header, sync, directory sync).
+impl Drop for ClaimsLog {
+    /// A dropped log closes as [`ClaimsLog::close`] does, unless it failed.
+    fn drop(&mut self) {
+        if self.commit.is_healthy() {
+            let _ = self.commit.finish(|sink| sink.file.cut());
+        }
+    }
+}
+
 fn create(storage: &dyn Storage, root_id: &[u8; 32]) -> Result<AppendFile> {
     let header = ClaimsHeader {
         version: FORMAT_VERSION,

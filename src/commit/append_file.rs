@@ -12,13 +12,39 @@ const ZERO_FILL_BELOW: usize = 64 << 10;
 
 static ZEROS: [u8; 64 << 10] = [0u8; 64 << 10];
 
-/// How far ahead of the data a file is zero-filled.
+/// How far ahead of the data a file is zero-filled: the space ahead grows with the file.
+///
+/// When a small batch crosses the zero-filled space, the file is zero-filled up to
+/// `round_up(end + min(step, end), block)`: a new file fills its first block, and each later
+/// extension at least doubles the file until `step` bytes are kept ahead. So a small session
+/// costs a block, a busy one keeps the sync floor that zero-filling buys, and the zeros after
+/// the data of a file never exceed [`Prealloc::max_ahead`] of its data end.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Prealloc {
-    /// Bytes of zeros kept ahead of the data.
+    /// The most bytes of zeros kept ahead of the data; 0 for none.
     pub step: u64,
+    /// File lengths are zero-filled up to a multiple of this (at least 1).
+    pub block: u64,
     /// Never zero-fill past this length.
     pub cap: u64,
+}
+
+impl Prealloc {
+    /// The length a file whose data ends at `end` is zero-filled to.
+    pub fn target(&self, end: u64) -> u64 {
+        if self.step == 0 {
+            return end;
+        }
+        let block = self.block.max(1);
+        let want = end.saturating_add(self.step.min(end));
+        let rounded = want.div_ceil(block).saturating_mul(block);
+        rounded.min(self.cap).max(end)
+    }
+
+    /// The most zeros this policy leaves after data ending at `end`.
+    pub fn max_ahead(&self, end: u64) -> u64 {
+        self.target(end) - end
+    }
 }
 
 /// An open file being appended to, and how far it is written.
@@ -45,7 +71,7 @@ impl AppendFile {
         file.write_all_at(head, 0)
             .map_err(|e| Error::io(path, "write header", e))?;
         let pos = head.len() as u64;
-        let allocated = (pos + prealloc.step).min(prealloc.cap).max(pos);
+        let allocated = prealloc.target(pos);
         zero_fill(&*file, path, pos, allocated)?;
         file.sync_data()
             .map_err(|e| Error::io(path, "fdatasync", e))?;
@@ -99,7 +125,7 @@ impl AppendFile {
         self.pos = end;
         if end > self.allocated {
             self.allocated = if bytes.len() < ZERO_FILL_BELOW {
-                let target = (end + self.prealloc.step).min(self.prealloc.cap.max(end));
+                let target = self.prealloc.target(end);
                 zero_fill(&*self.file, &self.path, end, target)?;
                 target
             } else {
@@ -116,6 +142,20 @@ impl AppendFile {
             .write_all_at(bytes, self.pos)
             .map_err(|e| Error::io(&self.path, "write", e))?;
         self.pos += bytes.len() as u64;
+        self.file
+            .set_len(self.pos)
+            .map_err(|e| Error::io(&self.path, "truncate", e))?;
+        self.allocated = self.pos;
+        self.sync()
+    }
+
+    /// Cuts the zeros after the data and makes that durable: a cleanly closed file holds no
+    /// preallocated space. The caller has synced the data first, so a crash before the cut is
+    /// durable leaves zeros after durable data, which recovery reads as the end of data.
+    pub fn cut(&mut self) -> Result<()> {
+        if self.allocated <= self.pos {
+            return Ok(());
+        }
         self.file
             .set_len(self.pos)
             .map_err(|e| Error::io(&self.path, "truncate", e))?;

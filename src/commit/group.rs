@@ -126,15 +126,49 @@ impl<T, S: Sink> GroupCommit<T, S> {
         self.wait_durable(st, target).map(|_| ())
     }
 
+    /// Makes every record queued so far durable, then runs `f` on the sink (closing work such
+    /// as cutting preallocated space). A failure of `f` poisons the log like a failed sync.
+    /// Called by the sole owner of the log, so nothing is queued meanwhile.
+    pub fn finish(&self, f: impl FnOnce(&mut S) -> Result<()>) -> Result<()> {
+        self.sync_all()?;
+        let mut st = self.lock()?;
+        debug_assert!(!st.flushing && st.chunks.is_empty() && st.synced == st.assigned);
+        let mut sink = lock(&self.sink);
+        let result = f(&mut sink);
+        if result.is_err() {
+            st.poisoned = Some(sink.current_path());
+        }
+        result
+    }
+
+    /// The highest sequence number known durable.
+    pub fn durable_seq(&self) -> u64 {
+        lock(&self.state).synced
+    }
+
+    /// Waits, without leading a flush, until `seq` is durable: for readers that must see only
+    /// durable records while the appender of `seq` is itself waiting for its sync.
+    pub fn wait_synced(&self, seq: u64) -> Result<()> {
+        let mut st = lock(&self.state);
+        loop {
+            if let Some(file) = &st.poisoned {
+                return Err(Error::Poisoned { file: file.clone() });
+            }
+            if st.synced >= seq {
+                return Ok(());
+            }
+            st = self.flushed.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
     /// The sequence number the next record will get.
     pub fn next_seq(&self) -> u64 {
         lock(&self.state).next_seq()
     }
 
-    /// True when records were queued that are not yet durable and the log is not poisoned.
-    pub fn has_unsynced(&self) -> bool {
-        let st = lock(&self.state);
-        st.poisoned.is_none() && st.synced < st.assigned
+    /// True unless the log is poisoned.
+    pub fn is_healthy(&self) -> bool {
+        lock(&self.state).poisoned.is_none()
     }
 
     /// Takes the queue, writes it (and syncs when `sync`), and publishes the outcome.

@@ -1,8 +1,11 @@
 //! Appending frames to a file durably: the file with its zero-filled space ahead, and group
-//! commit. Shared by the segment writer and the claims log.
+//! commit, and directory syncs shared by concurrent creators. Shared by the segment writer and
+//! the claims log.
 
 mod append_file;
+mod dir_sync;
 mod group;
 
 pub(crate) use append_file::{AppendFile, Prealloc};
+pub(crate) use dir_sync::SharedDirSync;
 pub(crate) use group::{GroupCommit, Pending, Sink};

@@ -1,10 +1,11 @@
 //! The single-owner lease: one process (one handle) may write a root at a time.
 
 use super::{create_or_open_root, read_marker, RootMarker, MARKER_FILE};
+use crate::commit::SharedDirSync;
 use crate::error::{Error, Result};
 use crate::storage::{EntryKind, RealStorage, Storage, StorageLock};
-use std::collections::HashSet;
-use std::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// The lock file inside the root.
@@ -23,6 +24,8 @@ pub struct Lease {
     marker: RootMarker,
     _lock: Box<dyn StorageLock>,
     open_logs: Mutex<HashSet<String>>,
+    /// Directories of the root made sure of under this lease, with their shared syncs.
+    dirs: Mutex<HashMap<PathBuf, Arc<SharedDirSync>>>,
 }
 
 impl Lease {
@@ -109,6 +112,7 @@ impl Owner {
                 marker,
                 _lock: lock,
                 open_logs: Mutex::new(HashSet::new()),
+                dirs: Mutex::new(HashMap::new()),
             }),
         }))
     }
@@ -140,6 +144,43 @@ impl Owner {
             lease: self.lease.clone(),
             name: name.to_owned(),
         })
+    }
+
+    /// Makes sure `dir`, a directory directly under the root, exists and that its entry is
+    /// durable, once per lease: the root is synced even when `dir` already exists, since a
+    /// process that died may have made it without syncing the root.
+    pub fn ensure_root_dir(&self, dir: &Path) -> Result<()> {
+        self.dir_sync(dir).map(|_| ())
+    }
+
+    /// Makes the entries created in `dir` (made sure of by [`Owner::ensure_root_dir`]) durable,
+    /// sharing the `fsync` with concurrent callers.
+    pub fn sync_root_dir_shared(&self, dir: &Path) -> Result<()> {
+        self.dir_sync(dir)?.sync(&**self.storage())
+    }
+
+    fn dir_sync(&self, dir: &Path) -> Result<Arc<SharedDirSync>> {
+        let mut dirs = self.lease.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(d) = dirs.get(dir) {
+            return Ok(d.clone());
+        }
+        let storage = self.storage();
+        match storage
+            .entry_kind(dir)
+            .map_err(|e| Error::io(dir, "stat", e))?
+        {
+            Some(EntryKind::Dir) => {}
+            Some(_) => return Err(Error::corrupt(dir, 0, "expected a directory")),
+            None => storage
+                .create_dir(dir)
+                .map_err(|e| Error::io(dir, "create directory", e))?,
+        }
+        storage
+            .sync_dir(Path::new(""))
+            .map_err(|e| Error::io("", "fsync directory", e))?;
+        let d = Arc::new(SharedDirSync::new(dir));
+        dirs.insert(dir.to_owned(), d.clone());
+        Ok(d)
     }
 
     /// Gives up this handle; the lock goes once every writer opened through it is dropped.

@@ -29,7 +29,10 @@ pub struct WriterConfig {
     pub segment_size: u64,
     /// The payload bound new segments declare (at most [`MAX_PAYLOAD_LIMIT`]).
     pub max_payload: u32,
-    /// How far ahead of the data a segment is filled with zeros.
+    /// The most bytes of zeros kept ahead of a segment's data (0: none). A new segment fills
+    /// only its first block (4 KiB, or this step if smaller); each time the data reaches the
+    /// zeros, the file is zero-filled to about twice its length, until this many are ahead.
+    /// A clean close cuts them.
     pub prealloc_step: u64,
     /// Buffered bytes kept in memory before they are written out (without a sync).
     pub buffered_limit: usize,
@@ -46,10 +49,20 @@ impl Default for WriterConfig {
     }
 }
 
+/// The block a new segment's zero-filled space rounds up to.
+const PREALLOC_BLOCK: u64 = 4 << 10;
+
 impl WriterConfig {
+    /// The most zeros a writer with this configuration leaves after data ending at `data_end`:
+    /// what opening a segment after a crash may read beyond its data.
+    pub fn max_zeros_ahead(&self, data_end: u64) -> u64 {
+        self.prealloc().max_ahead(data_end)
+    }
+
     fn prealloc(&self) -> Prealloc {
         Prealloc {
             step: self.prealloc_step,
+            block: self.prealloc_step.min(PREALLOC_BLOCK),
             cap: self.segment_size,
         }
     }
@@ -172,10 +185,15 @@ impl SegmentWriter {
         let hold = owner.hold_log(&format!("session {session_id}"))?;
         let storage = owner.storage().clone();
         let dir = session_dir(session_id);
-        ensure_dir(&*storage, Path::new(SESSIONS_DIR), Path::new(""))?;
-        ensure_dir(&*storage, &dir, Path::new(SESSIONS_DIR))?;
+        owner.ensure_root_dir(Path::new(SESSIONS_DIR))?;
+        let created = ensure_session_dir(owner, &dir)?;
 
-        let (_, scanned) = scan_session_files(&*storage, session_id, resume.as_ref())?;
+        // A directory made just now holds nothing to scan.
+        let scanned = if created {
+            Vec::new()
+        } else {
+            scan_session_files(&*storage, session_id, resume.as_ref())?.1
+        };
         let check = check_session(session_id, &scanned, resume.as_ref());
         let repairs = plan(&check.problems)?;
         let report = apply(&*storage, repairs)?;
@@ -183,7 +201,10 @@ impl SegmentWriter {
         // A resume point comes from a sidecar, written only once everything it covers was
         // synced (and its directory with it): when nothing follows it, there is nothing that
         // could still sit unsynced in the page cache of a process that died.
-        let vouched = resume.is_some_and(|r| r.last_seq == head_seq) && report.repairs.is_empty();
+        // A directory made just now was synced into `sessions/`, and its segment is created
+        // by the write protocol below.
+        let vouched = created
+            || (resume.is_some_and(|r| r.last_seq == head_seq) && report.repairs.is_empty());
 
         let last = scanned.iter().rev().find_map(|s| match &s.result {
             ScanResult::Scanned(scan) => Some((s.file.path.clone(), scan.clone())),
@@ -244,12 +265,12 @@ impl SegmentWriter {
             }
         };
         // Directory entries made by a process that died before syncing them.
+        // (The root's entry for `sessions/` was made durable by `ensure_root_dir`.)
         if !vouched {
-            for d in [dir.as_path(), Path::new(SESSIONS_DIR), Path::new("")] {
-                storage
-                    .sync_dir(d)
-                    .map_err(|e| Error::io(d, "fsync directory", e))?;
-            }
+            storage
+                .sync_dir(&dir)
+                .map_err(|e| Error::io(&dir, "fsync directory", e))?;
+            owner.sync_root_dir_shared(Path::new(SESSIONS_DIR))?;
         }
         let sink = SegmentSink {
             storage,
@@ -348,9 +369,26 @@ impl SegmentWriter {
         self.commit.next_seq()
     }
 
-    /// Syncs everything pending and closes the writer, reporting any failure.
+    /// The highest sequence number known durable.
+    pub fn durable_seq(&self) -> u64 {
+        self.commit.durable_seq()
+    }
+
+    /// Waits, without writing anything, until record `seq` is durable; the caller knows its
+    /// appender is waiting for that sync (a durable append in flight).
+    pub fn wait_synced(&self, seq: u64) -> Result<()> {
+        self.commit.wait_synced(seq)
+    }
+
+    /// Syncs everything pending, cuts the zeros after the data and makes that durable, and
+    /// closes the writer, reporting any failure: a cleanly closed session holds no preallocated
+    /// space.
     pub fn close(self) -> Result<()> {
-        self.sync()
+        self.finish()
+    }
+
+    fn finish(&self) -> Result<()> {
+        self.commit.finish(|sink| sink.file.cut())
     }
 
     /// Queues the seal footer of the current segment and the header of the next.
@@ -384,11 +422,11 @@ impl SegmentWriter {
 }
 
 impl Drop for SegmentWriter {
-    /// Buffered records still queued are synced on drop; call [`SegmentWriter::close`] to see
-    /// whether that worked.
+    /// A dropped writer closes as [`SegmentWriter::close`] does (syncing what is queued and
+    /// cutting the zeros), unless it failed; call `close` to see whether that worked.
     fn drop(&mut self) {
-        if self.commit.has_unsynced() {
-            let _ = self.sync();
+        if self.commit.is_healthy() {
+            let _ = self.finish();
         }
     }
 }
@@ -421,21 +459,22 @@ fn finish_interrupted_seal(storage: &dyn Storage, path: &Path, scan: &SegmentSca
         .map_err(|e| Error::io(path, "fdatasync", e))
 }
 
-/// Creates `dir` if absent and makes its entry durable by syncing `parent`.
-fn ensure_dir(storage: &dyn Storage, dir: &Path, parent: &Path) -> Result<()> {
+/// Creates a session's directory if absent and makes its entry durable, sharing the sync of
+/// `sessions/` with concurrent creators; true when it was created.
+fn ensure_session_dir(owner: &Owner, dir: &Path) -> Result<bool> {
+    let storage = owner.storage();
     match storage
         .entry_kind(dir)
         .map_err(|e| Error::io(dir, "stat", e))?
     {
-        Some(EntryKind::Dir) => Ok(()),
+        Some(EntryKind::Dir) => Ok(false),
         Some(_) => Err(Error::corrupt(dir, 0, "expected a directory")),
         None => {
             storage
                 .create_dir(dir)
                 .map_err(|e| Error::io(dir, "create directory", e))?;
-            storage
-                .sync_dir(parent)
-                .map_err(|e| Error::io(parent, "fsync directory", e))
+            owner.sync_root_dir_shared(Path::new(SESSIONS_DIR))?;
+            Ok(true)
         }
     }
 }
