@@ -166,12 +166,16 @@ fn a_log_has_one_writer_per_owner() {
     SegmentWriter::open(&owner, "other", WriterConfig::default()).expect("another session");
     let store = makalog::store::RuntimeEventStore::open(&owner, WriterConfig::default());
     assert!(matches!(
-        store.list_session_invocations("s"),
+        store.open_session_now("s"),
         Err(Error::AlreadyOpen { .. })
     ));
-    drop(w);
     assert!(
         store.list_session_invocations("s").is_ok(),
+        "a read takes no write hold"
+    );
+    drop(w);
+    assert!(
+        store.open_session_now("s").is_ok(),
         "free once the writer is gone"
     );
     let (claims, _) = makalog::claims::ClaimsLog::open(&owner).expect("claims");

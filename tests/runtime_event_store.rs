@@ -289,6 +289,11 @@ fn a_missing_or_damaged_sidecar_is_rebuilt_at_open() {
     std::fs::remove_file(&path).expect("remove");
     let store = self::store(&storage);
     assert_eq!(store.list_session_invocations(S).expect("list").len(), 1);
+    assert!(
+        !path.exists(),
+        "a read rebuilds in memory and writes nothing"
+    );
+    store.open_session_now(S).expect("open");
     assert_eq!(sidecar_bytes(&storage), good, "rebuilt at open");
     drop(store);
     for at in [0usize, 30, good.len() - 1] {
@@ -301,6 +306,12 @@ fn a_missing_or_damaged_sidecar_is_rebuilt_at_open() {
             1,
             "byte {at}"
         );
+        assert_eq!(
+            std::fs::read(&path).expect("read"),
+            bad,
+            "a read writes nothing"
+        );
+        store.open_session_now(S).expect("open");
         assert_eq!(sidecar_bytes(&storage), good, "byte {at} damaged: rebuilt");
     }
 }
@@ -321,6 +332,9 @@ fn a_stale_sidecar_is_caught_up_from_where_it_stops() {
         "dropped without close: the sidecar is behind"
     );
     let store = self::store(&storage);
+    assert_eq!(store.list_session_invocations(S).expect("list").len(), 2);
+    assert_eq!(sidecar_bytes(&storage), stale, "a read writes nothing");
+    store.open_session_now(S).expect("open");
     assert_eq!(store.list_session_invocations(S).expect("list").len(), 2);
     assert_eq!(
         sidecar_bytes(&storage),
@@ -465,6 +479,12 @@ fn seed_004_the_invocation_index_is_a_query_over_canonical_events() {
             .iter()
             .any(|e| e.id() == "post-terminal-straggler"),
         "the straggler is in the ledger"
+    );
+    reopened.open_session_now(S).expect("open for writing");
+    assert_eq!(
+        reopened.list_session_invocations(S).expect("list"),
+        after,
+        "the session open for writing answers as its read-only view did"
     );
     reopened.close().expect("close");
     let view = rebuild(&*storage, S).expect("rebuild");

@@ -334,7 +334,10 @@ fn zeros_ahead_start_at_one_block_and_double_with_the_data_up_to_the_step() {
         .windows(2)
         .filter(|p| p[1] - p[0] >= 64 << 10)
         .count();
-    assert!(steps_at_full >= 3, "a busy segment reaches the full step: {lengths:?}");
+    assert!(
+        steps_at_full >= 3,
+        "a busy segment reaches the full step: {lengths:?}"
+    );
     assert!(lengths.len() < 20, "few size changes: {lengths:?}");
     w.close().expect("close");
     assert_eq!(len(), data_end, "a clean close cuts the zeros");
@@ -350,7 +353,11 @@ fn a_large_batch_is_not_zero_filled_ahead_and_a_small_one_is() {
     let (w, _) = SegmentWriter::open(&owner(&storage), S, config).expect("open");
     let seg = segment_paths(&storage.describe_root(), S)[0].clone();
     let len = || std::fs::metadata(&seg).expect("stat").len();
-    assert_eq!(len(), 1024, "the first block is the step when the step is smaller");
+    assert_eq!(
+        len(),
+        1024,
+        "the first block is the step when the step is smaller"
+    );
     w.append(
         RecordKind::RuntimeEvent,
         &vec![b'x'; 100_000],

@@ -374,7 +374,10 @@ fn the_claims_vector_replays_to_its_expected_dump_and_the_writer_reproduces_it()
         same_data(&want, &got),
         "the writer reproduces claims.log byte for byte, up to the zeros ahead"
     );
-    assert!(want.len() > got.len(), "the vector keeps the zeros a crash leaves");
+    assert!(
+        want.len() > got.len(),
+        "the vector keeps the zeros a crash leaves"
+    );
     let report = verify_root(&RealStorage::new(&dir)).expect("verify");
     assert!(report.is_clean(), "{:?}", report.findings);
     assert_eq!(

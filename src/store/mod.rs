@@ -1,5 +1,9 @@
 //! Typed stores over the session ledger.
 
+mod live;
+mod open_sessions;
 mod runtime_events;
+mod stored;
 
+pub use open_sessions::DEFAULT_MAX_OPEN_SESSIONS;
 pub use runtime_events::{AppendedEvent, RuntimeEventStore};

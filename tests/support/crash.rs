@@ -708,9 +708,27 @@ pub fn recover(storage: &Arc<SimStorage>) -> Result<Recovered, String> {
 /// a rebuild byte for byte, and returns the immutable events in commit order.
 fn recover_events(storage: &Arc<SimStorage>, owner: &Owner) -> Result<Vec<String>, String> {
     let store = RuntimeEventStore::open(owner, config());
+    let dir = std::path::Path::new("sessions").join(EVENT_SESSION);
+    let exists = storage
+        .entry_kind(&dir)
+        .map_err(|e| format!("stat: {e}"))?
+        .is_some();
+    // Reads of a session that is not open go through a read-only view of its files; opening
+    // it for writing recovers it. Both must answer the same.
+    let read_only = store
+        .list_session_invocations(EVENT_SESSION)
+        .map_err(|e| format!("read-only view: {e}"))?;
+    if exists {
+        store
+            .open_session_now(EVENT_SESSION)
+            .map_err(|e| format!("event store: {e}"))?;
+    }
     let listed = store
         .list_session_invocations(EVENT_SESSION)
         .map_err(|e| format!("event store: {e}"))?;
+    if listed != read_only {
+        return Err("the read-only view disagrees with the recovered session".into());
+    }
     let events = store
         .read_session_runtime_events(EVENT_SESSION)
         .map_err(|e| format!("events: {e}"))?;
@@ -720,12 +738,7 @@ fn recover_events(storage: &Arc<SimStorage>, owner: &Owner) -> Result<Vec<String
     store
         .close()
         .map_err(|e| format!("event store close: {e}"))?;
-    let dir = std::path::Path::new("sessions").join(EVENT_SESSION);
-    if storage
-        .entry_kind(&dir)
-        .map_err(|e| format!("stat: {e}"))?
-        .is_none()
-    {
+    if !exists {
         return if listed.is_empty() {
             Ok(Vec::new())
         } else {

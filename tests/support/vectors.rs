@@ -255,9 +255,7 @@ pub fn write_events_vector(dir: &Path, name: &str, input: &EventsInput) {
     }
     w.close().expect("close");
     let store = RuntimeEventStore::open(&owner, config);
-    store
-        .list_session_invocations(&input.session_id)
-        .expect("catch up");
+    store.open_session_now(&input.session_id).expect("catch up");
     store.close().expect("close");
 }
 
