@@ -56,6 +56,19 @@ fn seeded_random_workloads_crash_anywhere() {
     }
 }
 
+/// Seeds of the many-small-sessions workload CI runs.
+const CI_SESSION_SEEDS: u64 = 500;
+
+#[test]
+fn seeded_many_session_workloads_crash_anywhere() {
+    for seed in 0..CI_SESSION_SEEDS {
+        let (ops, s) = random_sessions_scenario(seed);
+        if let Err(e) = check_scenario(&ops, s) {
+            panic!("sessions seed {seed}: {e}\n  workload: {ops:?}");
+        }
+    }
+}
+
 #[test]
 fn regressions_reproduce_from_seed_and_crash_point() {
     for &(seed, crash_point, tear) in REGRESSIONS {

@@ -1,24 +1,57 @@
-//! Real storage that counts `sync_data` calls and can make them fail from the Nth on.
+//! Real storage that counts what it is asked to do: `sync_data` calls (and can make them fail
+//! from the Nth on), bytes read, and directory syncs by directory (which can be slowed, so
+//! concurrent callers pile up behind one).
 
 use makalog::storage::{
     DirEntry, EntryKind, FileBytes, OpenMode, RealStorage, Storage, StorageFile, StorageLock,
 };
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What a [`CountingStorage`] was asked to do.
+#[derive(Default)]
+pub struct Meter {
+    /// Bytes returned by `read_at` and `read_file` (mapped files are not counted: mapping reads
+    /// nothing until a page is touched).
+    pub read_bytes: AtomicU64,
+    /// `sync_dir` calls by directory.
+    pub dir_syncs: Mutex<BTreeMap<PathBuf, u64>>,
+    /// Every `sync_dir` of this directory sleeps this long first.
+    pub slow_dir: Mutex<Option<(PathBuf, Duration)>>,
+}
+
+impl Meter {
+    pub fn reads(&self) -> u64 {
+        self.read_bytes.load(Ordering::SeqCst)
+    }
+
+    pub fn dir_syncs_of(&self, dir: &str) -> u64 {
+        let syncs = self.dir_syncs.lock().expect("meter");
+        syncs.get(Path::new(dir)).copied().unwrap_or(0)
+    }
+
+    pub fn all_dir_syncs(&self) -> u64 {
+        self.dir_syncs.lock().expect("meter").values().sum()
+    }
+}
 
 /// Real storage that counts `sync_data` calls and can make them fail from the Nth on.
 pub struct CountingStorage {
     inner: RealStorage,
     syncs: Arc<AtomicU64>,
     fail_from: u64,
+    pub meter: Arc<Meter>,
 }
 
 pub struct CountingFile {
     inner: Box<dyn StorageFile>,
     syncs: Arc<AtomicU64>,
     fail_from: u64,
+    meter: Arc<Meter>,
 }
 
 impl StorageFile for CountingFile {
@@ -26,7 +59,9 @@ impl StorageFile for CountingFile {
         self.inner.size()
     }
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.inner.read_at(buf, offset)
+        let n = self.inner.read_at(buf, offset)?;
+        self.meter.read_bytes.fetch_add(n as u64, Ordering::SeqCst);
+        Ok(n)
     }
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.inner.write_all_at(buf, offset)
@@ -49,13 +84,18 @@ impl Storage for CountingStorage {
             inner: self.inner.open(path, mode)?,
             syncs: self.syncs.clone(),
             fail_from: self.fail_from,
+            meter: self.meter.clone(),
         }))
     }
     fn map_file(&self, path: &Path) -> io::Result<FileBytes> {
         self.inner.map_file(path)
     }
     fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
-        self.inner.read_file(path)
+        let bytes = self.inner.read_file(path)?;
+        self.meter
+            .read_bytes
+            .fetch_add(bytes.len() as u64, Ordering::SeqCst);
+        Ok(bytes)
     }
     fn create_dir(&self, path: &Path) -> io::Result<()> {
         self.inner.create_dir(path)
@@ -67,6 +107,19 @@ impl Storage for CountingStorage {
         self.inner.remove_file(path)
     }
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        let slow = self.meter.slow_dir.lock().expect("meter").clone();
+        if let Some((dir, pause)) = slow {
+            if dir == path {
+                std::thread::sleep(pause);
+            }
+        }
+        *self
+            .meter
+            .dir_syncs
+            .lock()
+            .expect("meter")
+            .entry(path.to_owned())
+            .or_default() += 1;
         self.inner.sync_dir(path)
     }
     fn list_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
@@ -89,6 +142,7 @@ pub fn counting(root: PathBuf, fail_from: u64) -> (Arc<CountingStorage>, Arc<Ato
         inner: RealStorage::new(root),
         syncs: syncs.clone(),
         fail_from,
+        meter: Arc::default(),
     };
     (Arc::new(s), syncs)
 }
