@@ -1,6 +1,5 @@
-//! A session as the runtime-event store holds it: open for writing (its writer and its view in
-//! memory, with the id table of the sidecar it was loaded from mapped), or as a read-only view
-//! that takes no write hold and writes nothing.
+//! A session as the runtime-event store holds it open for writing: its writer, and its view in
+//! memory with the id table of the sidecar it was loaded from mapped.
 
 use super::stored::stored_event;
 use crate::error::{Error, Result};
@@ -60,7 +59,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn sidecar_path(session_id: &str) -> PathBuf {
+pub(crate) fn sidecar_path(session_id: &str) -> PathBuf {
     session_dir(session_id).join(SIDECAR_FILE)
 }
 
@@ -120,7 +119,12 @@ pub(crate) fn open_for_writing(
             live
         }
         None => {
-            let view = rebuild(storage, session_id)?;
+            // A log with no record (a session created just now) has nothing to rebuild from.
+            let view = if writer.next_seq() == 1 {
+                SessionIndex::new(session_id)
+            } else {
+                rebuild(storage, session_id)?
+            };
             let mut live = LiveView {
                 fact_seq: 0,
                 dirty: true,
@@ -142,21 +146,9 @@ pub(crate) fn open_for_writing(
     })
 }
 
-/// A session's view as its files hold it, for reading: its sidecar caught up in memory, or a
-/// rebuild. Takes no write hold and writes nothing.
-pub(crate) fn read_only_view(storage: &dyn Storage, session_id: &str) -> Result<SessionIndex> {
-    match load_sidecar(storage, session_id)? {
-        Some(mut live) => {
-            caught_up(storage, &mut live)?;
-            Ok(live.view)
-        }
-        None => rebuild(storage, session_id),
-    }
-}
-
 /// Applies the records after what a loaded view covers; ids the sidecar holds are confirmed by
 /// reading the stored event back.
-fn caught_up(storage: &dyn Storage, live: &mut LiveView) -> Result<()> {
+pub(crate) fn caught_up(storage: &dyn Storage, live: &mut LiveView) -> Result<()> {
     let base = live.base.take();
     let session_id = live.view.session_id.clone();
     let known = |id: &str| {
@@ -187,7 +179,7 @@ pub(crate) fn close_session(storage: &dyn Storage, session: SessionEvents) -> Re
 
 /// The session's sidecar, if present, whole, of this session and still true of its segments;
 /// `None` means rebuild.
-fn load_sidecar(storage: &dyn Storage, session_id: &str) -> Result<Option<LiveView>> {
+pub(crate) fn load_sidecar(storage: &dyn Storage, session_id: &str) -> Result<Option<LiveView>> {
     let path = sidecar_path(session_id);
     let bytes = match storage.map_file(&path) {
         Ok(b) => b,

@@ -2,6 +2,7 @@
 
 mod live;
 mod open_sessions;
+mod read_view;
 mod runtime_events;
 mod stored;
 

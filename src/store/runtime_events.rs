@@ -7,8 +7,9 @@
 //! number of sessions stay open for writing; reads of a session that is not open go through a
 //! read-only view.
 
-use super::live::{close_session, lock, open_for_writing, read_only_view, SessionEvents};
+use super::live::{close_session, lock, open_for_writing, SessionEvents};
 use super::open_sessions::{OpenSessions, DEFAULT_MAX_OPEN_SESSIONS};
+use super::read_view::read_only_view;
 use super::stored::{read_events, stored_event};
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
@@ -226,12 +227,11 @@ impl RuntimeEventStore {
     /// with its first terminal event. A session open here answers from its view in memory once
     /// the facts it shows are durable; another from a read-only view of its files.
     pub fn list_session_invocations(&self, session_id: &str) -> Result<Vec<RuntimeInvocation>> {
-        let session = match self.reading(session_id)? {
-            Reading::Absent => return Ok(Vec::new()),
-            Reading::Files => {
-                return Ok(read_only_view(self.storage(), session_id)?.invocations());
-            }
-            Reading::Open(s) => s,
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        let Some(session) = self.sessions.get_open(session_id) else {
+            return Ok(read_only_view(self.storage(), session_id)?
+                .map(|view| view.invocations())
+                .unwrap_or_default());
         };
         let (listed, upto) = {
             let mut st = lock(&session.state);

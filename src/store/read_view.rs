@@ -1,0 +1,214 @@
+//! A session's view for reading: what its files hold, with no write hold taken and nothing
+//! written.
+//!
+//! The common case is a session closed cleanly: its sidecar vouches for the whole log. Then the
+//! view is the sidecar's, checked against the log the way an open for writing checks it (the
+//! earlier segments sealed where the covers end, the last covered frame in place with its
+//! sequence number and chain value), caught up over the few bytes after it, with the segment
+//! files named from the covers instead of listing the directory: one read of the sidecar and
+//! one open of the last segment. (A segment after an unsealed one is damage no crash leaves;
+//! this view does not look for it, `makalog verify` and an open for writing report it.)
+//! Anything else (no sidecar, a damaged or foreign one, a roll
+//! after it, a torn or damaged tail) takes the general path: the sidecar caught up through the
+//! session reader, or a rebuild, which report damage as an open for writing would.
+
+use super::live::{caught_up, load_sidecar, sidecar_path};
+use super::stored::stored_event;
+use crate::error::{Error, Result};
+use crate::format::{
+    decode_frame, FrameCursor, FrameDecode, RecordKind, Tail, FOOTER_LEN, HEADER_LEN,
+    MAX_PAYLOAD_LIMIT,
+};
+use crate::index::{
+    decode_sidecar_header, decode_sidecar_state, find_ids, id_hash, rebuild, resume_point,
+    section_unchecked, RecordRef, SessionIndex,
+};
+use crate::segment::layout::{segment_file_name, session_dir};
+use crate::segment::{scan_segment_tail, ScanResult};
+use crate::storage::{OpenMode, Storage};
+use std::io::ErrorKind;
+
+/// Segments up to this size are read whole, header and tail in one call.
+const WHOLE_READ: u64 = 64 << 10;
+
+/// The session's view as its files hold it; `None` when the session has no directory.
+pub(crate) fn read_only_view(
+    storage: &dyn Storage,
+    session_id: &str,
+) -> Result<Option<SessionIndex>> {
+    let path = sidecar_path(session_id);
+    match read_whole(storage, &path) {
+        Ok(bytes) => {
+            if let Some(view) = vouched_view(storage, session_id, &bytes)? {
+                return Ok(Some(view));
+            }
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            let dir = session_dir(session_id);
+            if storage
+                .entry_kind(&dir)
+                .map_err(|e| Error::io(&dir, "stat", e))?
+                .is_none()
+            {
+                return Ok(None);
+            }
+        }
+        Err(_) => {}
+    }
+    match load_sidecar(storage, session_id)? {
+        Some(mut live) => {
+            caught_up(storage, &mut live)?;
+            Ok(Some(live.view))
+        }
+        None => rebuild(storage, session_id).map(Some),
+    }
+}
+
+/// A whole file, read through one open handle (its size, then the bytes).
+fn read_whole(storage: &dyn Storage, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    let file = storage.open(path, OpenMode::Read)?;
+    let size = file.size()?;
+    let mut buf = vec![0u8; usize::try_from(size).map_err(std::io::Error::other)?];
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], done as u64)? {
+            0 => break,
+            n => done += n,
+        }
+    }
+    buf.truncate(done);
+    Ok(buf)
+}
+
+/// The sidecar's view caught up over a clean tail, if the sidecar holds for the log and the log
+/// goes on no further than its last covered segment; `None` sends the caller the general way.
+fn vouched_view(
+    storage: &dyn Storage,
+    session_id: &str,
+    bytes: &[u8],
+) -> Result<Option<SessionIndex>> {
+    let Ok(header) = decode_sidecar_header(bytes) else {
+        return Ok(None);
+    };
+    let Ok(mut view) = decode_sidecar_state(bytes, &header) else {
+        return Ok(None);
+    };
+    let (Some(last), Some(resume)) = (view.covers.last().cloned(), resume_point(&view)) else {
+        return Ok(None);
+    };
+    if view.session_id != session_id
+        || last.last_seq == u64::MAX
+        || view
+            .covers
+            .iter()
+            .enumerate()
+            .any(|(k, c)| c.ordinal != k as u64)
+    {
+        return Ok(None);
+    }
+    let dir = session_dir(session_id);
+    // A segment's first sequence number follows the last one of the segment before it.
+    let mut first_seq = 1;
+    for c in &view.covers[..view.covers.len() - 1] {
+        let path = dir.join(segment_file_name(first_seq));
+        let sealed_here = storage
+            .open(&path, OpenMode::Read)
+            .and_then(|f| f.size())
+            .is_ok_and(|size| size == c.data_end + FOOTER_LEN as u64);
+        if !sealed_here {
+            return Ok(None);
+        }
+        first_seq = c.last_seq + 1;
+    }
+    let path = dir.join(segment_file_name(first_seq));
+    let Ok(file) = storage.open(&path, OpenMode::Read) else {
+        return Ok(None);
+    };
+    let size = file.size().map_err(|e| Error::io(&path, "stat", e))?;
+    let frame_len = last.data_end.checked_sub(last.last_frame_offset);
+    if size < last.data_end
+        || frame_len
+            .is_none_or(|n| n > crate::format::FRAME_OVERHEAD as u64 + u64::from(MAX_PAYLOAD_LIMIT))
+    {
+        return Ok(None);
+    }
+    let read = |at: u64, n: u64| -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; n as usize];
+        let mut done = 0;
+        while done < buf.len() {
+            match file.read_at(&mut buf[done..], at + done as u64) {
+                Ok(0) => break,
+                Ok(k) => done += k,
+                Err(e) => return Err(Error::io(&path, "read", e)),
+            }
+        }
+        buf.truncate(done);
+        Ok(buf)
+    };
+    // A small segment is read whole in one call; a large one as its header and its end.
+    let (head, from_last) = if size <= WHOLE_READ {
+        let whole = read(0, size)?;
+        let at = (last.last_frame_offset as usize).min(whole.len());
+        (
+            whole[..HEADER_LEN.min(whole.len())].to_vec(),
+            whole[at..].to_vec(),
+        )
+    } else {
+        (
+            read(0, HEADER_LEN as u64)?,
+            read(last.last_frame_offset, size - last.last_frame_offset)?,
+        )
+    };
+    let covered = (last.data_end - last.last_frame_offset) as usize;
+    let in_place = matches!(
+        decode_frame::<RecordKind>(from_last.get(..covered).unwrap_or(&[]), u32::MAX),
+        Ok(FrameDecode::Frame(f, used))
+            if used == covered && f.seq == last.last_seq && f.chain == last.chain
+    );
+    if !in_place {
+        return Ok(None);
+    }
+    let tail = &from_last[covered..];
+    let scan = match scan_segment_tail(&head, tail, &resume) {
+        ScanResult::Scanned(scan) => scan,
+        ScanResult::BadHeader { .. } => return Ok(None),
+    };
+    let placed = scan.header.session_id == session_id
+        && scan.header.ordinal == last.ordinal
+        && scan.header.first_seq == first_seq;
+    if !placed || !matches!(scan.end, Tail::Eof | Tail::Zeros { .. }) {
+        return Ok(None);
+    }
+    // Ids the sidecar holds, for events repeated in the tail: a hash match is confirmed by
+    // reading the stored event back, as the general path does.
+    let ids = section_unchecked(bytes, &header, 2);
+    let known = |id: &str| {
+        find_ids(ids, id_hash(id)).is_ok_and(|entries| {
+            entries
+                .iter()
+                .any(|e| stored_event(storage, session_id, e, id).is_ok_and(|p| p.is_some()))
+        })
+    };
+    let mut cursor = FrameCursor::<RecordKind>::new(
+        0,
+        scan.header.max_payload,
+        resume.last_seq + 1,
+        resume.chain,
+        true,
+    )
+    .at_base(resume.data_end)
+    .counted_from(scan.header.first_seq);
+    while let Some((offset, frame)) = cursor.next_frame(tail) {
+        let at = RecordRef {
+            ordinal: last.ordinal,
+            offset,
+            seq: frame.seq,
+            chain: frame.chain,
+            kind: frame.kind,
+            payload: frame.payload,
+        };
+        view.apply_record(&at, &known)
+            .map_err(|what| Error::corrupt(&path, offset, what))?;
+    }
+    Ok(Some(view))
+}
