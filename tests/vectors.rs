@@ -417,59 +417,129 @@ fn every_truncation_of_the_claims_vector_replays_to_a_valid_prefix() {
     assert_eq!(last, full.record_count);
 }
 
+/// The runtime-event vectors: `events` keeps the version 1 sidecar its writer left,
+/// `events-sidecar-v2` the version 2 one this build writes, over the same segments.
+const EVENT_VECTORS: [(&str, u16); 2] = [("events", 1), ("events-sidecar-v2", 2)];
+
 #[test]
-fn the_events_vector_sidecar_equals_a_rebuild_and_the_writer_reproduces_it() {
-    let dir = vectors::vectors_dir().join("events");
-    let input = vectors::read_events_input(&dir);
-    let storage = RealStorage::new(&dir);
-    let view = makalog::index::rebuild(&storage, &input.session_id).expect("rebuild");
-    let stored =
-        std::fs::read(dir.join("sessions").join(&input.session_id).join("index")).expect("index");
-    assert!(
-        makalog::index::encode_sidecar(&view, &[]).expect("encode") == stored,
-        "the stored sidecar equals a rebuild byte for byte"
-    );
-    assert_eq!(
-        vectors::invocations_dump(&dir, &input.session_id),
-        std::fs::read_to_string(dir.join("expected-invocations.jsonl")).expect("expected")
-    );
-    assert_eq!(
-        vectors::dump(&dir, &input.session_id),
-        std::fs::read_to_string(dir.join("expected.jsonl")).expect("expected")
-    );
-    let listed: Vec<serde_json::Value> =
-        std::fs::read_to_string(dir.join("expected-invocations.jsonl"))
-            .expect("expected")
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("json"))
+fn the_events_vectors_read_and_write_both_ways() {
+    for (name, version) in EVENT_VECTORS {
+        let dir = vectors::vectors_dir().join(name);
+        let input = vectors::read_events_input(&dir);
+        let storage = RealStorage::new(&dir);
+        let view = makalog::index::rebuild(&storage, &input.session_id).expect("rebuild");
+        let rebuilt = makalog::index::encode_sidecar(&view, &[]).expect("encode");
+        let stored = std::fs::read(dir.join("sessions").join(&input.session_id).join("index"))
+            .expect("index");
+        let header = makalog::index::decode_sidecar_header(&stored).expect("header");
+        assert_eq!(header.version, version, "{name}");
+        if version == makalog::index::SIDECAR_VERSION {
+            assert!(rebuilt == stored, "{name}: the sidecar equals a rebuild byte for byte");
+        } else {
+            // The old reader: the version 1 sidecar reads into the view a rebuild makes, which
+            // this build encodes exactly as it encodes the rebuild.
+            let state = makalog::index::decode_sidecar_state(&stored, &header).expect("state");
+            let ids = makalog::index::section(&stored, &header, 2)
+                .and_then(makalog::index::id_entries)
+                .expect("ids");
+            assert!(
+                makalog::index::encode_sidecar(&state, &ids).expect("encode") == rebuilt,
+                "{name}: the version 1 sidecar reads as a rebuild"
+            );
+        }
+        assert_eq!(
+            vectors::invocations_dump(&dir, &input.session_id),
+            std::fs::read_to_string(dir.join("expected-invocations.jsonl")).expect("expected"),
+            "{name}"
+        );
+        assert_eq!(
+            vectors::dump(&dir, &input.session_id),
+            std::fs::read_to_string(dir.join("expected.jsonl")).expect("expected"),
+            "{name}"
+        );
+        let listed: Vec<serde_json::Value> =
+            std::fs::read_to_string(dir.join("expected-invocations.jsonl"))
+                .expect("expected")
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("json"))
+                .collect();
+        let outcomes: Vec<&str> = listed
+            .iter()
+            .map(|l| l["terminalEvent"]["status"].as_str().unwrap_or(""))
             .collect();
-    let outcomes: Vec<&str> = listed
-        .iter()
-        .map(|l| l["terminalEvent"]["status"].as_str().unwrap_or(""))
-        .collect();
-    assert_eq!(
-        outcomes,
-        ["completed", "failed", "aborted"],
-        "the late cancellation never replaces the first terminal"
-    );
-    let tmp = tempfile::tempdir().expect("tmp");
-    vectors::write_events_vector(tmp.path(), "events", &input);
-    let want = support::snapshot(&dir.join("sessions"));
-    let got = support::snapshot(&tmp.path().join("sessions"));
-    assert_eq!(
-        want.keys().collect::<Vec<_>>(),
-        got.keys().collect::<Vec<_>>()
-    );
-    for (path, bytes) in &want {
-        assert!(got[path] == *bytes, "{} differs", path.display());
+        assert_eq!(
+            outcomes,
+            ["completed", "failed", "aborted"],
+            "the late cancellation never replaces the first terminal"
+        );
+        // The writer reproduces the segments byte for byte, and the sidecar of this version.
+        let tmp = tempfile::tempdir().expect("tmp");
+        vectors::write_events_vector(tmp.path(), name, &input);
+        let want = support::snapshot(&dir.join("sessions"));
+        let got = support::snapshot(&tmp.path().join("sessions"));
+        assert_eq!(
+            want.keys().collect::<Vec<_>>(),
+            got.keys().collect::<Vec<_>>()
+        );
+        for (path, bytes) in &want {
+            if path.ends_with("index") {
+                assert!(got[path] == rebuilt, "{name}: the writer's sidecar is a rebuild's");
+            } else {
+                assert!(got[path] == *bytes, "{name}: {} differs", path.display());
+            }
+        }
+        assert!(verify_root(&storage).expect("verify").is_clean());
+        // Both stores answer from either sidecar as from a rebuild.
+        let store_dir = tempfile::tempdir().expect("tmp");
+        copy_tree(&dir, store_dir.path());
+        let copy = std::sync::Arc::new(RealStorage::new(store_dir.path()));
+        let owner = makalog::root::Owner::try_acquire(copy.clone())
+            .expect("acquire")
+            .expect("free");
+        let store = makalog::store::RuntimeEventStore::open(&owner, Default::default());
+        let read_only = store
+            .list_session_invocations(&input.session_id)
+            .expect("read-only listing");
+        store.open_session_now(&input.session_id).expect("open");
+        assert_eq!(
+            store
+                .list_session_invocations(&input.session_id)
+                .expect("listing"),
+            read_only,
+            "{name}"
+        );
+        let lines: Vec<String> = read_only.iter().map(|i| i.to_canonical_json()).collect();
+        assert_eq!(
+            lines.join("\n") + "\n",
+            std::fs::read_to_string(dir.join("expected-invocations.jsonl")).expect("expected"),
+            "{name}"
+        );
     }
-    assert!(verify_root(&storage).expect("verify").is_clean());
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("dir") {
+        let e = e.expect("entry");
+        let target = to.join(e.file_name());
+        if e.file_type().expect("type").is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).expect("copy");
+        }
+    }
 }
 
 #[test]
-fn every_single_bit_flip_of_the_vector_sidecar_is_caught_and_never_panics() {
+fn every_single_bit_flip_of_the_vector_sidecars_is_caught_and_never_panics() {
+    for (name, _) in EVENT_VECTORS {
+        bit_flips_of_the_sidecar(name);
+    }
+}
+
+fn bit_flips_of_the_sidecar(name: &str) {
     use makalog::index::{decode_sidecar_header, decode_sidecar_state, find_ids, section};
-    let dir = vectors::vectors_dir().join("events");
+    let dir = vectors::vectors_dir().join(name);
     let input = vectors::read_events_input(&dir);
     let good =
         std::fs::read(dir.join("sessions").join(&input.session_id).join("index")).expect("index");

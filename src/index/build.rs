@@ -57,6 +57,24 @@ fn apply_all(
     Ok(())
 }
 
+/// The view's invocations, their opening and terminal events read back from the segments.
+pub fn invocations_from_log(
+    storage: &dyn Storage,
+    view: &SessionIndex,
+) -> Result<Vec<super::RuntimeInvocation>> {
+    let mut frames = crate::segment::FramesAt::new(storage, &view.session_id);
+    view.invocations(&mut |at| {
+        let bytes = frames.payload(at.ordinal, at.offset, at.record_seq)?;
+        String::from_utf8(bytes).map_err(|_| {
+            Error::corrupt(
+                crate::segment::layout::session_dir(&view.session_id),
+                at.offset,
+                "runtime event is not UTF-8",
+            )
+        })
+    })
+}
+
 /// Where a view stops: just after the last record it covers.
 pub fn resume_point(view: &SessionIndex) -> Option<Resume> {
     view.covers.last().map(|c| Resume {

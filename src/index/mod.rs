@@ -6,9 +6,12 @@ mod build;
 mod facts;
 mod invocations;
 mod sidecar;
+mod sidecar_v1;
 mod view;
 
-pub use build::{catch_up, covers_hold, rebuild, resume_point, trusted_sidecar};
+pub use build::{
+    catch_up, covers_hold, invocations_from_log, rebuild, resume_point, trusted_sidecar,
+};
 pub use facts::EventFacts;
 pub use invocations::{
     read_order, runtime_invocations_from_session_events, sort_invocations, utf16_cmp,

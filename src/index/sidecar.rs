@@ -13,8 +13,9 @@ use std::collections::BTreeMap;
 /// The first eight bytes of a sidecar.
 pub const SIDECAR_MAGIC: [u8; 8] = *b"MKLGIDX\0";
 
-/// The sidecar version this build writes and reads.
-pub const SIDECAR_VERSION: u16 = 1;
+/// The sidecar version this build writes. It reads this one and version 1 (whose opening and
+/// terminal events hold their JSON instead of where they lie: see `sidecar_v1`).
+pub const SIDECAR_VERSION: u16 = 2;
 
 pub use crate::segment::layout::SIDECAR_FILE;
 
@@ -36,12 +37,13 @@ pub struct Section {
 /// A decoded sidecar header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SidecarHeader {
+    pub version: u16,
     pub covers: Vec<Cover>,
     /// runs, invocations, ids, session id.
     pub sections: [Section; SECTIONS],
 }
 
-fn bincode_err(e: bincode::Error) -> FormatError {
+pub(super) fn bincode_err(e: bincode::Error) -> FormatError {
     FormatError::new(0, format!("sidecar section does not decode: {e}"))
 }
 
@@ -106,7 +108,7 @@ pub fn decode_sidecar_header(bytes: &[u8]) -> Result<SidecarHeader, FormatError>
         return Err(FormatError::new(0, "bad sidecar magic"));
     }
     let version = u16::from_le_bytes([bytes[8], bytes[9]]);
-    if version != SIDECAR_VERSION {
+    if version != SIDECAR_VERSION && version != 1 {
         return Err(FormatError::new(
             8,
             format!("unsupported sidecar version {version}"),
@@ -173,6 +175,7 @@ pub fn decode_sidecar_header(bytes: &[u8]) -> Result<SidecarHeader, FormatError>
         }
     }
     Ok(SidecarHeader {
+        version,
         covers: out,
         sections,
     })
@@ -211,8 +214,11 @@ pub fn decode_sidecar_state(
 ) -> Result<SessionIndex, FormatError> {
     let runs: Vec<(String, RunEntry)> =
         bincode::deserialize(section(bytes, header, 0)?).map_err(bincode_err)?;
-    let invocations: Vec<(String, InvocationEntry)> =
-        bincode::deserialize(section(bytes, header, 1)?).map_err(bincode_err)?;
+    let invocations: Vec<(String, InvocationEntry)> = if header.version == 1 {
+        super::sidecar_v1::invocations(section(bytes, header, 1)?, section(bytes, header, 2)?)?
+    } else {
+        bincode::deserialize(section(bytes, header, 1)?).map_err(bincode_err)?
+    };
     let session_id = std::str::from_utf8(section(bytes, header, 3)?)
         .map_err(|_| FormatError::new(0, "sidecar session id is not UTF-8"))?
         .to_owned();

@@ -38,18 +38,18 @@ pub struct KeyedEvent {
     pub run_id: String,
     pub event_seq: u64,
     pub id: String,
-    /// The canonical JSON of the event.
-    pub json: String,
+    /// Where the event's frame lies: its canonical JSON is read back from there.
+    pub at: StoredAt,
 }
 
 impl KeyedEvent {
-    fn of(event: &EventFacts<'_>, json: &str, event_seq: u64) -> KeyedEvent {
+    fn of(event: &EventFacts<'_>, at: StoredAt, event_seq: u64) -> KeyedEvent {
         KeyedEvent {
             ts: event.ts,
             run_id: event.run_id.clone().into_owned(),
             event_seq,
             id: event.id.clone().into_owned(),
-            json: json.to_owned(),
+            at,
         }
     }
 
@@ -125,7 +125,7 @@ impl std::hash::Hasher for Fnv {
 }
 
 /// Where a record is stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredAt {
     pub record_seq: u64,
     pub ordinal: u64,
@@ -185,7 +185,7 @@ impl SessionIndex {
             ordinal: r.ordinal,
             offset: r.offset,
         };
-        self.apply_event(at, &facts, json, known);
+        self.apply_event(at, &facts, known);
         Ok(())
     }
 
@@ -224,7 +224,6 @@ impl SessionIndex {
         &mut self,
         at: StoredAt,
         event: &EventFacts<'_>,
-        canonical_json: &str,
         known: bool,
     ) -> Option<u64> {
         if event.partial || event.session_id != self.session_id {
@@ -245,9 +244,9 @@ impl SessionIndex {
         let inv = self.invocations.get_mut(event.invocation_id.as_ref())?;
         inv.max_seq = inv.max_seq.saturating_add(1);
         let event_seq = inv.max_seq;
-        // Only openings and terminal events are kept whole; the rest cost no copy.
+        // Openings and terminal events are kept by their place in the log.
         if event.opening || event.terminal {
-            let keyed = KeyedEvent::of(event, canonical_json, event_seq);
+            let keyed = KeyedEvent::of(event, at, event_seq);
             let earlier = |kept: &Option<KeyedEvent>| {
                 kept.as_ref()
                     .is_none_or(|k| keyed.read_cmp(k) == Ordering::Less)
@@ -287,31 +286,51 @@ impl SessionIndex {
         Some(event_seq)
     }
 
-    /// The session's invocations, as [`runtime_invocations_from_session_events`] rebuilds them.
+    /// The session's invocations, as [`runtime_invocations_from_session_events`] rebuilds them;
+    /// `json` reads the canonical JSON of an opening or terminal event back from where it lies.
     ///
     /// [`runtime_invocations_from_session_events`]: super::runtime_invocations_from_session_events
-    pub fn invocations(&self) -> Vec<RuntimeInvocation> {
-        let mut out: Vec<RuntimeInvocation> = self
-            .invocations
-            .iter()
-            .filter_map(|(id, inv)| {
-                let opening = inv.opening.as_ref()?;
-                let event: serde_json::Value = serde_json::from_str(&opening.json).ok()?;
-                Some(RuntimeInvocation {
-                    session_id: self.session_id.clone(),
-                    invocation_id: id.clone(),
-                    run_id: opening.run_id.clone(),
-                    turn_id: event.get("turnId")?.as_str()?.to_owned(),
-                    opened_at: opening.ts,
-                    opening: event.get("content")?.clone(),
-                    terminal_event: inv
-                        .terminal
-                        .as_ref()
-                        .and_then(|t| serde_json::from_str(&t.json).ok()),
-                })
+    pub fn invocations(
+        &self,
+        json: &mut dyn FnMut(&StoredAt) -> crate::Result<String>,
+    ) -> crate::Result<Vec<RuntimeInvocation>> {
+        let parse = |text: String, at: &StoredAt| -> crate::Result<serde_json::Value> {
+            serde_json::from_str(&text).map_err(|e| crate::Error::Corrupt {
+                file: crate::segment::layout::session_dir(&self.session_id),
+                offset: at.offset,
+                what: format!(
+                    "indexed event of record {} does not parse: {e}",
+                    at.record_seq
+                ),
             })
-            .collect();
+        };
+        let mut out = Vec::with_capacity(self.invocations.len());
+        for (id, inv) in &self.invocations {
+            let Some(opening) = inv.opening.as_ref() else {
+                continue;
+            };
+            let event = parse(json(&opening.at)?, &opening.at)?;
+            let (Some(turn_id), Some(content)) = (
+                event.get("turnId").and_then(|t| t.as_str()),
+                event.get("content"),
+            ) else {
+                continue;
+            };
+            let terminal_event = match &inv.terminal {
+                Some(t) => Some(parse(json(&t.at)?, &t.at)?),
+                None => None,
+            };
+            out.push(RuntimeInvocation {
+                session_id: self.session_id.clone(),
+                invocation_id: id.clone(),
+                run_id: opening.run_id.clone(),
+                turn_id: turn_id.to_owned(),
+                opened_at: opening.ts,
+                opening: content.clone(),
+                terminal_event,
+            });
+        }
         sort_invocations(&mut out);
-        out
+        Ok(out)
     }
 }

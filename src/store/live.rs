@@ -10,8 +10,9 @@ use crate::index::{
 };
 use crate::root::Owner;
 use crate::segment::layout::session_dir;
-use crate::segment::{SegmentWriter, WriterConfig};
+use crate::segment::{FramesAt, SegmentWriter, WriterConfig};
 use crate::storage::{write_atomically, FileBytes, Storage};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
@@ -29,6 +30,10 @@ pub(crate) struct LiveView {
     pub dirty: bool,
     /// The invocations as last listed, until an opening or terminal event changes them.
     pub listed: Option<Vec<RuntimeInvocation>>,
+    /// The canonical JSON of openings and terminal events appended since the sidecar was last
+    /// written, by record number: a listing reads the rest back from the log, but these may
+    /// still be queued for writing.
+    pub pending: HashMap<u64, String>,
     /// The record number of the last immutable event applied: its appender waits until it is
     /// durable, and a reader waits for that too, so reads see only durable events.
     pub fact_seq: u64,
@@ -64,6 +69,19 @@ pub(crate) fn sidecar_path(session_id: &str) -> PathBuf {
 }
 
 impl LiveView {
+    /// The session's invocations: openings and terminals appended since the sidecar from
+    /// memory, the others read back from the log.
+    pub fn invocations(&self, storage: &dyn Storage) -> Result<Vec<RuntimeInvocation>> {
+        let mut frames = FramesAt::new(storage, &self.view.session_id);
+        self.view
+            .invocations(&mut |at| match self.pending.get(&at.record_seq) {
+                Some(json) => Ok(json.clone()),
+                None => frames
+                    .payload(at.ordinal, at.offset, at.record_seq)
+                    .and_then(|p| utf8(p, &self.view.session_id, at.offset)),
+            })
+    }
+
     /// Checks the mapped id table once; a damaged one means the sidecar cannot be trusted, so
     /// the view is rebuilt from the segments and its sidecar rewritten. The caller holds the
     /// session's state lock, so nothing new is queued while `writer` is synced for the rebuild.
@@ -126,6 +144,7 @@ pub(crate) fn open_for_writing(
                 rebuild(storage, session_id)?
             };
             let mut live = LiveView {
+                pending: HashMap::new(),
                 fact_seq: 0,
                 dirty: true,
                 view,
@@ -203,6 +222,7 @@ pub(crate) fn load_sidecar(storage: &dyn Storage, session_id: &str) -> Result<Op
         }),
         dirty: false,
         listed: None,
+        pending: HashMap::new(),
         fact_seq: 0,
     }))
 }
@@ -246,6 +266,18 @@ pub(crate) fn write_sidecar(storage: &dyn Storage, live: &mut LiveView) -> Resul
         checked: true,
     });
     live.view.ids = Default::default();
+    live.pending.clear();
     live.dirty = false;
     Ok(())
+}
+
+/// A stored event's bytes as text.
+pub(crate) fn utf8(bytes: Vec<u8>, session_id: &str, offset: u64) -> Result<String> {
+    String::from_utf8(bytes).map_err(|_| {
+        Error::corrupt(
+            session_dir(session_id),
+            offset,
+            "runtime event is not UTF-8",
+        )
+    })
 }

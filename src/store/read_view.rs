@@ -12,7 +12,7 @@
 //! after it, a torn or damaged tail) takes the general path: the sidecar caught up through the
 //! session reader, or a rebuild, which report damage as an open for writing would.
 
-use super::live::{caught_up, load_sidecar, sidecar_path};
+use super::live::{caught_up, load_sidecar, sidecar_path, utf8};
 use super::stored::stored_event;
 use crate::error::{Error, Result};
 use crate::format::{
@@ -20,27 +20,29 @@ use crate::format::{
     MAX_PAYLOAD_LIMIT,
 };
 use crate::index::{
-    decode_sidecar_header, decode_sidecar_state, find_ids, id_hash, rebuild, resume_point,
-    section_unchecked, RecordRef, SessionIndex,
+    decode_sidecar_header, decode_sidecar_state, find_ids, id_hash, invocations_from_log, rebuild,
+    resume_point, section_unchecked, RecordRef, RuntimeInvocation, SessionIndex,
 };
+use crate::segment::frames_at::payload_of;
 use crate::segment::layout::{segment_file_name, session_dir};
-use crate::segment::{scan_segment_tail, ScanResult};
+use crate::segment::{scan_segment_tail, FramesAt, ScanResult};
 use crate::storage::{OpenMode, Storage};
 use std::io::ErrorKind;
+use std::path::PathBuf;
 
 /// Segments up to this size are read whole, header and tail in one call.
 const WHOLE_READ: u64 = 64 << 10;
 
-/// The session's view as its files hold it; `None` when the session has no directory.
-pub(crate) fn read_only_view(
+/// The session's invocations as its files hold them; none when it has no directory.
+pub(crate) fn read_only_invocations(
     storage: &dyn Storage,
     session_id: &str,
-) -> Result<Option<SessionIndex>> {
+) -> Result<Vec<RuntimeInvocation>> {
     let path = sidecar_path(session_id);
     match read_whole(storage, &path) {
         Ok(bytes) => {
-            if let Some(view) = vouched_view(storage, session_id, &bytes)? {
-                return Ok(Some(view));
+            if let Some(vouched) = vouched_view(storage, session_id, &bytes)? {
+                return vouched.invocations(storage);
             }
         }
         Err(e) if e.kind() == ErrorKind::NotFound => {
@@ -50,17 +52,47 @@ pub(crate) fn read_only_view(
                 .map_err(|e| Error::io(&dir, "stat", e))?
                 .is_none()
             {
-                return Ok(None);
+                return Ok(Vec::new());
             }
         }
         Err(_) => {}
     }
-    match load_sidecar(storage, session_id)? {
+    let view = match load_sidecar(storage, session_id)? {
         Some(mut live) => {
             caught_up(storage, &mut live)?;
-            Ok(Some(live.view))
+            live.view
         }
-        None => rebuild(storage, session_id).map(Some),
+        None => rebuild(storage, session_id)?,
+    };
+    invocations_from_log(storage, &view)
+}
+
+/// A view read the short way, with the bytes of its last segment it read: kept events that
+/// lie there are taken from them, the others read from their segments.
+struct Vouched {
+    view: SessionIndex,
+    paths: Vec<PathBuf>,
+    last_ordinal: u64,
+    /// Bytes of the last segment from offset `from` on.
+    bytes: Vec<u8>,
+    from: u64,
+}
+
+impl Vouched {
+    fn invocations(self, storage: &dyn Storage) -> Result<Vec<RuntimeInvocation>> {
+        let id = self.view.session_id.clone();
+        let mut frames = FramesAt::with_paths(storage, &id, self.paths.clone());
+        self.view.invocations(&mut |at| {
+            let here = (at.ordinal == self.last_ordinal && at.offset >= self.from)
+                .then(|| (at.offset - self.from) as usize)
+                .and_then(|i| self.bytes.get(i..))
+                .and_then(|b| payload_of(b, at.record_seq));
+            let payload = match here {
+                Some(p) => p,
+                None => frames.payload(at.ordinal, at.offset, at.record_seq)?,
+            };
+            utf8(payload, &id, at.offset)
+        })
     }
 }
 
@@ -82,11 +114,7 @@ fn read_whole(storage: &dyn Storage, path: &std::path::Path) -> std::io::Result<
 
 /// The sidecar's view caught up over a clean tail, if the sidecar holds for the log and the log
 /// goes on no further than its last covered segment; `None` sends the caller the general way.
-fn vouched_view(
-    storage: &dyn Storage,
-    session_id: &str,
-    bytes: &[u8],
-) -> Result<Option<SessionIndex>> {
+fn vouched_view(storage: &dyn Storage, session_id: &str, bytes: &[u8]) -> Result<Option<Vouched>> {
     let Ok(header) = decode_sidecar_header(bytes) else {
         return Ok(None);
     };
@@ -109,8 +137,10 @@ fn vouched_view(
     let dir = session_dir(session_id);
     // A segment's first sequence number follows the last one of the segment before it.
     let mut first_seq = 1;
+    let mut paths = Vec::with_capacity(view.covers.len());
     for c in &view.covers[..view.covers.len() - 1] {
         let path = dir.join(segment_file_name(first_seq));
+        paths.push(path.clone());
         let sealed_here = storage
             .open(&path, OpenMode::Read)
             .and_then(|f| f.size())
@@ -121,6 +151,7 @@ fn vouched_view(
         first_seq = c.last_seq + 1;
     }
     let path = dir.join(segment_file_name(first_seq));
+    paths.push(path.clone());
     let Ok(file) = storage.open(&path, OpenMode::Read) else {
         return Ok(None);
     };
@@ -146,19 +177,17 @@ fn vouched_view(
         Ok(buf)
     };
     // A small segment is read whole in one call; a large one as its header and its end.
-    let (head, from_last) = if size <= WHOLE_READ {
+    let (head, bytes_from, last_bytes) = if size <= WHOLE_READ {
         let whole = read(0, size)?;
-        let at = (last.last_frame_offset as usize).min(whole.len());
-        (
-            whole[..HEADER_LEN.min(whole.len())].to_vec(),
-            whole[at..].to_vec(),
-        )
+        (whole[..HEADER_LEN.min(whole.len())].to_vec(), 0, whole)
     } else {
-        (
-            read(0, HEADER_LEN as u64)?,
-            read(last.last_frame_offset, size - last.last_frame_offset)?,
-        )
+        let head = read(0, HEADER_LEN as u64)?;
+        let from = last.last_frame_offset;
+        (head, from, read(from, size - from)?)
     };
+    let from_last = last_bytes
+        .get((last.last_frame_offset - bytes_from) as usize..)
+        .unwrap_or(&[]);
     let covered = (last.data_end - last.last_frame_offset) as usize;
     let in_place = matches!(
         decode_frame::<RecordKind>(from_last.get(..covered).unwrap_or(&[]), u32::MAX),
@@ -210,5 +239,11 @@ fn vouched_view(
         view.apply_record(&at, &known)
             .map_err(|what| Error::corrupt(&path, offset, what))?;
     }
-    Ok(Some(view))
+    Ok(Some(Vouched {
+        view,
+        paths,
+        last_ordinal: last.ordinal,
+        bytes: last_bytes,
+        from: bytes_from,
+    }))
 }

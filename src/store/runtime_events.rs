@@ -9,7 +9,7 @@
 
 use super::live::{close_session, lock, open_for_writing, SessionEvents};
 use super::open_sessions::{OpenSessions, DEFAULT_MAX_OPEN_SESSIONS};
-use super::read_view::read_only_view;
+use super::read_view::read_only_invocations;
 use super::stored::{read_events, stored_event};
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
@@ -144,12 +144,14 @@ impl RuntimeEventStore {
             ordinal: ack.ordinal,
             offset: ack.offset,
         };
-        let event_seq = st
-            .view
-            .apply_event(at, &facts, event.canonical_json(), false);
+        let event_seq = st.view.apply_event(at, &facts, false);
         st.dirty = true;
         if event_seq.is_some() {
             st.fact_seq = ack.seq;
+        }
+        if event_seq.is_some() && (facts.opening || facts.terminal) {
+            st.pending
+                .insert(ack.seq, event.canonical_json().to_owned());
         }
         if facts.opening || facts.terminal {
             st.listed = None;
@@ -229,14 +231,12 @@ impl RuntimeEventStore {
     pub fn list_session_invocations(&self, session_id: &str) -> Result<Vec<RuntimeInvocation>> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
         let Some(session) = self.sessions.get_open(session_id) else {
-            return Ok(read_only_view(self.storage(), session_id)?
-                .map(|view| view.invocations())
-                .unwrap_or_default());
+            return read_only_invocations(self.storage(), session_id);
         };
         let (listed, upto) = {
             let mut st = lock(&session.state);
             if st.listed.is_none() {
-                st.listed = Some(st.view.invocations());
+                st.listed = Some(st.invocations(self.storage())?);
             }
             (st.listed.clone().unwrap_or_default(), st.fact_seq)
         };

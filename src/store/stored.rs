@@ -3,13 +3,10 @@
 
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
-use crate::format::{
-    decode_frame, FrameDecode, RecordKind, FRAME_HEADER_LEN, FRAME_OVERHEAD, MAX_PAYLOAD_LIMIT,
-};
+use crate::format::RecordKind;
 use crate::index::{EventFacts, IdEntry};
-use crate::segment::layout::{list_session, session_dir};
-use crate::segment::SessionReader;
-use crate::storage::{OpenMode, Storage};
+use crate::segment::{FramesAt, SessionReader};
+use crate::storage::Storage;
 use std::collections::HashMap;
 
 /// The stored event an id entry points at, if it is the event with `id` (entries are found by
@@ -20,62 +17,12 @@ pub(crate) fn stored_event(
     at: &IdEntry,
     id: &str,
 ) -> Result<Option<Vec<u8>>> {
-    let bytes = stored_payload(storage, session_id, at)?;
+    let bytes = FramesAt::new(storage, session_id).payload(at.ordinal, at.offset, at.record_seq)?;
     let same = std::str::from_utf8(&bytes)
         .ok()
         .and_then(|json| EventFacts::peek(json).ok())
         .is_some_and(|f| f.id == id);
     Ok(same.then_some(bytes))
-}
-
-/// The payload of the frame an id entry points at, checked by its CRC.
-fn stored_payload(storage: &dyn Storage, session_id: &str, at: &IdEntry) -> Result<Vec<u8>> {
-    let files = list_session(storage, session_id)?.segments;
-    let path = files
-        .get(at.ordinal as usize)
-        .map(|f| f.path.clone())
-        .ok_or_else(|| {
-            Error::corrupt(session_dir(session_id), 0, "an indexed segment is missing")
-        })?;
-    let file = storage
-        .open(&path, OpenMode::Read)
-        .map_err(|e| Error::io(&path, "open", e))?;
-    let read = |offset: u64, len: usize| -> Result<Vec<u8>> {
-        let mut buf = vec![0u8; len];
-        let mut done = 0;
-        while done < len {
-            match file.read_at(&mut buf[done..], offset + done as u64) {
-                Ok(0) => {
-                    return Err(Error::corrupt(
-                        &path,
-                        offset,
-                        "indexed frame runs past the end of the file",
-                    ))
-                }
-                Ok(n) => done += n,
-                Err(e) => return Err(Error::io(&path, "read", e)),
-            }
-        }
-        Ok(buf)
-    };
-    let head = read(at.offset, FRAME_HEADER_LEN)?;
-    let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
-    if len > MAX_PAYLOAD_LIMIT as usize {
-        return Err(Error::corrupt(
-            &path,
-            at.offset,
-            "indexed frame is longer than any frame",
-        ));
-    }
-    let frame = read(at.offset, FRAME_OVERHEAD + len)?;
-    match decode_frame::<RecordKind>(&frame, MAX_PAYLOAD_LIMIT) {
-        Ok(FrameDecode::Frame(f, _)) if f.seq == at.record_seq => Ok(f.payload.to_vec()),
-        _ => Err(Error::corrupt(
-            &path,
-            at.offset,
-            "the index points at no such record",
-        )),
-    }
 }
 
 /// Every immutable event of a session in commit order, up to record `upto`, with its sequence

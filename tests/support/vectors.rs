@@ -264,7 +264,7 @@ pub fn invocations_dump(dir: &Path, session_id: &str) -> String {
     let storage = RealStorage::new(dir);
     let view = makalog::index::rebuild(&storage, session_id).expect("rebuild");
     let mut out = String::new();
-    for inv in view.invocations() {
+    for inv in makalog::index::invocations_from_log(&storage, &view).expect("invocations") {
         out.push_str(&inv.to_canonical_json());
         out.push('\n');
     }

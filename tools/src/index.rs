@@ -128,14 +128,16 @@ pub fn invocations(root: &Path, session: &str, json: bool) -> ExitCode {
     if let Err(why) = makalog::format::validate_session_id(session) {
         return crate::usage_error(why);
     }
-    let view = match view_of(&storage, session) {
+    let listed = view_of(&storage, session)
+        .and_then(|view| makalog::index::invocations_from_log(&storage, &view));
+    let invocations = match listed {
         Ok(v) => v,
         Err(e) => {
             eprintln!("makalog: {e}");
             return ExitCode::from(1);
         }
     };
-    for inv in view.invocations() {
+    for inv in invocations {
         if json {
             say!("{}", inv.to_canonical_json());
         } else {
