@@ -434,7 +434,10 @@ fn the_events_vectors_read_and_write_both_ways() {
         let header = makalog::index::decode_sidecar_header(&stored).expect("header");
         assert_eq!(header.version, version, "{name}");
         if version == makalog::index::SIDECAR_VERSION {
-            assert!(rebuilt == stored, "{name}: the sidecar equals a rebuild byte for byte");
+            assert!(
+                rebuilt == stored,
+                "{name}: the sidecar equals a rebuild byte for byte"
+            );
         } else {
             // The old reader: the version 1 sidecar reads into the view a rebuild makes, which
             // this build encodes exactly as it encodes the rebuild.
@@ -483,7 +486,10 @@ fn the_events_vectors_read_and_write_both_ways() {
         );
         for (path, bytes) in &want {
             if path.ends_with("index") {
-                assert!(got[path] == rebuilt, "{name}: the writer's sidecar is a rebuild's");
+                assert!(
+                    got[path] == rebuilt,
+                    "{name}: the writer's sidecar is a rebuild's"
+                );
             } else {
                 assert!(got[path] == *bytes, "{name}: {} differs", path.display());
             }

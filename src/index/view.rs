@@ -309,11 +309,11 @@ impl SessionIndex {
             let Some(opening) = inv.opening.as_ref() else {
                 continue;
             };
-            let event = parse(json(&opening.at)?, &opening.at)?;
-            let (Some(turn_id), Some(content)) = (
-                event.get("turnId").and_then(|t| t.as_str()),
-                event.get("content"),
-            ) else {
+            let mut event = parse(json(&opening.at)?, &opening.at)?;
+            let content = event.get_mut("content").map(serde_json::Value::take);
+            let (Some(turn_id), Some(content)) =
+                (event.get("turnId").and_then(|t| t.as_str()), content)
+            else {
                 continue;
             };
             let terminal_event = match &inv.terminal {
@@ -326,7 +326,7 @@ impl SessionIndex {
                 run_id: opening.run_id.clone(),
                 turn_id: turn_id.to_owned(),
                 opened_at: opening.ts,
-                opening: content.clone(),
+                opening: content,
                 terminal_event,
             });
         }

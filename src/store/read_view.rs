@@ -26,12 +26,16 @@ use crate::index::{
 use crate::segment::frames_at::payload_of;
 use crate::segment::layout::{segment_file_name, session_dir};
 use crate::segment::{scan_segment_tail, FramesAt, ScanResult};
-use crate::storage::{OpenMode, Storage};
+use crate::storage::{OpenMode, Storage, StorageFile};
 use std::io::ErrorKind;
 use std::path::PathBuf;
 
-/// Segments up to this size are read whole, header and tail in one call.
-const WHOLE_READ: u64 = 64 << 10;
+/// Segments whose covered data ends within this many bytes are read whole, in one call.
+const WHOLE_READ: u64 = 12 << 10;
+
+/// The first read of a file asks for this many bytes: a small session's sidecar and segment
+/// each come in one read.
+const FIRST_READ: usize = 16 << 10;
 
 /// The session's invocations as its files hold them; none when it has no directory.
 pub(crate) fn read_only_invocations(
@@ -96,17 +100,25 @@ impl Vouched {
     }
 }
 
-/// A whole file, read through one open handle (its size, then the bytes).
+/// A whole file, through one open handle.
 fn read_whole(storage: &dyn Storage, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-    let file = storage.open(path, OpenMode::Read)?;
-    let size = file.size()?;
-    let mut buf = vec![0u8; usize::try_from(size).map_err(std::io::Error::other)?];
+    read_from(&*storage.open(path, OpenMode::Read)?, 0)
+}
+
+/// A file's bytes from `at` to its end, in as few reads as it takes: a read that returns less
+/// than asked is taken as the end (it is, for regular files; and whatever was cut short, the
+/// sidecar's section table and the frames' checks find). No stat is needed first.
+fn read_from(file: &dyn StorageFile, at: u64) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; FIRST_READ];
     let mut done = 0;
-    while done < buf.len() {
-        match file.read_at(&mut buf[done..], done as u64)? {
-            0 => break,
-            n => done += n,
+    loop {
+        let n = file.read_at(&mut buf[done..], at + done as u64)?;
+        done += n;
+        if done < buf.len() {
+            break;
         }
+        let more = buf.len();
+        buf.resize(buf.len() + more, 0);
     }
     buf.truncate(done);
     Ok(buf)
@@ -155,36 +167,27 @@ fn vouched_view(storage: &dyn Storage, session_id: &str, bytes: &[u8]) -> Result
     let Ok(file) = storage.open(&path, OpenMode::Read) else {
         return Ok(None);
     };
-    let size = file.size().map_err(|e| Error::io(&path, "stat", e))?;
     let frame_len = last.data_end.checked_sub(last.last_frame_offset);
-    if size < last.data_end
-        || frame_len
-            .is_none_or(|n| n > crate::format::FRAME_OVERHEAD as u64 + u64::from(MAX_PAYLOAD_LIMIT))
+    if frame_len
+        .is_none_or(|n| n > crate::format::FRAME_OVERHEAD as u64 + u64::from(MAX_PAYLOAD_LIMIT))
     {
         return Ok(None);
     }
-    let read = |at: u64, n: u64| -> Result<Vec<u8>> {
-        let mut buf = vec![0u8; n as usize];
-        let mut done = 0;
-        while done < buf.len() {
-            match file.read_at(&mut buf[done..], at + done as u64) {
-                Ok(0) => break,
-                Ok(k) => done += k,
-                Err(e) => return Err(Error::io(&path, "read", e)),
-            }
-        }
-        buf.truncate(done);
-        Ok(buf)
-    };
+    let read_err = |e| Error::io(&path, "read", e);
     // A small segment is read whole in one call; a large one as its header and its end.
-    let (head, bytes_from, last_bytes) = if size <= WHOLE_READ {
-        let whole = read(0, size)?;
+    let (head, bytes_from, last_bytes) = if last.data_end <= WHOLE_READ {
+        let whole = read_from(&*file, 0).map_err(read_err)?;
         (whole[..HEADER_LEN.min(whole.len())].to_vec(), 0, whole)
     } else {
-        let head = read(0, HEADER_LEN as u64)?;
+        let mut head = vec![0u8; HEADER_LEN];
+        let n = file.read_at(&mut head, 0).map_err(read_err)?;
+        head.truncate(n);
         let from = last.last_frame_offset;
-        (head, from, read(from, size - from)?)
+        (head, from, read_from(&*file, from).map_err(read_err)?)
     };
+    if bytes_from + (last_bytes.len() as u64) < last.data_end {
+        return Ok(None);
+    }
     let from_last = last_bytes
         .get((last.last_frame_offset - bytes_from) as usize..)
         .unwrap_or(&[]);

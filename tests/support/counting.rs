@@ -18,6 +18,8 @@ pub struct Meter {
     /// Bytes returned by `read_at` and `read_file` (mapped files are not counted: mapping reads
     /// nothing until a page is touched).
     pub read_bytes: AtomicU64,
+    /// `list_dir` calls.
+    pub listings: AtomicU64,
     /// `sync_dir` calls by directory.
     pub dir_syncs: Mutex<BTreeMap<PathBuf, u64>>,
     /// Every `sync_dir` of this directory sleeps this long first.
@@ -123,6 +125,7 @@ impl Storage for CountingStorage {
         self.inner.sync_dir(path)
     }
     fn list_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
+        self.meter.listings.fetch_add(1, Ordering::SeqCst);
         self.inner.list_dir(path)
     }
     fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
