@@ -330,3 +330,57 @@ fn invocations_lists_each_turn_with_its_outcome_in_text_and_json() {
         Some(1)
     );
 }
+
+#[test]
+fn index_check_accepts_a_version_1_sidecar_that_reads_as_a_rebuild_and_rebuild_upgrades_it() {
+    let vector = Path::new(env!("CARGO_MANIFEST_DIR")).join("../format/vectors/v1/events");
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    let copy = |from: &Path, to: &Path| {
+        for (path, bytes) in snapshot(from) {
+            let dest = to.join(path.strip_prefix(from).expect("inside"));
+            std::fs::create_dir_all(dest.parent().expect("parent")).expect("mkdir");
+            std::fs::write(dest, bytes).expect("copy");
+        }
+    };
+    copy(&vector, &root);
+    let r = root.to_str().expect("utf8");
+    let index = root.join("sessions/vector-events/index");
+    let before = std::fs::read(&index).expect("index");
+    assert_eq!(
+        u16::from_le_bytes([before[8], before[9]]),
+        1,
+        "the vector's sidecar is version 1"
+    );
+    let out = makalog(&["index", "check", r]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("equals a rebuild (sidecar version 1"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        std::fs::read(&index).expect("index"),
+        before,
+        "check writes nothing"
+    );
+    let listed = makalog(&["invocations", r, "--session", "vector-events", "--json"]);
+    assert_eq!(
+        text(&listed.stdout),
+        std::fs::read_to_string(vector.join("expected-invocations.jsonl")).expect("expected")
+    );
+    assert_eq!(makalog(&["index", "rebuild", r]).status.code(), Some(0));
+    let after = std::fs::read(&index).expect("index");
+    assert_eq!(
+        u16::from_le_bytes([after[8], after[9]]),
+        2,
+        "rebuilt as version 2"
+    );
+    let out = makalog(&["index", "check", r]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stdout).contains("sessions/vector-events/index: equals a rebuild\n"),
+        "{}",
+        text(&out.stdout)
+    );
+}
