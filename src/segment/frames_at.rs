@@ -11,6 +11,9 @@ use crate::storage::{OpenMode, Storage, StorageFile};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+/// The first read of a frame asks for this many bytes.
+const FIRST_READ: usize = 2048;
+
 /// Reads frames of one session by position.
 pub struct FramesAt<'s> {
     storage: &'s dyn Storage,
@@ -83,8 +86,16 @@ impl<'s> FramesAt<'s> {
             }
             Ok(buf)
         };
-        let head = read(offset, FRAME_HEADER_LEN)?;
-        let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+        // Most events fit in one read of this size; a longer frame takes a second.
+        let mut frame = vec![0u8; FIRST_READ];
+        let got = file
+            .read_at(&mut frame, offset)
+            .map_err(|e| Error::io(&path, "read", e))?;
+        frame.truncate(got);
+        if frame.len() < FRAME_HEADER_LEN {
+            frame = read(offset, FRAME_HEADER_LEN)?;
+        }
+        let len = u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize;
         if len > MAX_PAYLOAD_LIMIT as usize {
             return Err(Error::corrupt(
                 &path,
@@ -92,7 +103,9 @@ impl<'s> FramesAt<'s> {
                 "indexed frame is longer than any frame",
             ));
         }
-        let frame = read(offset, FRAME_OVERHEAD + len)?;
+        if frame.len() < FRAME_OVERHEAD + len {
+            frame = read(offset, FRAME_OVERHEAD + len)?;
+        }
         payload_of(&frame, seq)
             .ok_or_else(|| Error::corrupt(&path, offset, "the index points at no such record"))
     }
