@@ -258,6 +258,11 @@ fn touch_sessions(root: &Path, n: usize) -> BenchResult<Duration> {
     }
     let elapsed = start.elapsed();
     store.close()?;
+    let (_, peak, _) = process_usage()?;
+    println!(
+        "  peak RSS of the process so far: {} KiB",
+        group(peak as f64)
+    );
     println!(
         "  {} sessions touched in {:.1} s ({} sessions/s, {} events/s durable)",
         group(n as f64),

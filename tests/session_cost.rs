@@ -477,9 +477,11 @@ fn read_only_views_answer_as_the_session_open_for_writing_and_write_nothing() {
         listed_dirs, 0,
         "segments named from the covers, the directory not listed"
     );
+    // The sidecar, the last segment's tail, and the 240 listed events read back by position
+    // (a kilobyte each): not the log.
     assert!(
-        read < log_bytes(&storage) / 2,
-        "the short way: {read} bytes read of a {}-byte log",
+        read < log_bytes(&storage) * 3 / 4,
+        "{read} bytes read of a {}-byte log",
         log_bytes(&storage)
     );
 

@@ -68,6 +68,9 @@ impl AppendFile {
         let file = storage
             .open(path, OpenMode::CreateNew)
             .map_err(|e| Error::io(path, "create", e))?;
+        // The header goes in a write of its own: a crash that tears the zeros after it then
+        // leaves an intact header and a torn tail, which recovery cuts, where one write of both
+        // could leave a header torn with garbage after it, which it must refuse.
         file.write_all_at(head, 0)
             .map_err(|e| Error::io(path, "write header", e))?;
         let pos = head.len() as u64;

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// The first read of a frame asks for this many bytes.
-const FIRST_READ: usize = 2048;
+const FIRST_READ: usize = 1024;
 
 /// Reads frames of one session by position.
 pub struct FramesAt<'s> {
@@ -86,7 +86,7 @@ impl<'s> FramesAt<'s> {
             }
             Ok(buf)
         };
-        // Most events fit in one read of this size; a longer frame takes a second.
+        // Most openings and terminals fit in one read of this size; a longer frame takes a second.
         let mut frame = vec![0u8; FIRST_READ];
         let got = file
             .read_at(&mut frame, offset)
