@@ -508,3 +508,110 @@ fn a_reader_refuses_segments_copied_from_another_session() {
         .expect("verify")
         .is_clean());
 }
+
+#[test]
+fn a_larger_record_on_an_empty_segment_rewrites_its_header_instead_of_rolling_onto_its_name() {
+    let (_t, storage) = temp_root();
+    let small = WriterConfig {
+        max_payload: 1024,
+        ..WriterConfig::default()
+    };
+    let (w, _) = SegmentWriter::open(&owner(&storage), S, small).expect("open");
+    w.close().expect("close with no record");
+    let large = WriterConfig {
+        max_payload: 1 << 20,
+        ..WriterConfig::default()
+    };
+    let (w, _) = SegmentWriter::open(&owner(&storage), S, large.clone()).expect("reopen");
+    w.append(RecordKind::Message, &payload(1, 4096), Durability::Durable)
+        .expect("a record above the empty segment's bound");
+    w.append(RecordKind::Message, &payload(2, 100), Durability::Durable)
+        .expect("and one after it");
+    drop(w);
+    let (w, _) = SegmentWriter::open(&owner(&storage), S, large).expect("open again");
+    assert_eq!(w.next_seq(), 3);
+    drop(w);
+    let recs = read_all(&*storage, S).expect("read");
+    assert_eq!(recs.len(), 2);
+    assert_eq!(recs[0].payload, payload(1, 4096));
+    let segs = segment_paths(&storage.describe_root(), S);
+    assert_eq!(
+        segs.len(),
+        1,
+        "the empty segment was rewritten, not sealed: {segs:?}"
+    );
+    let report = makalog::verify::verify_root(&*storage).expect("verify");
+    assert!(report.is_clean(), "{:?}", report.findings);
+}
+
+#[test]
+fn a_crash_anywhere_around_raising_an_empty_segments_bound_recovers_what_was_acknowledged() {
+    use makalog::root::Owner;
+    use makalog::storage::{SimRng, SimStorage, Tear};
+    let run = |storage: &Arc<SimStorage>| -> usize {
+        let mut acked = 0;
+        let Ok(owner) = makalog::root::create_or_open_root(&**storage)
+            .and_then(|_| Owner::try_acquire(storage.clone()))
+        else {
+            return acked;
+        };
+        let Some(owner) = owner else { return acked };
+        let small = WriterConfig {
+            max_payload: 1024,
+            prealloc_step: 512,
+            ..WriterConfig::default()
+        };
+        if let Ok((w, _)) = SegmentWriter::open(&owner, S, small) {
+            let _ = w.close();
+        }
+        let large = WriterConfig {
+            max_payload: 1 << 16,
+            prealloc_step: 512,
+            ..WriterConfig::default()
+        };
+        if let Ok((w, _)) = SegmentWriter::open(&owner, S, large) {
+            for i in 1..=3 {
+                if w.append(RecordKind::Message, &payload(i, 2000), Durability::Durable)
+                    .is_err()
+                {
+                    break;
+                }
+                acked += 1;
+            }
+        }
+        acked
+    };
+    let points = {
+        let s = Arc::new(SimStorage::new());
+        assert_eq!(run(&s), 3);
+        s.persistence_points()
+    };
+    for point in 1..=points + 1 {
+        for tear in Tear::ALL {
+            let storage = Arc::new(SimStorage::new());
+            storage.crash_before_point(point);
+            let acked = run(&storage);
+            storage.crash(tear, &mut SimRng::new(point));
+            makalog::root::create_or_open_root(&*storage).expect("root");
+            let owner = Owner::try_acquire(storage.clone())
+                .expect("lease")
+                .expect("free");
+            let opened = SegmentWriter::open(&owner, S, WriterConfig::default());
+            let (w, _) = opened.unwrap_or_else(|e| panic!("point {point} {tear:?}: {e}"));
+            drop(w);
+            let recs = read_all(&*storage, S).unwrap_or_else(|e| panic!("point {point}: {e}"));
+            assert!(
+                recs.len() >= acked,
+                "point {point} {tear:?}: {} of {acked}",
+                recs.len()
+            );
+            for (i, r) in recs.iter().enumerate() {
+                assert_eq!(
+                    r.payload,
+                    payload(i as u64 + 1, 2000),
+                    "point {point} {tear:?}"
+                );
+            }
+        }
+    }
+}

@@ -152,6 +152,21 @@ impl AppendFile {
         self.sync()
     }
 
+    /// Writes a new header of the same length over the old one and syncs it, before anything
+    /// follows it. Only for a file that holds nothing but its header: a crash that tears the
+    /// write leaves a header that does not decode over zeros, a torn create.
+    pub fn rewrite_header(&mut self, head: &[u8]) -> Result<()> {
+        debug_assert_eq!(
+            self.pos,
+            head.len() as u64,
+            "only a file holding just its header"
+        );
+        self.file
+            .write_all_at(head, 0)
+            .map_err(|e| Error::io(&self.path, "write header", e))?;
+        self.sync()
+    }
+
     /// Cuts the zeros after the data and makes that durable: a cleanly closed file holds no
     /// preallocated space. The caller has synced the data first, so a crash before the cut is
     /// durable leaves zeros after durable data, which recovery reads as the end of data.

@@ -112,6 +112,9 @@ struct Head {
 
 /// Bytes for one segment file, and the segment that follows if they end with a seal footer.
 struct Chunk {
+    /// A new header for the segment, written (and synced) before `bytes`: an empty segment
+    /// whose payload bound is too small for the next record gets a larger one in place.
+    rewrite: Option<SegmentHeader>,
     bytes: Vec<u8>,
     roll: Option<Roll>,
 }
@@ -133,6 +136,9 @@ impl Sink for SegmentSink {
 
     fn write_out(&mut self, chunks: Vec<Chunk>, sync: bool) -> Result<()> {
         for chunk in chunks {
+            if let Some(header) = &chunk.rewrite {
+                self.file.rewrite_header(&header.encode())?;
+            }
             let Some(roll) = chunk.roll else {
                 self.file.append(&chunk.bytes)?;
                 continue;
@@ -323,8 +329,10 @@ impl SegmentWriter {
         let frame_len = (FRAME_OVERHEAD + payload.len()) as u64;
         let full = st.log.len + frame_len + FOOTER_LEN as u64 > self.config.segment_size;
         let too_big = payload.len() > st.log.max_payload as usize;
-        if (st.log.frames > 0 && full) || too_big {
+        if st.log.frames > 0 && (full || too_big) {
             self.roll(&mut st);
+        } else if too_big {
+            self.raise_bound(&mut st);
         }
         let seq = st.next_seq();
         if seq == u64::MAX {
@@ -391,6 +399,30 @@ impl SegmentWriter {
         self.commit.finish(|sink| sink.file.cut())
     }
 
+    /// Gives the current segment, which holds no record, this writer's payload bound: its header
+    /// is rewritten in place before the next record (or, if the segment is still to be created,
+    /// created with it). Sealing an empty segment would name the next one as it is named.
+    fn raise_bound(&self, st: &mut Pending<Head, Chunk>) {
+        debug_assert_eq!(st.log.frames, 0);
+        st.log.max_payload = self.config.max_payload;
+        if let Some(roll) = st.chunks.last_mut().and_then(|c| c.roll.as_mut()) {
+            roll.header.max_payload = self.config.max_payload;
+            return;
+        }
+        st.chunks.push(Chunk {
+            rewrite: Some(SegmentHeader {
+                version: FORMAT_VERSION,
+                max_payload: self.config.max_payload,
+                ordinal: st.log.ordinal,
+                first_seq: st.next_seq(),
+                prev_chain: st.log.chain,
+                session_id: self.session_id.clone(),
+            }),
+            bytes: Vec::new(),
+            roll: None,
+        });
+    }
+
     /// Queues the seal footer of the current segment and the header of the next.
     fn roll(&self, st: &mut Pending<Head, Chunk>) {
         let next_seq = st.next_seq();
@@ -435,6 +467,7 @@ impl Drop for SegmentWriter {
 fn current_chunk(chunks: &mut Vec<Chunk>) -> &mut Chunk {
     if chunks.last().is_none_or(|c| c.roll.is_some()) {
         chunks.push(Chunk {
+            rewrite: None,
             bytes: Vec::new(),
             roll: None,
         });
