@@ -663,3 +663,34 @@ fn concurrent_appends_across_sessions_open_each_session_once_and_lose_nothing() 
         );
     }
 }
+
+#[test]
+fn buffered_partial_events_are_written_out_once_they_pass_the_buffered_limit() {
+    let (_t, storage) = temp_root();
+    let config = WriterConfig {
+        buffered_limit: 4096,
+        ..WriterConfig::default()
+    };
+    let owner = owner(&storage);
+    let store = RuntimeEventStore::open(&owner, config);
+    store
+        .append(&opening(S, "run-1", "turn-1", 1.0), Durability::Durable)
+        .expect("opening");
+    for i in 0..1000 {
+        let chunk = partial(S, "run-1", "turn-1", &format!("chunk-{i}"), 2.0 + f64::from(i), "some streamed words");
+        store.append(&chunk, Durability::Buffered).expect("partial");
+    }
+    // No durable event since the opening: what is in the file was written out (not synced)
+    // because the queue passed the limit; at most the limit stays in memory.
+    let on_disk = makalog::segment::SessionReader::open(&*storage, S, 1)
+        .expect("reader")
+        .count();
+    assert!(on_disk >= 1 + 1000 - 20, "{on_disk} records written out of 1,001");
+    store.close().expect("close");
+    assert_eq!(
+        makalog::segment::SessionReader::open(&*storage, S, 1)
+            .expect("reader")
+            .count(),
+        1001
+    );
+}

@@ -306,12 +306,18 @@ impl SegmentWriter {
         let ack = self.enqueue(kind, payload)?;
         match durability {
             Durability::Durable => self.wait_durable(ack.seq)?,
-            Durability::Buffered => {
-                let st = self.commit.lock()?;
-                drop(self.commit.spill(st, self.config.buffered_limit)?);
-            }
+            Durability::Buffered => self.spill()?,
         }
         Ok(ack)
+    }
+
+    /// Writes the queue out, without a sync, once it holds `buffered_limit` bytes: what keeps
+    /// buffered records from piling up in memory. Callers that [`SegmentWriter::enqueue`]
+    /// buffered records call it after.
+    pub fn spill(&self) -> Result<()> {
+        let st = self.commit.lock()?;
+        drop(self.commit.spill(st, self.config.buffered_limit)?);
+        Ok(())
     }
 
     /// Queues one record without waiting: it is written with the next flush and durable once

@@ -159,6 +159,8 @@ impl RuntimeEventStore {
         drop(st);
         if event_seq.is_some() || durability == Durability::Durable {
             session.writer.wait_durable(ack.seq)?;
+        } else {
+            session.writer.spill()?;
         }
         Ok(AppendedEvent {
             event_seq,
