@@ -677,7 +677,14 @@ fn buffered_partial_events_are_written_out_once_they_pass_the_buffered_limit() {
         .append(&opening(S, "run-1", "turn-1", 1.0), Durability::Durable)
         .expect("opening");
     for i in 0..1000 {
-        let chunk = partial(S, "run-1", "turn-1", &format!("chunk-{i}"), 2.0 + f64::from(i), "some streamed words");
+        let chunk = partial(
+            S,
+            "run-1",
+            "turn-1",
+            &format!("chunk-{i}"),
+            2.0 + f64::from(i),
+            "some streamed words",
+        );
         store.append(&chunk, Durability::Buffered).expect("partial");
     }
     // No durable event since the opening: what is in the file was written out (not synced)
@@ -685,7 +692,10 @@ fn buffered_partial_events_are_written_out_once_they_pass_the_buffered_limit() {
     let on_disk = makalog::segment::SessionReader::open(&*storage, S, 1)
         .expect("reader")
         .count();
-    assert!(on_disk >= 1 + 1000 - 20, "{on_disk} records written out of 1,001");
+    assert!(
+        on_disk >= 1 + 1000 - 20,
+        "{on_disk} records written out of 1,001"
+    );
     store.close().expect("close");
     assert_eq!(
         makalog::segment::SessionReader::open(&*storage, S, 1)
@@ -693,4 +703,57 @@ fn buffered_partial_events_are_written_out_once_they_pass_the_buffered_limit() {
             .count(),
         1001
     );
+}
+
+#[test]
+fn a_sidecar_with_covers_at_the_end_of_their_range_is_untrusted_never_a_panic() {
+    use makalog::index::{decode_sidecar_header, decode_sidecar_state, id_entries, section};
+    let (_t, storage) = temp_root();
+    let config = WriterConfig {
+        segment_size: 2048,
+        ..WriterConfig::default()
+    };
+    let owner = owner(&storage);
+    let store = RuntimeEventStore::open(&owner, config.clone());
+    for r in 0..4 {
+        turn(
+            &store,
+            &format!("run-{r}"),
+            f64::from(r) * 100.0,
+            2,
+            "completed",
+        );
+    }
+    store.close().expect("close");
+    let want = {
+        let store = RuntimeEventStore::open(&owner, config.clone());
+        let listed = store.list_session_invocations(S).expect("list");
+        assert_eq!(listed.len(), 4);
+        listed
+    };
+    let path = storage
+        .describe_root()
+        .join("sessions")
+        .join(S)
+        .join("index");
+    let good = std::fs::read(&path).expect("sidecar");
+    let header = decode_sidecar_header(&good).expect("header");
+    assert!(header.covers.len() >= 2, "the log rolled");
+    let ids = section(&good, &header, 2)
+        .and_then(id_entries)
+        .expect("ids");
+    for (data_end, last_seq) in [(u64::MAX - 10, 3), (100, u64::MAX), (u64::MAX, u64::MAX)] {
+        let mut view = decode_sidecar_state(&good, &header).expect("state");
+        view.covers[0].data_end = data_end;
+        view.covers[0].last_seq = last_seq;
+        let crafted = makalog::index::encode_sidecar(&view, &ids).expect("encode");
+        std::fs::write(&path, &crafted).expect("write");
+        let store = RuntimeEventStore::open(&owner, config.clone());
+        assert_eq!(store.list_session_invocations(S).expect("read-only"), want);
+        store
+            .open_session_now(S)
+            .expect("open: the sidecar is rebuilt");
+        assert_eq!(store.list_session_invocations(S).expect("list"), want);
+        store.close().expect("close");
+    }
 }

@@ -182,11 +182,13 @@ impl<T, S: Sink> GroupCommit<T, S> {
         st.bytes = 0;
         let target = st.assigned;
         drop(st);
+        let unwinding = PanicGuard(self);
         let result = {
             let mut sink = lock(&self.sink);
             sink.write_out(chunks, sync)
                 .map_err(|e| (sink.current_path(), e))
         };
+        std::mem::forget(unwinding);
         let mut st = lock(&self.state);
         st.flushing = false;
         self.flushed.notify_all();
@@ -202,5 +204,71 @@ impl<T, S: Sink> GroupCommit<T, S> {
                 Err(e)
             }
         }
+    }
+}
+
+/// Armed while a leader writes: if the sink panics, the log is poisoned and the waiters woken,
+/// instead of being left waiting for a flush that will never finish.
+struct PanicGuard<'a, T, S: Sink>(&'a GroupCommit<T, S>);
+
+impl<T, S: Sink> Drop for PanicGuard<'_, T, S> {
+    fn drop(&mut self) {
+        let path = lock(&self.0.sink).current_path();
+        let mut st = lock(&self.0.state);
+        st.flushing = false;
+        st.poisoned.get_or_insert(path);
+        self.0.flushed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A sink whose every write panics, as a storage implementation with a bug might.
+    struct PanickingSink;
+
+    impl Sink for PanickingSink {
+        type Chunk = ();
+        fn write_out(&mut self, _: Vec<()>, _: bool) -> Result<()> {
+            panic!("the sink failed in a way no error reports");
+        }
+        fn current_path(&self) -> PathBuf {
+            PathBuf::from("sessions/s/00000000000000000001.seg")
+        }
+    }
+
+    #[test]
+    fn a_leader_that_panics_poisons_the_log_instead_of_leaving_waiters_blocked() {
+        let commit = Arc::new(GroupCommit::new((), PanickingSink, 0));
+        let leader = {
+            let commit = commit.clone();
+            std::thread::spawn(move || {
+                let mut st = commit.lock().map_err(|_| ()).ok()?;
+                st.queued(1);
+                commit.wait_durable(st, 1).ok().map(|_| ())
+            })
+        };
+        assert!(leader.join().is_err(), "the leader's flush panicked");
+        // A caller after it, waiting for the same record, gets the poisoned log at once.
+        let (tx, rx) = mpsc::channel();
+        let waiter = commit.clone();
+        std::thread::spawn(move || {
+            let st = lock(&waiter.state);
+            let outcome = waiter.wait_durable(st, 1).map(|_| ());
+            let _ = tx.send(outcome);
+        });
+        // Generous: this guards against a hang, it measures nothing.
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(Err(Error::Poisoned { file })) => {
+                assert_eq!(file, PathBuf::from("sessions/s/00000000000000000001.seg"))
+            }
+            Ok(other) => panic!("expected Poisoned, got {other:?}"),
+            Err(_) => panic!("a waiter is still blocked behind the panicked flush"),
+        }
+        assert!(!commit.is_healthy());
     }
 }

@@ -104,7 +104,7 @@ pub fn covers_hold(storage: &dyn Storage, session_id: &str, covers: &[Cover]) ->
         };
         if i + 1 < covers.len() {
             let size = f.size().map_err(|e| Error::io(&file.path, "stat", e))?;
-            if size != c.data_end + FOOTER_LEN as u64 {
+            if Some(size) != c.data_end.checked_add(FOOTER_LEN as u64) {
                 return Ok(false);
             }
             continue;

@@ -156,11 +156,14 @@ fn vouched_view(storage: &dyn Storage, session_id: &str, bytes: &[u8]) -> Result
         let sealed_here = storage
             .open(&path, OpenMode::Read)
             .and_then(|f| f.size())
-            .is_ok_and(|size| size == c.data_end + FOOTER_LEN as u64);
+            .is_ok_and(|size| Some(size) == c.data_end.checked_add(FOOTER_LEN as u64));
         if !sealed_here {
             return Ok(None);
         }
-        first_seq = c.last_seq + 1;
+        let Some(next) = c.last_seq.checked_add(1) else {
+            return Ok(None);
+        };
+        first_seq = next;
     }
     let path = dir.join(segment_file_name(first_seq));
     paths.push(path.clone());
