@@ -135,3 +135,48 @@ fn garbage_crafted_to_look_like_frame_lengths_is_classified_without_a_crc_at_eve
         other => panic!("the header is valid: {other:?}"),
     }
 }
+
+/// A segment with one record, then `garbage` bytes of fake frame headers, one every 17 bytes,
+/// each with the next sequence number, a valid kind and a length that fits the bytes left: each
+/// candidate passes every check but its CRC, and its CRC covers the rest of the segment.
+fn fake_headers_after_one_record(garbage: usize) -> Vec<u8> {
+    let mut bytes = header_at(1, MAX_PAYLOAD_LIMIT);
+    let chain = next_chain(&genesis_chain("s"), 1, RecordKind::Message as u8, b"x");
+    encode_frame(&mut bytes, 1, RecordKind::Message, b"x", &chain);
+    let start = bytes.len();
+    let end = start + garbage;
+    while bytes.len() + 17 <= end {
+        let left = end - bytes.len();
+        let len = (left.saturating_sub(FRAME_OVERHEAD)) as u32;
+        bytes.extend_from_slice(&len.to_le_bytes());
+        bytes.extend_from_slice(&0xdead_beefu32.to_le_bytes());
+        bytes.extend_from_slice(&2u64.to_le_bytes());
+        bytes.push(RecordKind::Message as u8);
+    }
+    bytes.resize(end, 0x5a);
+    bytes
+}
+
+#[test]
+fn fake_frame_headers_after_damage_cost_a_search_linear_in_their_bytes() {
+    for garbage in [64 << 10, 2 << 20] {
+        let mut bytes = fake_headers_after_one_record(garbage);
+        // The segment's header is for session "s" at ordinal u64::MAX; its chain starts at 0.
+        let mut h = SegmentHeader::decode(&bytes).expect("header").0;
+        h.prev_chain = genesis_chain("s");
+        bytes[..256].copy_from_slice(&h.encode());
+        match scan_segment(&bytes) {
+            makalog::segment::ScanResult::Scanned(scan) => {
+                assert_eq!(scan.frame_count, 1, "the record before the garbage is read");
+                match &scan.end {
+                    makalog::format::Tail::Damaged { offset, what } => {
+                        assert_eq!(*offset, 256 + 49 + 1);
+                        assert!(what.contains("gave up"), "{what}");
+                    }
+                    other => panic!("{garbage} bytes of fake headers: {other:?}"),
+                }
+            }
+            other => panic!("the header is valid: {other:?}"),
+        }
+    }
+}

@@ -6,7 +6,7 @@ use super::{
     decode_frame, next_chain, ChainValue, FormatError, Frame, FrameDecode, FrameKind, RecordKind,
     SealFooter, SegmentHeader, FOOTER_LEN, HEADER_LEN,
 };
-use super::{u64_at, FRAME_OVERHEAD};
+use super::{u32_at, u64_at, FRAME_OVERHEAD};
 use std::marker::PhantomData;
 
 /// What lies after the last valid frame.
@@ -260,16 +260,27 @@ impl<K: FrameKind> FrameCursor<K> {
     /// Non-zero bytes start at `rest[first]`: a torn tail unless a valid frame or footer lies
     /// anywhere after them, which no interrupted append can produce.
     fn classify_garbage(&self, rest: &[u8], first: usize, what: String) -> Tail {
-        if let Some(at) =
-            find_valid_after::<K>(rest, 1, self.max_payload, self.footers, self.next_seq)
-        {
-            return Tail::Damaged {
-                offset: self.abs(self.pos + first),
-                what: format!(
-                    "{what}; a valid record follows at byte {}",
-                    self.abs(self.pos + at)
-                ),
-            };
+        match find_valid_after::<K>(rest, 1, self.max_payload, self.footers, self.next_seq) {
+            Search::Found(at) => {
+                return Tail::Damaged {
+                    offset: self.abs(self.pos + first),
+                    what: format!(
+                        "{what}; a valid record follows at byte {}",
+                        self.abs(self.pos + at)
+                    ),
+                }
+            }
+            Search::GaveUp { at, checked } => {
+                return Tail::Damaged {
+                    offset: self.abs(self.pos + first),
+                    what: format!(
+                        "{what}; the search for a valid record after it gave up at byte {} \
+                         ({checked} bytes checked), so it is not cut as torn",
+                        self.abs(self.pos + at)
+                    ),
+                }
+            }
+            Search::NoneFound => {}
         }
         let last_nonzero = rest.iter().rposition(|&b| b != 0).unwrap_or(first);
         Tail::Torn {
@@ -279,6 +290,24 @@ impl<K: FrameKind> FrameCursor<K> {
     }
 }
 
+/// What the search for a valid frame or footer after damage found.
+enum Search {
+    Found(usize),
+    NoneFound,
+    /// The bytes the candidates' CRCs would cover passed the budget at this position: crafted
+    /// input, since no interrupted write leaves candidates that pass every check but the CRC.
+    GaveUp {
+        at: usize,
+        checked: u64,
+    },
+}
+
+/// The CRC budget of a search over `n` bytes: linear in them, so crafted candidates (each
+/// claiming a frame to the end of the bytes) cannot make a search quadratic.
+fn search_budget(n: usize) -> u64 {
+    8 * n as u64 + (1 << 20)
+}
+
 /// The first position at or after `from` where a CRC-valid frame or seal footer starts.
 fn find_valid_after<K: FrameKind>(
     rest: &[u8],
@@ -286,26 +315,44 @@ fn find_valid_after<K: FrameKind>(
     max_payload: u32,
     footers: bool,
     next_seq: u64,
-) -> Option<usize> {
+) -> Search {
     // A frame that could follow has a sequence number no lower than the next expected and no
-    // higher than the number of frames that fit after it. Checking that (and the kind) before
-    // the CRC keeps the search linear in practice even over crafted garbage.
+    // higher than the number of frames that fit after it. Checking that (and the kind, and that
+    // its length fits) before the CRC keeps the search linear over most garbage; the budget
+    // bounds what is left.
     let max_seq = next_seq.saturating_add((rest.len() / FRAME_OVERHEAD) as u64);
-    (from..rest.len()).find(|&at| {
+    let budget = search_budget(rest.len());
+    let mut checked = 0u64;
+    for at in from..rest.len() {
         let tail = &rest[at..];
         if footers && SealFooter::looks_like_footer(tail) {
-            return SealFooter::decode(tail).is_ok();
+            if SealFooter::decode(tail).is_ok() {
+                return Search::Found(at);
+            }
+            continue;
         }
         if tail.len() < FRAME_OVERHEAD {
-            return false;
+            continue;
         }
         let seq = u64_at(tail, 8);
         if seq < next_seq || seq > max_seq || K::from_code(tail[16]).is_none() {
-            return false;
+            continue;
         }
-        matches!(
+        let len = u32_at(tail, 0);
+        let total = FRAME_OVERHEAD as u64 + u64::from(len);
+        if len > max_payload || total > tail.len() as u64 {
+            continue;
+        }
+        checked += total;
+        if checked > budget {
+            return Search::GaveUp { at, checked };
+        }
+        if matches!(
             decode_frame::<K>(tail, max_payload),
             Ok(FrameDecode::Frame(..))
-        )
-    })
+        ) {
+            return Search::Found(at);
+        }
+    }
+    Search::NoneFound
 }

@@ -384,3 +384,45 @@ fn index_check_accepts_a_version_1_sidecar_that_reads_as_a_rebuild_and_rebuild_u
         text(&out.stdout)
     );
 }
+
+#[test]
+fn verify_answers_at_once_on_fake_frame_headers_after_the_data_and_reports_them() {
+    let (_t, root) = demo_root();
+    let storage = makalog::storage::RealStorage::new(&root);
+    let last = makalog::segment::SessionReader::open(&storage, "demo-1", 1)
+        .expect("reader")
+        .last()
+        .expect("a record")
+        .expect("valid");
+    let seg = root.join(&last.file);
+    let data_end = last.offset + 49 + last.payload.len() as u64;
+    // 2 MiB of frame headers, one every 17 bytes, each with the next sequence number, a valid
+    // kind and a length that fits the bytes left: a quadratic search would take hours.
+    let garbage = 2usize << 20;
+    let mut fake = Vec::with_capacity(garbage);
+    while fake.len() + 17 <= garbage {
+        let len = (garbage - fake.len()).saturating_sub(49) as u32;
+        fake.extend_from_slice(&len.to_le_bytes());
+        fake.extend_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
+        fake.extend_from_slice(&(last.seq + 1).to_le_bytes());
+        fake.push(makalog::format::RecordKind::Message as u8);
+    }
+    fake.resize(garbage, 0x5a);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .expect("open");
+    f.set_len(data_end).expect("cut");
+    f.write_all_at(&fake, data_end).expect("write");
+    let before = snapshot(&root);
+    let out = makalog(&["verify", root.to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let stdout = text(&out.stdout);
+    let prefix = format!("{} at byte {data_end}: ", last.file.display());
+    let finding = stdout
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no finding for {prefix} in {stdout}"));
+    assert!(finding.contains("gave up"), "{finding}");
+    assert_eq!(before, snapshot(&root), "verify never writes");
+}
