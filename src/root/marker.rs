@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::FORMAT_VERSION;
-use crate::storage::{write_atomically, EntryKind, Storage};
+use crate::storage::{write_atomically, EntryKind, OpenMode, Storage};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::hash::{BuildHasher, Hasher};
@@ -88,18 +88,30 @@ pub fn read_marker(storage: &dyn Storage) -> Result<RootMarker> {
         None => return Err(not_root("it does not exist".into())),
     }
     let path = Path::new(MARKER_FILE);
-    let bytes = match storage.read_file(path) {
-        Ok(b) => b,
+    let file = match storage.open(path, OpenMode::Read) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(not_root(format!("no {MARKER_FILE}")))
         }
-        Err(e) => return Err(Error::io(path, "read", e)),
+        Err(e) => return Err(not_root(format!("{MARKER_FILE}: {e}"))),
     };
-    if bytes.len() > MAX_MARKER_LEN {
+    // Its size is checked before anything is read: a marker is small.
+    let size = file.size().map_err(|e| Error::io(path, "stat", e))?;
+    if size > MAX_MARKER_LEN as u64 {
         return Err(not_root(format!(
             "{MARKER_FILE} is larger than {MAX_MARKER_LEN} bytes"
         )));
     }
+    let mut bytes = vec![0u8; size as usize];
+    let mut done = 0;
+    while done < bytes.len() {
+        match file.read_at(&mut bytes[done..], done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) => return Err(Error::io(path, "read", e)),
+        }
+    }
+    bytes.truncate(done);
     let marker: RootMarker = serde_json::from_slice(&bytes)
         .map_err(|e| not_root(format!("{MARKER_FILE} is malformed: {e}")))?;
     marker

@@ -28,6 +28,47 @@ impl RealStorage {
     }
 }
 
+impl RealStorage {
+    /// Opens a regular file: never through a symlink (`O_NOFOLLOW`), never blocking on a FIFO
+    /// or a device (`O_NONBLOCK`, which changes nothing for a regular file), and anything that
+    /// is not a regular file is refused.
+    fn open_regular(&self, path: &Path, mode: OpenMode) -> io::Result<File> {
+        let mut o = OpenOptions::new();
+        match mode {
+            OpenMode::CreateNew => o.read(true).write(true).create_new(true).mode(0o600),
+            OpenMode::ReadWrite => o.read(true).write(true),
+            OpenMode::Read => o.read(true),
+        };
+        o.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        let file = o.open(self.full(path)).map_err(refused_symlink)?;
+        regular(&file)?;
+        Ok(file)
+    }
+}
+
+/// `O_NOFOLLOW` on a symlink fails with `ELOOP`: say what it means.
+fn refused_symlink(e: io::Error) -> io::Error {
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file: a symlink, never followed",
+        )
+    } else {
+        e
+    }
+}
+
+fn regular(file: &File) -> io::Result<()> {
+    if file.metadata()?.is_file() {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, device or directory is never read)",
+        ))
+    }
+}
+
 struct RealFile(File);
 
 impl StorageFile for RealFile {
@@ -62,17 +103,11 @@ impl StorageLock for RealLock {}
 
 impl Storage for RealStorage {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageFile>> {
-        let mut o = OpenOptions::new();
-        match mode {
-            OpenMode::CreateNew => o.read(true).write(true).create_new(true).mode(0o600),
-            OpenMode::ReadWrite => o.read(true).write(true),
-            OpenMode::Read => o.read(true),
-        };
-        Ok(Box::new(RealFile(o.open(self.full(path))?)))
+        Ok(Box::new(RealFile(self.open_regular(path, mode)?)))
     }
 
     fn map_file(&self, path: &Path) -> io::Result<FileBytes> {
-        let file = File::open(self.full(path))?;
+        let file = self.open_regular(path, OpenMode::Read)?;
         if file.metadata()?.len() == 0 {
             return Ok(FileBytes::Owned(Vec::new()));
         }
@@ -84,7 +119,18 @@ impl Storage for RealStorage {
     }
 
     fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
-        fs::read(self.full(path))
+        let mut file = self.open_regular(path, OpenMode::Read)?;
+        let size = file.metadata()?.len();
+        let mut out = Vec::new();
+        out.try_reserve_exact(usize::try_from(size).map_err(io::Error::other)?)
+            .map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::OutOfMemory,
+                    "the file does not fit in memory",
+                )
+            })?;
+        io::Read::read_to_end(&mut file, &mut out)?;
+        Ok(out)
     }
 
     fn create_dir(&self, path: &Path) -> io::Result<()> {
@@ -111,6 +157,13 @@ impl Storage for RealStorage {
     }
 
     fn list_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
+        // A symlink to a directory is not listed: nothing outside the root is read.
+        if !fs::symlink_metadata(self.full(path))?.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a directory (a symlink is never followed)",
+            ));
+        }
         let mut out = Vec::new();
         for entry in fs::read_dir(self.full(path))? {
             let entry = entry?;
@@ -148,7 +201,10 @@ impl Storage for RealStorage {
             .create(true)
             .truncate(false)
             .mode(0o600)
-            .open(self.full(path))?;
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(self.full(path))
+            .map_err(refused_symlink)?;
+        regular(&file)?;
         match file.try_lock_exclusive() {
             Ok(()) => Ok(Some(Box::new(RealLock { _file: file }))),
             Err(e) if e.raw_os_error() == fs2::lock_contended_error().raw_os_error() => Ok(None),

@@ -1,0 +1,181 @@
+//! The read-only tools on roots crafted to hang or exhaust them (DESIGN, "Untrusted roots"): a
+//! FIFO, symlinks to devices and out of the root, an oversized marker. Each tool returns at
+//! once with an error naming the file, and writes nothing.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs the tool, killing it if it has not returned within a minute (a generous bound that
+/// guards against a hang; it measures nothing). Returns its exit code and output.
+fn makalog(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_makalog"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run makalog");
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            let out = child.wait_with_output().expect("output");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr);
+            return (status.code(), text);
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("makalog {args:?} hung");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn demo_root() -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    let (code, out) = makalog(&["demo", root.to_str().expect("utf8")]);
+    assert_eq!(code, Some(0), "{out}");
+    (t, root)
+}
+
+/// Every entry under `dir` (not following symlinks) with its bytes, or its link target.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)
+            .expect("dir")
+            .map(|e| e.expect("entry"))
+        {
+            let kind = e.file_type().expect("type");
+            let what = if kind.is_symlink() {
+                format!(
+                    "-> {}",
+                    std::fs::read_link(e.path()).expect("link").display()
+                )
+            } else if kind.is_dir() {
+                stack.push(e.path());
+                "dir".to_owned()
+            } else if kind.is_file() {
+                format!("{:?}", std::fs::read(e.path()).expect("read"))
+            } else {
+                "other".to_owned()
+            };
+            out.insert(e.path(), what);
+        }
+    }
+    out
+}
+
+fn mkfifo(path: &Path) {
+    let ok = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo")
+        .success();
+    assert!(ok, "mkfifo {}", path.display());
+}
+
+#[test]
+fn a_fifo_for_the_claims_log_is_refused_by_name_and_nothing_blocks() {
+    let (_t, root) = demo_root();
+    let claims = root.join("claims.log");
+    std::fs::remove_file(&claims).expect("rm");
+    mkfifo(&claims);
+    let r = root.to_str().expect("utf8");
+    let before = snapshot(&root);
+    let (code, out) = makalog(&["verify", r]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("claims.log"), "{out}");
+    assert!(out.contains("not a regular file"), "{out}");
+    let (code, out) = makalog(&["claims", r]);
+    assert_ne!(code, Some(0), "{out}");
+    assert!(
+        out.contains("claims.log") && out.contains("not a regular file"),
+        "{out}"
+    );
+    assert_eq!(snapshot(&root), before, "nothing written");
+}
+
+#[test]
+fn a_marker_that_is_a_symlink_to_a_device_is_not_a_root() {
+    let (_t, root) = demo_root();
+    let marker = root.join(".makalog-root.json");
+    std::fs::remove_file(&marker).expect("rm");
+    symlink("/dev/zero", &marker).expect("symlink");
+    let r = root.to_str().expect("utf8");
+    let before = snapshot(&root);
+    for args in [
+        vec!["verify", r],
+        vec!["invocations", r, "--session", "demo-1"],
+        vec!["index", "check", r],
+        vec!["dump", r],
+    ] {
+        let (code, out) = makalog(&args);
+        assert_eq!(code, Some(2), "{args:?}: {out}");
+        assert!(out.contains(".makalog-root.json"), "{args:?}: {out}");
+    }
+    assert_eq!(snapshot(&root), before, "nothing written");
+}
+
+#[test]
+fn a_sidecar_that_is_a_symlink_to_a_device_is_no_sidecar_and_nothing_blocks() {
+    let (_t, root) = demo_root();
+    let index = root.join("sessions/demo-1/index");
+    std::fs::remove_file(&index).expect("rm");
+    symlink("/dev/urandom", &index).expect("symlink");
+    let r = root.to_str().expect("utf8");
+    let before = snapshot(&root);
+    let (code, out) = makalog(&["invocations", r, "--session", "demo-1"]);
+    assert_eq!(code, Some(0), "listed from a rebuild: {out}");
+    assert!(out.contains("completed"), "{out}");
+    let (code, out) = makalog(&["index", "check", r]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("sessions/demo-1/index"), "{out}");
+    let (code, out) = makalog(&["verify", r]);
+    assert_eq!(code, Some(1), "a symlink in a session is a finding: {out}");
+    assert!(out.contains("sessions/demo-1/index"), "{out}");
+    assert_eq!(snapshot(&root), before, "nothing written");
+}
+
+#[test]
+fn a_session_directory_that_is_a_symlink_out_of_the_root_is_not_followed() {
+    let (t, root) = demo_root();
+    let outside = t.path().join("outside");
+    std::fs::rename(root.join("sessions/demo-2"), &outside).expect("move out");
+    symlink(&outside, root.join("sessions/demo-2")).expect("symlink");
+    let r = root.to_str().expect("utf8");
+    let before = snapshot(&root);
+    let (code, out) = makalog(&["invocations", r, "--session", "demo-2"]);
+    assert_ne!(code, Some(0), "{out}");
+    assert!(out.contains("sessions/demo-2"), "{out}");
+    let (code, out) = makalog(&["dump", r, "--session", "demo-2"]);
+    assert_ne!(code, Some(0), "{out}");
+    assert!(out.contains("sessions/demo-2"), "{out}");
+    let (code, out) = makalog(&["verify", r]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("sessions/demo-2"), "{out}");
+    assert_eq!(snapshot(&root), before, "nothing written");
+}
+
+#[test]
+fn an_oversized_marker_is_refused_without_reading_it_whole() {
+    let (_t, root) = demo_root();
+    let marker = root.join(".makalog-root.json");
+    // A sparse file of 64 GiB: reading it whole would allocate 64 GiB.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&marker)
+        .expect("open");
+    f.set_len(64 << 30).expect("grow");
+    let (code, out) = makalog(&["verify", root.to_str().expect("utf8")]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains(".makalog-root.json") && out.contains("larger"),
+        "{out}"
+    );
+}
