@@ -579,6 +579,8 @@ fn concurrent_claims_share_syncs_and_all_survive_reopening() {
     let (t, _) = temp_root();
     let (storage, syncs) = counting(t.path().join("root"), u64::MAX);
     let log = Arc::new(ClaimsLog::open(&owner(&storage)).expect("open").0);
+    // Each sync takes a while, so the other claimers queue behind it and share the next.
+    *storage.meter.slow_sync.lock().expect("meter") = Some(std::time::Duration::from_millis(2));
     let base = syncs.load(Ordering::SeqCst);
     let handles: Vec<_> = (0..16u32)
         .map(|t| {
@@ -604,7 +606,10 @@ fn concurrent_claims_share_syncs_and_all_survive_reopening() {
         h.join().expect("join");
     }
     let used = syncs.load(Ordering::SeqCst) - base;
-    assert!(used < 640, "group commit: {used} syncs for 640 claims");
+    assert!(
+        used * 4 <= 640,
+        "group commit: {used} syncs for 640 claims from 16 threads"
+    );
     drop(log);
     let log = ClaimsLog::open(&owner(&storage)).expect("reopen").0;
     assert_eq!(

@@ -62,6 +62,47 @@ proptest! {
         let _ = scan_segment(&bytes);
     }
 
+    /// A valid header, some valid frames, then arbitrary bytes: the scan reads exactly the
+    /// valid frames, never a frame from the arbitrary bytes that does not continue the chain,
+    /// and always reaches a verdict on what follows.
+    #[test]
+    fn a_valid_segment_followed_by_arbitrary_bytes_reads_its_frames_and_classifies_the_rest(
+        payloads in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..200), 0..8),
+        garbage in prop::collection::vec(any::<u8>(), 0..600),
+    ) {
+        let mut bytes = SegmentHeader {
+            version: FORMAT_VERSION, max_payload: 4096, ordinal: 0, first_seq: 1,
+            prev_chain: genesis_chain("s"), session_id: "s".into(),
+        }.encode().to_vec();
+        let mut chain = genesis_chain("s");
+        for (i, p) in payloads.iter().enumerate() {
+            let seq = i as u64 + 1;
+            chain = next_chain(&chain, seq, RecordKind::Message as u8, p);
+            encode_frame(&mut bytes, seq, RecordKind::Message, p, &chain);
+        }
+        let data_end = bytes.len() as u64;
+        bytes.extend_from_slice(&garbage);
+        match scan_segment(&bytes) {
+            makalog::segment::ScanResult::Scanned(scan) => {
+                prop_assert!(scan.frame_count >= payloads.len() as u64);
+                if scan.frame_count == payloads.len() as u64 {
+                    prop_assert_eq!(scan.data_end, data_end);
+                    prop_assert_eq!(scan.chain, chain);
+                } else {
+                    // Arbitrary bytes that happen to hold the next frame of the chain.
+                    prop_assert!(scan.data_end > data_end);
+                }
+                let zeros = garbage.iter().all(|&b| b == 0);
+                match &scan.end {
+                    makalog::format::Tail::Eof => prop_assert!(garbage.is_empty() || scan.data_end == bytes.len() as u64),
+                    makalog::format::Tail::Zeros { .. } => prop_assert!(zeros || scan.frame_count > payloads.len() as u64),
+                    _ => prop_assert!(!zeros),
+                }
+            }
+            other => prop_assert!(false, "the header is valid: {:?}", other),
+        }
+    }
+
     #[test]
     fn a_declared_length_beyond_the_bytes_present_is_incomplete(len in 0u32..=MAX_PAYLOAD_LIMIT, rest in prop::collection::vec(any::<u8>(), 13..64)) {
         let mut bytes = len.to_le_bytes().to_vec();

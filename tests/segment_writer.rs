@@ -44,6 +44,8 @@ fn concurrent_durable_appends_share_syncs_and_get_consecutive_sequence_numbers()
     let (storage, syncs) = counting(t.path().join("root"), u64::MAX);
     let (w, _) = SegmentWriter::open(&owner(&storage), S, WriterConfig::default()).expect("open");
     let w = Arc::new(w);
+    // Each sync takes a while, so the other appenders queue behind it and share the next.
+    *storage.meter.slow_sync.lock().expect("meter") = Some(std::time::Duration::from_millis(2));
     let base = syncs.load(Ordering::SeqCst);
     let threads = 8;
     let per = 200;
@@ -74,8 +76,8 @@ fn concurrent_durable_appends_share_syncs_and_get_consecutive_sequence_numbers()
     assert_eq!(seqs, (1..=total).collect::<Vec<_>>());
     let used = syncs.load(Ordering::SeqCst) - base;
     assert!(
-        used < total,
-        "group commit: {used} syncs for {total} appends"
+        used * 3 <= total,
+        "group commit: {used} syncs for {total} appends from {threads} threads"
     );
     let recs = read_all(&*storage, S).expect("read");
     assert_eq!(recs.len() as u64, total);

@@ -22,6 +22,8 @@ pub struct Meter {
     pub listings: AtomicU64,
     /// `sync_dir` calls by directory.
     pub dir_syncs: Mutex<BTreeMap<PathBuf, u64>>,
+    /// Every `sync_data` sleeps this long first, so concurrent callers pile up behind one.
+    pub slow_sync: Mutex<Option<Duration>>,
     /// Every `sync_dir` of this directory sleeps this long first.
     pub slow_dir: Mutex<Option<(PathBuf, Duration)>>,
 }
@@ -69,6 +71,9 @@ impl StorageFile for CountingFile {
         self.inner.write_all_at(buf, offset)
     }
     fn sync_data(&self) -> io::Result<()> {
+        if let Some(pause) = *self.meter.slow_sync.lock().expect("meter") {
+            std::thread::sleep(pause);
+        }
         let n = self.syncs.fetch_add(1, Ordering::SeqCst) + 1;
         if n >= self.fail_from {
             return Err(io::Error::other("injected EIO"));
