@@ -757,3 +757,66 @@ fn a_sidecar_with_covers_at_the_end_of_their_range_is_untrusted_never_a_panic() 
         store.close().expect("close");
     }
 }
+
+#[test]
+fn a_run_is_sealed_only_by_a_durable_terminal_never_by_one_whose_sync_may_fail() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let t = tempfile::tempdir().expect("tmp");
+    let (storage, _) = support::counting::counting(t.path().join("root"), u64::MAX);
+    makalog::root::create_or_open_root(&*storage).expect("root");
+    let owner = owner(&storage);
+    let store = std::sync::Arc::new(RuntimeEventStore::open(&owner, WriterConfig::default()));
+    store
+        .append(&opening(S, "run-1", "turn-1", 1.0), Durability::Durable)
+        .expect("opening");
+    // The terminal's sync is held at the gate.
+    let (entered_tx, entered) = mpsc::channel();
+    let (release, release_rx) = mpsc::channel();
+    *storage.meter.gate.lock().expect("meter") = Some(support::counting::SyncGate {
+        entered: entered_tx,
+        release: release_rx,
+    });
+    let ender = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            store.append(
+                &terminal(S, "run-1", "turn-1", "end-1", 9.0, "completed"),
+                Durability::Durable,
+            )
+        })
+    };
+    entered.recv().expect("the terminal's sync started");
+    // An event for the run while the terminal is not durable: refusing it as sealed would
+    // refuse it for a terminal that may never exist.
+    let (answer_tx, answer) = mpsc::channel();
+    {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            let r = store.append(
+                &text(S, "run-1", "turn-1", "late", 10.0, "words"),
+                Durability::Durable,
+            );
+            let _ = answer_tx.send(r);
+        });
+    }
+    // A generous pause, not a measurement: long enough for a wrong answer to arrive.
+    if let Ok(r) = answer.recv_timeout(Duration::from_millis(500)) {
+        panic!("answered before the terminal was durable: {r:?}");
+    }
+    release.send(false).expect("fail the terminal's sync");
+    assert!(
+        ender.join().expect("join").is_err(),
+        "the terminal was not acknowledged"
+    );
+    match answer
+        .recv_timeout(Duration::from_secs(60))
+        .expect("an answer")
+    {
+        Err(makalog::Error::RunSealed { .. }) => {
+            panic!("refused as sealed by a terminal that failed")
+        }
+        Err(_) => {}
+        Ok(a) => panic!("acknowledged on a failed writer: {a:?}"),
+    }
+}

@@ -133,7 +133,14 @@ impl RuntimeEventStore {
                 });
             }
         }
-        check_identity(&st.view, event)?;
+        if let Err(refusal) = check_identity(&st.view, event) {
+            // The view may rest on a terminal or an opening still being synced: refuse only once
+            // it is durable (if its sync fails, the caller gets that failure instead).
+            let upto = st.fact_seq;
+            drop(st);
+            session.writer.wait_durable(upto)?;
+            return Err(refusal);
+        }
         let payload = event.canonical_json().as_bytes();
         let ack = session.writer.enqueue(RecordKind::RuntimeEvent, payload)?;
         st.view

@@ -24,8 +24,17 @@ pub struct Meter {
     pub dir_syncs: Mutex<BTreeMap<PathBuf, u64>>,
     /// Every `sync_data` sleeps this long first, so concurrent callers pile up behind one.
     pub slow_sync: Mutex<Option<Duration>>,
+    /// The next `sync_data` reports on `entered` that it started, then waits on `release`:
+    /// `true` lets it sync, `false` fails it with EIO.
+    pub gate: Mutex<Option<SyncGate>>,
     /// Every `sync_dir` of this directory sleeps this long first.
     pub slow_dir: Mutex<Option<(PathBuf, Duration)>>,
+}
+
+/// See [`Meter::gate`].
+pub struct SyncGate {
+    pub entered: std::sync::mpsc::Sender<()>,
+    pub release: std::sync::mpsc::Receiver<bool>,
 }
 
 impl Meter {
@@ -73,6 +82,13 @@ impl StorageFile for CountingFile {
     fn sync_data(&self) -> io::Result<()> {
         if let Some(pause) = *self.meter.slow_sync.lock().expect("meter") {
             std::thread::sleep(pause);
+        }
+        let gate = self.meter.gate.lock().expect("meter").take();
+        if let Some(gate) = gate {
+            let _ = gate.entered.send(());
+            if !gate.release.recv().unwrap_or(false) {
+                return Err(io::Error::other("injected EIO at a gated sync"));
+            }
         }
         let n = self.syncs.fetch_add(1, Ordering::SeqCst) + 1;
         if n >= self.fail_from {
