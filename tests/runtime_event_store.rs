@@ -820,3 +820,92 @@ fn a_run_is_sealed_only_by_a_durable_terminal_never_by_one_whose_sync_may_fail()
         Ok(a) => panic!("acknowledged on a failed writer: {a:?}"),
     }
 }
+
+#[test]
+fn a_segment_created_by_a_roll_a_crash_cut_short_is_made_durable_before_anything_is_acknowledged_in_it(
+) {
+    use makalog::storage::{SimRng, SimStorage, Tear};
+    let config = WriterConfig {
+        max_payload: 1024,
+        ..WriterConfig::default()
+    };
+    // Everything up to the roll, the same way each time.
+    let prepare = |crash_at: Option<u64>| -> (Arc<SimStorage>, u64) {
+        let storage = Arc::new(SimStorage::new());
+        makalog::root::create_or_open_root(&*storage).expect("root");
+        let owner = owner(&storage);
+        let store = RuntimeEventStore::open(&owner, config.clone());
+        turn(&store, "run-1", 1.0, 2, "completed");
+        store
+            .close()
+            .expect("close: the sidecar vouches for the whole log");
+        let before = storage.persistence_points();
+        if let Some(k) = crash_at {
+            storage.crash_before_point(before + k);
+        }
+        // A record above the segment's bound rolls: seal, create the next segment, sync it,
+        // sync its directory, then the record.
+        if let Ok((w, _)) = makalog::segment::SegmentWriter::open(
+            &owner,
+            S,
+            WriterConfig {
+                max_payload: 8192,
+                ..config.clone()
+            },
+        ) {
+            let _ = w.append(
+                makalog::format::RecordKind::Message,
+                &vec![b'x'; 2000],
+                Durability::Durable,
+            );
+            std::mem::forget(w);
+        }
+        std::mem::forget(owner);
+        (storage, before)
+    };
+    let new_segment = |files: &std::collections::BTreeMap<std::path::PathBuf, Vec<u8>>| {
+        files
+            .keys()
+            .filter(|p| p.to_string_lossy().ends_with(".seg"))
+            .count()
+            > 1
+    };
+    // The last crash point where the new segment exists, its header written and synced, but
+    // its directory entry not yet durable.
+    let k = (1..40)
+        .rev()
+        .find(|&k| {
+            let (s, _) = prepare(Some(k));
+            new_segment(&s.live_files()) && !new_segment(&s.durable_files())
+        })
+        .expect("a crash point between the create and its directory's sync");
+    let (storage, _) = prepare(Some(k));
+    // The process died there; the machine stays up, then a new owner opens and appends.
+    storage.restart();
+    let owner = owner(&storage);
+    let store = RuntimeEventStore::open(&owner, config.clone());
+    let acked = text(S, "run-2", "turn-2", "after-restart", 50.0, "acknowledged");
+    store
+        .append(&opening(S, "run-2", "turn-2", 49.0), Durability::Durable)
+        .expect("opening");
+    store
+        .append(&acked, Durability::Durable)
+        .expect("acknowledged");
+    std::mem::forget(store);
+    std::mem::forget(owner);
+    // Then the power goes.
+    storage.crash(Tear::None, &mut SimRng::new(7));
+    storage.restart();
+    let owner = self::owner(&storage);
+    let store = RuntimeEventStore::open(&owner, config);
+    let ids: Vec<String> = store
+        .read_session_runtime_events(S)
+        .expect("read")
+        .iter()
+        .map(|e| e.id().to_owned())
+        .collect();
+    assert!(
+        ids.contains(&"after-restart".to_owned()),
+        "an acknowledged event was lost: {ids:?}"
+    );
+}

@@ -205,12 +205,18 @@ impl SegmentWriter {
         let report = apply(&*storage, repairs)?;
         let (head_seq, head_chain) = check.head;
         // A resume point comes from a sidecar, written only once everything it covers was
-        // synced (and its directory with it): when nothing follows it, there is nothing that
-        // could still sit unsynced in the page cache of a process that died.
-        // A directory made just now was synced into `sessions/`, and its segment is created
-        // by the write protocol below.
+        // synced (and its directory with it): when nothing follows it (no record, no footer,
+        // no newer segment a roll created), there is nothing that could still sit unsynced in
+        // the page cache of a process that died. A directory made just now was synced into
+        // `sessions/`, and its segment is created by the write protocol below.
+        let nothing_after = matches!(scanned.as_slice(), [only] if matches!(
+            &only.result,
+            ScanResult::Scanned(s) if matches!(s.end, Tail::Eof | Tail::Zeros { .. })
+        ));
         let vouched = created
-            || (resume.is_some_and(|r| r.last_seq == head_seq) && report.repairs.is_empty());
+            || (resume.is_some_and(|r| r.last_seq == head_seq)
+                && nothing_after
+                && report.repairs.is_empty());
 
         let last = scanned.iter().rev().find_map(|s| match &s.result {
             ScanResult::Scanned(scan) => Some((s.file.path.clone(), scan.clone())),
