@@ -909,3 +909,49 @@ fn a_segment_created_by_a_roll_a_crash_cut_short_is_made_durable_before_anything
         "an acknowledged event was lost: {ids:?}"
     );
 }
+
+#[test]
+fn a_rebuilt_sidecar_vouches_only_for_durable_records() {
+    use makalog::storage::{SimRng, SimStorage, Tear};
+    let storage = Arc::new(SimStorage::new());
+    makalog::root::create_or_open_root(&*storage).expect("root");
+    {
+        let owner = owner(&storage);
+        let store = RuntimeEventStore::open(&owner, WriterConfig::default());
+        turn(&store, "run-1", 1.0, 1, "completed");
+        store.close().expect("close");
+        // A process writes a second turn out without syncing it, and dies.
+        let config = WriterConfig {
+            buffered_limit: 1,
+            ..WriterConfig::default()
+        };
+        let (w, _) = makalog::segment::SegmentWriter::open(&owner, S, config).expect("writer");
+        for e in [
+            opening(S, "run-2", "turn-2", 50.0),
+            terminal(S, "run-2", "turn-2", "end-2", 60.0, "completed"),
+        ] {
+            w.append(
+                makalog::format::RecordKind::RuntimeEvent,
+                e.canonical_json().as_bytes(),
+                Durability::Buffered,
+            )
+            .expect("buffered");
+        }
+        std::mem::forget(w);
+        std::mem::forget(owner);
+    }
+    storage.restart();
+    // `makalog index rebuild`, then an owner that lists the session.
+    let owner = owner(&storage);
+    makalog::index::rebuild_sidecar(&owner, S, WriterConfig::default()).expect("rebuild");
+    let store = RuntimeEventStore::open(&owner, WriterConfig::default());
+    let before = store.list_session_invocations(S).expect("list");
+    store.open_session_now(S).expect("open");
+    std::mem::forget(store);
+    std::mem::forget(owner);
+    // The power goes: what was listed must still be there.
+    storage.crash(Tear::None, &mut SimRng::new(3));
+    let owner = self::owner(&storage);
+    let store = RuntimeEventStore::open(&owner, WriterConfig::default());
+    assert_eq!(store.list_session_invocations(S).expect("list"), before);
+}

@@ -57,6 +57,26 @@ fn apply_all(
     Ok(())
 }
 
+/// Rebuilds a session's sidecar from its segments and replaces it, under the owner's lease.
+/// The session is recovered first, as an open for writing recovers it, so the sidecar is built
+/// only from bytes that are durable (a process that died may have left written but unsynced
+/// bytes in the page cache, and a sidecar vouching for them would let the next open skip the
+/// syncs that make them durable).
+pub fn rebuild_sidecar(
+    owner: &crate::root::Owner,
+    session_id: &str,
+    config: crate::segment::WriterConfig,
+) -> Result<SessionIndex> {
+    let (writer, _) = crate::segment::SegmentWriter::open(owner, session_id, config)?;
+    writer.close()?;
+    let storage = &**owner.storage();
+    let view = rebuild(storage, session_id)?;
+    let path = crate::segment::layout::session_dir(session_id).join(super::SIDECAR_FILE);
+    let bytes = super::encode_sidecar(&view, &[]).map_err(|e| Error::corrupt(&path, 0, e.what))?;
+    crate::storage::write_atomically(storage, &path, &bytes)?;
+    Ok(view)
+}
+
 /// The view's invocations, their opening and terminal events read back from the segments.
 pub fn invocations_from_log(
     storage: &dyn Storage,

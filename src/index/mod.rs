@@ -10,7 +10,8 @@ mod sidecar_v1;
 mod view;
 
 pub use build::{
-    catch_up, covers_hold, invocations_from_log, rebuild, resume_point, trusted_sidecar,
+    catch_up, covers_hold, invocations_from_log, rebuild, rebuild_sidecar, resume_point,
+    trusted_sidecar,
 };
 pub use facts::EventFacts;
 pub use invocations::{

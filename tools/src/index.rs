@@ -2,11 +2,12 @@
 
 use makalog::index::{
     catch_up, decode_sidecar_header, decode_sidecar_state, encode_sidecar, id_entries, rebuild,
-    section, trusted_sidecar, SessionIndex, SIDECAR_FILE, SIDECAR_VERSION,
+    rebuild_sidecar, section, trusted_sidecar, SessionIndex, SIDECAR_FILE, SIDECAR_VERSION,
 };
 use makalog::root::{read_marker, try_acquire_owner};
 use makalog::segment::layout::{list_sessions, session_dir};
-use makalog::storage::{write_atomically, RealStorage, Storage};
+use makalog::segment::WriterConfig;
+use makalog::storage::{RealStorage, Storage};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -111,12 +112,8 @@ pub fn rebuild_all(root: &Path) -> ExitCode {
     };
     for id in &ids {
         let path = session_dir(id).join(SIDECAR_FILE);
-        let result = rebuild(&**owner.storage(), id).and_then(|v| {
-            let bytes =
-                encode_sidecar(&v, &[]).map_err(|e| makalog::Error::corrupt(&path, 0, e.what))?;
-            write_atomically(&**owner.storage(), &path, &bytes)?;
-            Ok(v.invocations.len())
-        });
+        let result =
+            rebuild_sidecar(&owner, id, WriterConfig::default()).map(|v| v.invocations.len());
         match result {
             Ok(n) => say!("{}: rebuilt ({n} invocations)", path.display()),
             Err(e) => {
