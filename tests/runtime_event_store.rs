@@ -955,3 +955,29 @@ fn a_rebuilt_sidecar_vouches_only_for_durable_records() {
     let store = RuntimeEventStore::open(&owner, WriterConfig::default());
     assert_eq!(store.list_session_invocations(S).expect("list"), before);
 }
+
+#[test]
+fn damage_to_a_record_the_sidecar_vouches_for_is_refused_never_cut_as_torn() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    turn(&store, "run-1", 1.0, 2, "completed");
+    store.close().expect("close");
+    let dir = storage.describe_root().join("sessions").join(S);
+    let seg = dir.join("00000000000000000001.seg");
+    let recs = read_all(&*storage, S).expect("read");
+    let last = recs.last().expect("a record");
+    // A bit flip inside the last record, which the sidecar says is durable.
+    let mut bytes = std::fs::read(&seg).expect("read");
+    bytes[(last.offset + 20) as usize] ^= 0x04;
+    std::fs::write(&seg, &bytes).expect("flip");
+    let before = snapshot(&dir);
+    let store = self::store(&storage);
+    match store.open_session_now(S) {
+        Err(makalog::Error::Corrupt { file, offset, .. }) => {
+            assert_eq!(file, last.file);
+            assert_eq!(offset, last.offset);
+        }
+        other => panic!("expected a refusal naming the record, got {other:?}"),
+    }
+    assert_eq!(snapshot(&dir), before, "nothing cut, nothing quarantined");
+}

@@ -182,6 +182,20 @@ impl SegmentWriter {
         config: WriterConfig,
         resume: Option<Resume>,
     ) -> Result<(SegmentWriter, RecoveryReport)> {
+        SegmentWriter::open_guarded(owner, session_id, config, resume, resume)
+    }
+
+    /// [`SegmentWriter::open_resumed`], where `durable` is a point a sidecar recorded as synced
+    /// even if it no longer vouches for the log (its covers do not hold): recovery never cuts a
+    /// torn tail, nor removes a torn create, before it. Damage there is damage to records that
+    /// were acknowledged, and the session is refused, naming the file and offset.
+    pub fn open_guarded(
+        owner: &Owner,
+        session_id: &str,
+        config: WriterConfig,
+        resume: Option<Resume>,
+        durable: Option<Resume>,
+    ) -> Result<(SegmentWriter, RecoveryReport)> {
         validate_session_id(session_id).map_err(Error::InvalidInput)?;
         if config.max_payload == 0 || config.max_payload > MAX_PAYLOAD_LIMIT {
             return Err(Error::InvalidInput(format!(
@@ -201,6 +215,10 @@ impl SegmentWriter {
             scan_session_files(&*storage, session_id, resume.as_ref())?.1
         };
         let check = check_session(session_id, &scanned, resume.as_ref());
+        if let Some(d) = durable {
+            let first = resume.map_or(0, |r| r.ordinal);
+            refuse_cuts_before(&check.problems, &scanned, first, &d)?;
+        }
         let repairs = plan(&check.problems)?;
         let report = apply(&*storage, repairs)?;
         let (head_seq, head_chain) = check.head;
@@ -486,6 +504,40 @@ fn current_chunk(chunks: &mut Vec<Chunk>) -> &mut Chunk {
     }
     let last = chunks.len() - 1;
     &mut chunks[last]
+}
+
+/// Refuses a repair that would drop bytes before `durable`, the point a sidecar recorded as
+/// synced: there, a torn-looking tail is damage to acknowledged records. `scanned` starts at
+/// segment ordinal `first`.
+fn refuse_cuts_before(
+    problems: &[crate::recovery::Problem],
+    scanned: &[super::check::ScannedSegment],
+    first: u64,
+    durable: &Resume,
+) -> Result<()> {
+    use crate::recovery::Problem;
+    for p in problems {
+        let (file, offset) = match p {
+            Problem::TornTail { file, offset, .. } => (file, *offset),
+            Problem::TornCreate { file, .. } => (file, 0),
+            _ => continue,
+        };
+        let Some(i) = scanned.iter().position(|s| &s.file.path == file) else {
+            continue;
+        };
+        let ordinal = first.saturating_add(i as u64);
+        if ordinal < durable.ordinal || (ordinal == durable.ordinal && offset < durable.data_end) {
+            return Err(Error::corrupt(
+                file,
+                offset,
+                format!(
+                    "damage to records the index sidecar recorded as durable (through record {}); refusing to cut them as a torn tail",
+                    durable.last_seq
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Completes a seal a crash interrupted: cuts zeros left after the footer and makes the

@@ -128,7 +128,13 @@ pub(crate) fn open_for_writing(
     let storage = &**owner.storage();
     let loaded = load_sidecar(storage, session_id)?;
     let resume = loaded.as_ref().and_then(|l| resume_point(&l.view));
-    let (writer, _) = SegmentWriter::open_resumed(owner, session_id, config.clone(), resume)?;
+    // A sidecar that no longer vouches for the log still says how far it was durable.
+    let durable = match resume {
+        Some(r) => Some(r),
+        None => recorded_durable(storage, session_id),
+    };
+    let (writer, _) =
+        SegmentWriter::open_guarded(owner, session_id, config.clone(), resume, durable)?;
     let mut live = match loaded {
         Some(mut live) => {
             let before = live.view.covers.clone();
@@ -194,6 +200,17 @@ pub(crate) fn close_session(storage: &dyn Storage, session: SessionEvents) -> Re
     }
     drop(st);
     session.writer.close()
+}
+
+/// Where the session's sidecar, if it decodes and is this session's, says the log was durable,
+/// whether or not its covers still hold.
+fn recorded_durable(storage: &dyn Storage, session_id: &str) -> Option<crate::segment::Resume> {
+    let bytes = storage.map_file(&sidecar_path(session_id)).ok()?;
+    let header = decode_sidecar_header(&bytes).ok()?;
+    let view = crate::index::decode_sidecar_state(&bytes, &header).ok()?;
+    (view.session_id == session_id)
+        .then(|| resume_point(&view))
+        .flatten()
 }
 
 /// The session's sidecar, if present, whole, of this session and still true of its segments;
