@@ -42,12 +42,29 @@ pub struct VerifyReport {
     pub findings: Vec<String>,
     /// Torn tails recovery cut and kept aside (`<segment>.torn-<offset>`): not damage, history.
     pub quarantined: Vec<String>,
+    /// What is not damage but worth a line: on a root a live process owns, the end of the data
+    /// seen in a last segment or the claims log (a write in flight).
+    pub notes: Vec<String>,
     pub sessions: Vec<SessionSummary>,
     /// The claims log, when the root has one.
     pub claims: Option<ClaimsSummary>,
 }
 
 impl VerifyReport {
+    /// A problem found: a finding, but a torn tail (only ever at the end of a log) is a note
+    /// when a live owner may be writing there.
+    fn record(&mut self, p: &crate::recovery::Problem, live: bool) {
+        match p {
+            crate::recovery::Problem::TornTail { file, offset, .. } if live => {
+                self.notes.push(format!(
+                    "{} at byte {offset}: the end of the data seen, a write in flight (the root is owned by a live process)",
+                    file.display()
+                ))
+            }
+            _ => self.findings.push(p.describe()),
+        }
+    }
+
     /// True when nothing is wrong.
     pub fn is_clean(&self) -> bool {
         self.findings.is_empty()
@@ -62,10 +79,15 @@ pub fn verify_root(storage: &dyn Storage) -> Result<VerifyReport> {
         marker,
         findings: Vec::new(),
         quarantined: Vec::new(),
+        notes: Vec::new(),
         sessions: Vec::new(),
         claims: None,
     };
-    verify_claims(storage, &mut report)?;
+    // A live owner may be writing: a torn tail at the end of a log is then a write in flight.
+    let live = storage
+        .is_locked(Path::new(crate::root::LOCK_FILE))
+        .unwrap_or(false);
+    verify_claims(storage, &mut report, live)?;
     let (ids, strays) = list_sessions(storage)?;
     for stray in strays {
         report
@@ -90,9 +112,9 @@ pub fn verify_root(storage: &dyn Storage) -> Result<VerifyReport> {
             .quarantined
             .extend(listing.torn.iter().map(|p| p.display().to_string()));
         let check = check_session(&id, &scanned, None);
-        report
-            .findings
-            .extend(check.problems.iter().map(|p| p.describe()));
+        for p in &check.problems {
+            report.record(p, live);
+        }
         report.sessions.push(SessionSummary {
             session_id: id,
             record_count: check.record_count,
@@ -104,7 +126,7 @@ pub fn verify_root(storage: &dyn Storage) -> Result<VerifyReport> {
 }
 
 /// Replays the claims log read-only and lists quarantined tails cut from it.
-fn verify_claims(storage: &dyn Storage, report: &mut VerifyReport) -> Result<()> {
+fn verify_claims(storage: &dyn Storage, report: &mut VerifyReport, live: bool) -> Result<()> {
     let path = Path::new(CLAIMS_FILE);
     let bytes = match storage.read_file(path) {
         Ok(b) => b,
@@ -119,9 +141,9 @@ fn verify_claims(storage: &dyn Storage, report: &mut VerifyReport) -> Result<()>
         }
     };
     let replay = replay_claims(&bytes, &report.marker.root_id_bytes()?);
-    report
-        .findings
-        .extend(replay.problems.iter().map(|p| p.describe()));
+    for p in &replay.problems {
+        report.record(p, live);
+    }
     report.claims = Some(ClaimsSummary {
         record_count: replay.record_count,
         head_seq: replay.head.0,

@@ -110,6 +110,9 @@ pub trait Storage: Send + Sync {
     /// Takes an exclusive, non-blocking lock on `path`, creating the file (mode 0600) if absent.
     /// `None` while any other holder (another process, or another handle in this one) has it.
     fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn StorageLock>>>;
+    /// True when some holder has the lock of `path` (see [`Storage::try_lock`]); read-only: it
+    /// takes no lock and creates nothing. False when `path` does not exist or it cannot tell.
+    fn is_locked(&self, path: &Path) -> io::Result<bool>;
     /// A name for this storage's root in messages (the directory path for real files).
     fn describe_root(&self) -> PathBuf;
 }

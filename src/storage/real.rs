@@ -212,6 +212,30 @@ impl Storage for RealStorage {
         }
     }
 
+    fn is_locked(&self, path: &Path) -> io::Result<bool> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = match fs::symlink_metadata(self.full(path)) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        // Linux lists every lock in /proc/locks as `MAJOR:MINOR:INODE` of the file locked, so
+        // a lock is seen without taking one (which could make a starting owner find it busy).
+        let Ok(locks) = fs::read_to_string("/proc/locks") else {
+            return Ok(false);
+        };
+        let dev = meta.dev();
+        let (major, minor) = (
+            ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff),
+            (dev & 0xff) | ((dev >> 12) & !0xff),
+        );
+        let want = format!("{major:02x}:{minor:02x}:{}", meta.ino());
+        Ok(locks
+            .lines()
+            .filter(|l| !l.contains("->"))
+            .any(|l| l.split_whitespace().nth(5) == Some(want.as_str())))
+    }
+
     fn describe_root(&self) -> PathBuf {
         self.root.clone()
     }

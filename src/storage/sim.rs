@@ -653,6 +653,10 @@ impl Storage for SimStorage {
         })))
     }
 
+    fn is_locked(&self, path: &Path) -> io::Result<bool> {
+        Ok(lock(&self.state).locks.contains(path))
+    }
+
     fn describe_root(&self) -> PathBuf {
         PathBuf::from("sim:")
     }

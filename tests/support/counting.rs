@@ -155,6 +155,9 @@ impl Storage for CountingStorage {
     fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn StorageLock>>> {
         self.inner.try_lock(path)
     }
+    fn is_locked(&self, path: &Path) -> io::Result<bool> {
+        self.inner.is_locked(path)
+    }
     fn describe_root(&self) -> PathBuf {
         self.inner.describe_root()
     }

@@ -23,6 +23,9 @@ pub fn run(root: &Path) -> ExitCode {
     for q in &report.quarantined {
         say!("note: {q}: torn tail cut by recovery and kept aside");
     }
+    for n in &report.notes {
+        say!("note: {n}");
+    }
     for s in &report.sessions {
         say!(
             "session {}: {} records, head seq {}, chain {}",
