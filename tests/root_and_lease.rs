@@ -175,3 +175,25 @@ fn taking_the_lease_of_something_that_is_not_a_root_writes_nothing() {
         "no lock file, no marker written"
     );
 }
+
+#[test]
+fn unmapped_storage_reads_what_mapped_storage_maps() {
+    use makalog::storage::{FileBytes, Storage};
+    let t = tempfile::tempdir().expect("tmp");
+    std::fs::write(t.path().join("f"), b"sealed bytes").expect("write");
+    let mapped = RealStorage::new(t.path())
+        .map_file(Path::new("f"))
+        .expect("map");
+    assert!(
+        matches!(mapped, FileBytes::Mapped(_)),
+        "the owner maps immutable files"
+    );
+    let read = RealStorage::unmapped(t.path())
+        .map_file(Path::new("f"))
+        .expect("read");
+    assert!(
+        matches!(read, FileBytes::Owned(_)),
+        "a reader of a root it does not own never maps (a truncation would be SIGBUS)"
+    );
+    assert_eq!(&*read, &*mapped);
+}

@@ -11,12 +11,29 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone)]
 pub struct RealStorage {
     root: PathBuf,
+    /// Whether [`Storage::map_file`] maps files or reads them.
+    map: bool,
 }
 
 impl RealStorage {
-    /// Storage rooted at `root`. Nothing is touched until a method is called.
+    /// Storage rooted at `root`, mapping immutable files. Nothing is touched until a method is
+    /// called. For the owner of the root: no other process changes its files.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        RealStorage { root: root.into() }
+        RealStorage {
+            root: root.into(),
+            map: true,
+        }
+    }
+
+    /// Storage rooted at `root` that never maps a file, reading it instead: for reading a root
+    /// another process may be changing (or one crafted to), where a file truncated under a
+    /// mapping would kill the reader with SIGBUS, and a read gives short bytes the format's
+    /// checks then report.
+    pub fn unmapped(root: impl Into<PathBuf>) -> Self {
+        RealStorage {
+            root: root.into(),
+            map: false,
+        }
     }
 
     fn full(&self, path: &Path) -> PathBuf {
@@ -107,6 +124,9 @@ impl Storage for RealStorage {
     }
 
     fn map_file(&self, path: &Path) -> io::Result<FileBytes> {
+        if !self.map {
+            return self.read_file(path).map(FileBytes::Owned);
+        }
         let file = self.open_regular(path, OpenMode::Read)?;
         if file.metadata()?.len() == 0 {
             return Ok(FileBytes::Owned(Vec::new()));

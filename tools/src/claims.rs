@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(root: &Path, graph: Option<&str>, json: bool) -> ExitCode {
-    let storage = RealStorage::new(root);
+    let storage = RealStorage::unmapped(root);
     let marker = match read_marker(&storage) {
         Ok(m) => m,
         Err(e) => return crate::usage_error(e),

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(root: &Path, only: Option<&str>) -> ExitCode {
-    let storage = RealStorage::new(root);
+    let storage = RealStorage::unmapped(root);
     if let Err(e) = read_marker(&storage) {
         return crate::usage_error(e);
     }

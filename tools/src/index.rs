@@ -23,7 +23,7 @@ fn sessions(storage: &RealStorage) -> Result<Vec<String>, ExitCode> {
 
 /// Compares every sidecar with a fresh rebuild; read-only.
 pub fn check(root: &Path) -> ExitCode {
-    let storage = RealStorage::new(root);
+    let storage = RealStorage::unmapped(root);
     let ids = match sessions(&storage) {
         Ok(ids) => ids,
         Err(code) => return code,
@@ -95,7 +95,7 @@ fn older_but_equal(got: &[u8], want: &[u8]) -> bool {
 
 /// Rebuilds and replaces every sidecar under the owner lease: the only index command that writes.
 pub fn rebuild_all(root: &Path) -> ExitCode {
-    let storage = RealStorage::new(root);
+    let storage = RealStorage::unmapped(root);
     let ids = match sessions(&storage) {
         Ok(ids) => ids,
         Err(code) => return code,
@@ -141,7 +141,7 @@ fn view_of(storage: &RealStorage, id: &str) -> makalog::Result<SessionIndex> {
 
 /// Lists a session's invocations, read-only.
 pub fn invocations(root: &Path, session: &str, json: bool) -> ExitCode {
-    let storage = RealStorage::new(root);
+    let storage = RealStorage::unmapped(root);
     if let Err(e) = read_marker(&storage) {
         return crate::usage_error(e);
     }

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(root: &Path) -> ExitCode {
-    let storage = RealStorage::new(root);
+    let storage = RealStorage::unmapped(root);
     let report = match verify_root(&storage) {
         Ok(r) => r,
         Err(e @ Error::NotARoot { .. }) => return crate::usage_error(e),
