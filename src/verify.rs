@@ -2,12 +2,15 @@
 
 use crate::claims::{replay_claims, CLAIMS_FILE};
 use crate::error::{Error, Result};
+use crate::event::RuntimeEvent;
 use crate::format::ChainValue;
+use crate::format::RecordKind;
 use crate::recovery::TORN_INFIX;
 use crate::root::{read_marker, RootMarker};
 use crate::segment::check::check_session;
 use crate::segment::layout::list_sessions;
 use crate::segment::load::scan_session_files;
+use crate::segment::SessionReader;
 use crate::storage::Storage;
 use std::path::Path;
 
@@ -115,6 +118,7 @@ pub fn verify_root(storage: &dyn Storage) -> Result<VerifyReport> {
         for p in &check.problems {
             report.record(p, live);
         }
+        check_payloads(storage, &id, &mut report.findings);
         report.sessions.push(SessionSummary {
             session_id: id,
             record_count: check.record_count,
@@ -123,6 +127,35 @@ pub fn verify_root(storage: &dyn Storage) -> Result<VerifyReport> {
         });
     }
     Ok(report)
+}
+
+/// Reads every record of the valid prefix as the stores will: a runtime event must be UTF-8
+/// and decode as a canonical RuntimeEvent, or the session could not be read by the store
+/// though its frames are sound. One finding per record that does not.
+fn check_payloads(storage: &dyn Storage, session_id: &str, findings: &mut Vec<String>) {
+    let Ok(reader) = SessionReader::open(storage, session_id, 1) else {
+        return;
+    };
+    for record in reader {
+        // Damage to the frames was reported by the scan.
+        let Ok(r) = record else {
+            return;
+        };
+        if r.kind != RecordKind::RuntimeEvent {
+            continue;
+        }
+        let decoded = std::str::from_utf8(&r.payload)
+            .map_err(|_| "it is not UTF-8".to_owned())
+            .and_then(|text| RuntimeEvent::decode(text).map_err(|e| e.to_string()));
+        if let Err(why) = decoded {
+            findings.push(format!(
+                "{} at byte {}: runtime event {} does not decode: {why}",
+                r.file.display(),
+                r.offset,
+                r.seq
+            ));
+        }
+    }
 }
 
 /// Replays the claims log read-only and lists quarantined tails cut from it.

@@ -65,12 +65,9 @@ pub fn write_n(
     let (w, _) =
         SegmentWriter::open(&owner(storage), session, config.clone()).expect("open writer");
     for i in first..first + n {
-        w.append(
-            RecordKind::RuntimeEvent,
-            &payload(i, len),
-            Durability::Durable,
-        )
-        .expect("append");
+        // Opaque bytes: a message record (verify reads runtime events as the store does).
+        w.append(RecordKind::Message, &payload(i, len), Durability::Durable)
+            .expect("append");
     }
     w.close().expect("close");
 }

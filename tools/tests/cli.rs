@@ -478,3 +478,50 @@ fn verify_on_a_live_root_notes_a_write_in_flight_and_on_a_copy_reports_it() {
         "{stdout}"
     );
 }
+
+#[test]
+fn verify_reports_a_runtime_event_the_store_could_not_read_though_its_frame_is_sound() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let (offset, file) = {
+        let owner = makalog::root::try_acquire_owner(&root)
+            .expect("acquire")
+            .expect("free");
+        let (w, _) = makalog::segment::SegmentWriter::open(
+            &owner,
+            "demo-1",
+            makalog::segment::WriterConfig::default(),
+        )
+        .expect("writer");
+        let ack = w
+            .append(
+                makalog::format::RecordKind::RuntimeEvent,
+                br#"{"not":"an event"}"#,
+                makalog::segment::Durability::Durable,
+            )
+            .expect("append");
+        let name = makalog::segment::layout::segment_file_name(1);
+        let files: Vec<_> = std::fs::read_dir(root.join("sessions/demo-1"))
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".seg"))
+            .collect();
+        let last = files.iter().max().cloned().unwrap_or(name);
+        (ack.offset, format!("sessions/demo-1/{last}"))
+    };
+    let out = makalog(&["verify", r]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(&format!("{file} at byte {offset}: runtime event"))
+            && stdout.contains("does not decode"),
+        "{stdout}"
+    );
+    // And the store indeed cannot read it.
+    assert_eq!(
+        makalog(&["invocations", r, "--session", "demo-1"])
+            .status
+            .code(),
+        Some(1)
+    );
+}
