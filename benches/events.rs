@@ -33,31 +33,11 @@ const TEXT: &str = "The model streamed this sentence about the repository while 
     the envelope is added, so the numbers below are per realistic event.";
 
 fn event(run: &str, id: &str, ts: f64, extra: serde_json::Value) -> BenchResult<RuntimeEvent> {
-    let mut v = json!({
-        "id": id, "invocationId": run, "runId": run, "sessionId": S, "turnId": format!("turn-{run}"),
-        "ts": ts, "partial": false, "role": "model", "author": "agent",
-    });
-    if let (Some(obj), serde_json::Value::Object(more)) = (v.as_object_mut(), extra) {
-        obj.extend(more);
-    }
-    Ok(RuntimeEvent::from_value(v)?)
+    common::runtime_event(S, run, id, ts, extra)
 }
 
 fn opening(run: &str, ts: f64) -> BenchResult<RuntimeEvent> {
-    event(
-        run,
-        &format!("invocation_opened:{run}"),
-        ts,
-        json!({
-            "role": "system", "author": "system", "modelVisibility": "hidden",
-            "content": {"kind": "invocation_opened", "protocol": "invocation_opened_v1",
-                "route": {"provenance": "runtime", "backendKind": "fake", "llmConnectionId": "c",
-                          "llmConnectionSlug": "fake", "modelId": "fake-model"},
-                "configuration": {"cwd": "/tmp", "permissionMode": "ask", "collaborationMode": "agent",
-                    "orchestrationMode": "default", "orchestrationSource": "session", "toolMode": "direct"},
-                "root": {"kind": "user"}, "source": {"kind": "fresh"}},
-        }),
-    )
+    common::opening_event(S, run, ts)
 }
 
 fn text(run: &str, i: usize) -> BenchResult<RuntimeEvent> {
@@ -72,15 +52,7 @@ fn text(run: &str, i: usize) -> BenchResult<RuntimeEvent> {
 }
 
 fn terminal(run: &str, ts: f64) -> BenchResult<RuntimeEvent> {
-    event(
-        run,
-        &format!("{run}-end"),
-        ts,
-        json!({
-            "role": "system", "author": "system", "status": "completed",
-            "actions": {"endInvocation": true, "stateDelta": {"stopReason": "end_turn"}},
-        }),
-    )
+    common::terminal_event(S, run, ts)
 }
 
 /// Writes events straight to the session's ledger (the bytes the store writes, buffered, one

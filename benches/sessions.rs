@@ -32,59 +32,30 @@ use std::time::{Duration, Instant};
 const TEXT: &str = "The model streamed this sentence about the repository while reading files; \
     it is about as long as a typical text event of a coding agent.";
 
-fn event(session: &str, run: &str, id: &str, ts: f64, extra: serde_json::Value) -> RuntimeEvent {
-    let mut v = json!({
-        "id": id, "invocationId": run, "runId": run, "sessionId": session,
-        "turnId": format!("turn-{run}"), "ts": ts, "partial": false, "role": "model", "author": "agent",
-    });
-    if let (Some(obj), serde_json::Value::Object(more)) = (v.as_object_mut(), extra) {
-        obj.extend(more);
-    }
-    RuntimeEvent::from_value(v).unwrap_or_else(|e| panic!("bench event {id}: {e}"))
-}
-
 /// One turn: the invocation's opening, the user's message, `texts` texts, the terminal.
 fn turn(session: &str, run: &str, ts: f64, texts: usize) -> Vec<RuntimeEvent> {
-    let mut out = vec![event(
-        session,
-        run,
-        &format!("invocation_opened:{run}"),
-        ts,
-        json!({
-            "role": "system", "author": "system", "modelVisibility": "hidden",
-            "content": {"kind": "invocation_opened", "protocol": "invocation_opened_v1",
-                "route": {"provenance": "runtime", "backendKind": "fake", "llmConnectionId": "c",
-                          "llmConnectionSlug": "fake", "modelId": "fake-model"},
-                "configuration": {"cwd": "/tmp", "permissionMode": "ask", "collaborationMode": "agent",
-                    "orchestrationMode": "default", "orchestrationSource": "session", "toolMode": "direct"},
-                "root": {"kind": "user"}, "source": {"kind": "fresh"}},
-        }),
-    )];
-    out.push(event(
-        session,
-        run,
-        &format!("{run}-user"),
-        ts + 1.0,
-        json!({"role": "user", "author": "user", "content": {"kind": "text", "text": "Fix the failing test."}}),
-    ));
-    for i in 0..texts {
-        out.push(event(
+    let made = (|| -> BenchResult<Vec<RuntimeEvent>> {
+        let mut out = vec![common::opening_event(session, run, ts)?];
+        out.push(common::runtime_event(
             session,
             run,
-            &format!("{run}-text-{i}"),
-            ts + 2.0 + i as f64,
-            json!({"modelVisibility": "visible", "content": {"kind": "text", "text": TEXT}}),
-        ));
-    }
-    out.push(event(
-        session,
-        run,
-        &format!("{run}-end"),
-        ts + 999.0,
-        json!({"role": "system", "author": "system", "status": "completed",
-               "actions": {"endInvocation": true, "stateDelta": {"stopReason": "end_turn"}}}),
-    ));
-    out
+            &format!("{run}-user"),
+            ts + 1.0,
+            json!({"role": "user", "author": "user", "content": {"kind": "text", "text": "Fix the failing test."}}),
+        )?);
+        for i in 0..texts {
+            out.push(common::runtime_event(
+                session,
+                run,
+                &format!("{run}-text-{i}"),
+                ts + 2.0 + i as f64,
+                json!({"modelVisibility": "visible", "content": {"kind": "text", "text": TEXT}}),
+            )?);
+        }
+        out.push(common::terminal_event(session, run, ts + 999.0)?);
+        Ok(out)
+    })();
+    made.unwrap_or_else(|e| panic!("bench events of {run}: {e}"))
 }
 
 fn session_id(i: usize) -> String {

@@ -3,8 +3,10 @@
 // Each bench binary compiles this module and uses only part of it.
 #![allow(dead_code)]
 
+use makalog::event::RuntimeEvent;
 use makalog::root::{try_acquire_owner, Owner};
 use rusqlite::Connection;
+use serde_json::json;
 use std::error::Error;
 use std::path::Path;
 use std::sync::Barrier;
@@ -183,3 +185,55 @@ pub const RUNTIME_EVENTS_SCHEMA: &str = "CREATE TABLE runtime_events (
 pub const INSERT_EVENT: &str = "INSERT INTO runtime_events (event_id, session_id, invocation_id, \
     run_id, turn_id, event_seq, event_kind, payload_json, committed_at) \
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+
+/// A runtime event of `session`/`run` (its invocation is the run, its turn `turn-<run>`) with
+/// `extra` fields.
+pub fn runtime_event(
+    session: &str,
+    run: &str,
+    id: &str,
+    ts: f64,
+    extra: serde_json::Value,
+) -> BenchResult<RuntimeEvent> {
+    let mut v = json!({
+        "id": id, "invocationId": run, "runId": run, "sessionId": session,
+        "turnId": format!("turn-{run}"), "ts": ts, "partial": false, "role": "model", "author": "agent",
+    });
+    if let (Some(obj), serde_json::Value::Object(more)) = (v.as_object_mut(), extra) {
+        obj.extend(more);
+    }
+    Ok(RuntimeEvent::from_value(v)?)
+}
+
+/// The hidden `invocation_opened` event that opens a run.
+pub fn opening_event(session: &str, run: &str, ts: f64) -> BenchResult<RuntimeEvent> {
+    runtime_event(
+        session,
+        run,
+        &format!("invocation_opened:{run}"),
+        ts,
+        json!({
+            "role": "system", "author": "system", "modelVisibility": "hidden",
+            "content": {"kind": "invocation_opened", "protocol": "invocation_opened_v1",
+                "route": {"provenance": "runtime", "backendKind": "fake", "llmConnectionId": "c",
+                          "llmConnectionSlug": "fake", "modelId": "fake-model"},
+                "configuration": {"cwd": "/tmp", "permissionMode": "ask", "collaborationMode": "agent",
+                    "orchestrationMode": "default", "orchestrationSource": "session", "toolMode": "direct"},
+                "root": {"kind": "user"}, "source": {"kind": "fresh"}},
+        }),
+    )
+}
+
+/// The terminal event of a completed run.
+pub fn terminal_event(session: &str, run: &str, ts: f64) -> BenchResult<RuntimeEvent> {
+    runtime_event(
+        session,
+        run,
+        &format!("{run}-end"),
+        ts,
+        json!({
+            "role": "system", "author": "system", "status": "completed",
+            "actions": {"endInvocation": true, "stateDelta": {"stopReason": "end_turn"}},
+        }),
+    )
+}

@@ -1076,17 +1076,7 @@ pub fn random_scenario(seed: u64) -> (Vec<Op>, Scenario) {
     let mut rng = SimRng::new(seed);
     let len = 5 + rng.below(25) as usize;
     let ops = random_workload(&mut rng, len);
-    let points = count_points(&ops);
-    let crash_point = 1 + rng.below(points + 1);
-    let tear = Tear::ALL[rng.below(6) as usize];
-    (
-        ops,
-        Scenario {
-            seed,
-            crash_point,
-            tear,
-        },
-    )
+    scenario_of(ops, seed, rng)
 }
 
 /// The many-sessions workload and scenario a random seed stands for.
@@ -1094,6 +1084,11 @@ pub fn random_sessions_scenario(seed: u64) -> (Vec<Op>, Scenario) {
     let mut rng = SimRng::new(seed ^ 0x5e55_1055);
     let len = 5 + rng.below(20) as usize;
     let ops = random_sessions_workload(&mut rng, len);
+    scenario_of(ops, seed, rng)
+}
+
+/// A crash point among the workload's persistence points and a tear, drawn from `rng`.
+fn scenario_of(ops: Vec<Op>, seed: u64, mut rng: SimRng) -> (Vec<Op>, Scenario) {
     let points = count_points(&ops);
     let crash_point = 1 + rng.below(points + 1);
     let tear = Tear::ALL[rng.below(6) as usize];

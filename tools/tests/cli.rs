@@ -385,17 +385,23 @@ fn index_check_accepts_a_version_1_sidecar_that_reads_as_a_rebuild_and_rebuild_u
     );
 }
 
-#[test]
-fn verify_answers_at_once_on_fake_frame_headers_after_the_data_and_reports_them() {
-    let (_t, root) = demo_root();
-    let storage = makalog::storage::RealStorage::new(&root);
-    let last = makalog::segment::SessionReader::open(&storage, "demo-1", 1)
+/// A session's last record, the segment holding it, and where its data ends.
+fn last_record(root: &Path, session: &str) -> (makalog::segment::Record, PathBuf, u64) {
+    let storage = makalog::storage::RealStorage::new(root);
+    let last = makalog::segment::SessionReader::open(&storage, session, 1)
         .expect("reader")
         .last()
         .expect("a record")
         .expect("valid");
     let seg = root.join(&last.file);
     let data_end = last.offset + 49 + last.payload.len() as u64;
+    (last, seg, data_end)
+}
+
+#[test]
+fn verify_answers_at_once_on_fake_frame_headers_after_the_data_and_reports_them() {
+    let (_t, root) = demo_root();
+    let (last, seg, data_end) = last_record(&root, "demo-1");
     // 2 MiB of frame headers, one every 17 bytes, each with the next sequence number, a valid
     // kind and a length that fits the bytes left: a quadratic search would take hours.
     let garbage = 2usize << 20;
@@ -430,14 +436,7 @@ fn verify_answers_at_once_on_fake_frame_headers_after_the_data_and_reports_them(
 #[test]
 fn verify_on_a_live_root_notes_a_write_in_flight_and_on_a_copy_reports_it() {
     let (_t, root) = demo_root();
-    let storage = makalog::storage::RealStorage::new(&root);
-    let last = makalog::segment::SessionReader::open(&storage, "demo-3", 1)
-        .expect("reader")
-        .last()
-        .expect("a record")
-        .expect("valid");
-    let seg = root.join(&last.file);
-    let data_end = last.offset + 49 + last.payload.len() as u64;
+    let (last, seg, data_end) = last_record(&root, "demo-3");
     // The start of a frame whose write has not finished: its header, part of its payload.
     let f = std::fs::OpenOptions::new()
         .write(true)
