@@ -981,3 +981,46 @@ fn damage_to_a_record_the_sidecar_vouches_for_is_refused_never_cut_as_torn() {
     }
     assert_eq!(snapshot(&dir), before, "nothing cut, nothing quarantined");
 }
+
+#[test]
+fn a_failure_to_rewrite_the_sidecar_never_fails_an_append_to_the_log() {
+    use makalog::storage::{Fault, FaultKind, SimStorage, Storage};
+    let sidecar = std::path::Path::new("sessions").join(S).join("index");
+    let mut refused_by_the_log = 0;
+    for k in 1..=40 {
+        let storage = Arc::new(SimStorage::new());
+        makalog::root::create_or_open_root(&*storage).expect("root");
+        let owner = owner(&storage);
+        let store = RuntimeEventStore::open(&owner, WriterConfig::default());
+        turn(&store, "run-1", 1.0, 2, "completed");
+        store.close().expect("close");
+        // Damage in the sidecar's id table: found on first use, the view rebuilt and the
+        // sidecar rewritten.
+        let bytes = storage.read_file(&sidecar).expect("sidecar");
+        let header = makalog::index::decode_sidecar_header(&bytes).expect("header");
+        let at = header.sections[2].offset + 8;
+        storage
+            .corrupt(&sidecar, at, &[bytes[at as usize] ^ 0xff])
+            .expect("damage");
+        let store = RuntimeEventStore::open(&owner, WriterConfig::default());
+        store.open_session_now(S).expect("open");
+        storage.inject(Fault {
+            nth: storage.operations() + k,
+            forever: false,
+            kind: FaultKind::Eio,
+        });
+        match store.append(&opening(S, "run-2", "turn-2", 50.0), Durability::Durable) {
+            Ok(_) => {}
+            Err(makalog::Error::Io { file, .. }) | Err(makalog::Error::Poisoned { file }) => {
+                assert!(
+                    !file.starts_with(&sidecar),
+                    "fault {k}: the append failed on the sidecar {}",
+                    file.display()
+                );
+                refused_by_the_log += 1;
+            }
+            Err(e) => panic!("fault {k}: {e}"),
+        }
+    }
+    assert!(refused_by_the_log > 0, "some faults hit the log itself");
+}

@@ -100,7 +100,11 @@ impl LiveView {
         self.view = rebuild(storage, &self.view.session_id)?;
         self.base = None;
         self.listed = None;
-        write_sidecar(storage, self)
+        self.dirty = true;
+        // The sidecar only caches the log: if it cannot be rewritten now, the view rebuilt in
+        // memory serves, and the next close tries again. An append never fails for it.
+        let _ = write_sidecar(storage, self);
+        Ok(())
     }
 
     /// The entries that may be the stored event with this id: the view's own, or the sidecar's
@@ -157,8 +161,11 @@ pub(crate) fn open_for_writing(
                 base: None,
                 listed: None,
             };
+            // Written now so the rebuilt ids need not stay in memory; if it cannot be, the
+            // session opens all the same (the sidecar only caches the log) and its close
+            // tries again.
             if !live.view.covers.is_empty() {
-                write_sidecar(storage, &mut live)?;
+                let _ = write_sidecar(storage, &mut live);
             }
             live
         }
