@@ -1024,3 +1024,47 @@ fn a_failure_to_rewrite_the_sidecar_never_fails_an_append_to_the_log() {
     }
     assert!(refused_by_the_log > 0, "some faults hit the log itself");
 }
+
+#[test]
+fn closing_the_store_closes_every_session_even_when_one_fails() {
+    use makalog::storage::{Fault, FaultKind, SimStorage, Storage};
+    let sessions = ["close-a", "close-b", "close-c"];
+    let mut failed_closes = 0;
+    for k in 1..=30 {
+        let storage = Arc::new(SimStorage::new());
+        makalog::root::create_or_open_root(&*storage).expect("root");
+        let owner = owner(&storage);
+        let store = RuntimeEventStore::open(&owner, WriterConfig::default());
+        for s in sessions {
+            store
+                .append(&opening(s, "run-1", "turn-1", 1.0), Durability::Durable)
+                .expect("opening");
+        }
+        storage.inject(Fault {
+            nth: storage.operations() + k,
+            forever: false,
+            kind: FaultKind::Eio,
+        });
+        let closed = store.close();
+        storage.clear_faults();
+        let with_sidecar = sessions
+            .iter()
+            .filter(|s| {
+                storage
+                    .entry_kind(&std::path::Path::new("sessions").join(s).join("index"))
+                    .is_ok_and(|e| e.is_some())
+            })
+            .count();
+        if closed.is_err() {
+            failed_closes += 1;
+            assert!(
+                with_sidecar >= sessions.len() - 1,
+                "fault {k}: one failure left {} sessions unclosed",
+                sessions.len() - with_sidecar
+            );
+        } else {
+            assert_eq!(with_sidecar, sessions.len(), "fault {k}");
+        }
+    }
+    assert!(failed_closes > 0, "some faults failed a close");
+}
