@@ -721,3 +721,50 @@ fn new_claims_obey_the_payload_bound_the_log_declares() {
         1
     );
 }
+
+#[test]
+fn a_conflict_is_answered_only_from_a_durable_claim_never_from_one_whose_sync_may_fail() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let (t, _) = temp_root();
+    let (storage, _) = counting(t.path().join("root"), u64::MAX);
+    let log = Arc::new(ClaimsLog::open(&owner(&storage)).expect("open").0);
+    let (entered_tx, entered) = mpsc::channel();
+    let (release, release_rx) = mpsc::channel();
+    *storage.meter.gate.lock().expect("meter") = Some(support::counting::SyncGate {
+        entered: entered_tx,
+        release: release_rx,
+    });
+    let first = {
+        let log = log.clone();
+        std::thread::spawn(move || log.claim_agent_graph_intent_at(request(1), 1))
+    };
+    entered.recv().expect("the first claim's sync started");
+    // Other work for the same intent, while the first claim is not durable.
+    let (answer_tx, answer) = mpsc::channel();
+    {
+        let log = log.clone();
+        std::thread::spawn(move || {
+            let mut other = request(1);
+            other.target_operator_id = "another-operator".into();
+            let _ = answer_tx.send(log.claim_agent_graph_intent_at(other, 2));
+        });
+    }
+    // A generous pause, not a measurement: long enough for a wrong answer to arrive.
+    if let Ok(r) = answer.recv_timeout(Duration::from_millis(500)) {
+        panic!("answered before the first claim was durable: {r:?}");
+    }
+    release.send(false).expect("fail the first claim's sync");
+    assert!(
+        first.join().expect("join").is_err(),
+        "the first claim was not acknowledged"
+    );
+    match answer
+        .recv_timeout(Duration::from_secs(60))
+        .expect("an answer")
+    {
+        Err(Error::ClaimConflict { .. }) => panic!("a conflict with a claim that failed"),
+        Err(_) => {}
+        Ok(c) => panic!("acknowledged on a failed log: {c:?}"),
+    }
+}

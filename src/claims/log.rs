@@ -281,7 +281,17 @@ impl ClaimsLog {
     /// until the record that answers is durable. Returns whether a record was appended.
     fn commit_record(&self, record: ClaimRecord) -> Result<(Guard<'_>, bool)> {
         let mut st = self.commit.lock()?;
-        match st.log.tables.decide(&record)? {
+        let decision = match st.log.tables.decide(&record) {
+            Ok(d) => d,
+            // A conflict may rest on a claim still being synced: refuse only once everything
+            // queued is durable (if its sync fails, the caller gets that failure instead).
+            Err(conflict) => {
+                let queued = st.next_seq() - 1;
+                drop(self.commit.wait_durable(st, queued)?);
+                return Err(conflict);
+            }
+        };
+        match decision {
             Decision::Stored { seq } => Ok((self.commit.wait_durable(st, seq)?, false)),
             Decision::Append => {
                 let payload = record.encode()?;
