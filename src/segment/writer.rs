@@ -5,21 +5,18 @@
 //! its seal footer and is cut and synced, the new one is created by the write protocol, all in
 //! the flush that carries the frames, so rolls need no lock of their own.
 
-use super::check::check_session;
-use super::layout::{segment_file_name, session_dir, SESSIONS_DIR};
-use super::load::scan_session_files;
-use super::scan::{Resume, ScanResult, SegmentScan};
+mod open;
+
+use super::layout::segment_file_name;
 use crate::commit::{AppendFile, GroupCommit, Pending, Prealloc, Sink};
 use crate::error::{Error, Result};
 use crate::format::{
-    encode_frame, next_chain, validate_session_id, ChainValue, RecordKind, SealFooter,
-    SegmentHeader, Tail, DEFAULT_MAX_PAYLOAD, FOOTER_LEN, FORMAT_VERSION, FRAME_OVERHEAD,
-    HEADER_LEN, MAX_PAYLOAD_LIMIT,
+    encode_frame, next_chain, ChainValue, RecordKind, SealFooter, SegmentHeader,
+    DEFAULT_MAX_PAYLOAD, FOOTER_LEN, FORMAT_VERSION, FRAME_OVERHEAD, HEADER_LEN,
 };
-use crate::recovery::{apply, plan, RecoveryReport};
-use crate::root::{LogHold, Owner};
-use crate::storage::{EntryKind, OpenMode, Storage};
-use std::path::{Path, PathBuf};
+use crate::root::LogHold;
+use crate::storage::Storage;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// How a writer lays out its segments.
@@ -163,162 +160,6 @@ impl Sink for SegmentSink {
 }
 
 impl SegmentWriter {
-    /// Opens a session for writing under the owner's lease: creates it if absent, otherwise
-    /// recovers it by the decision table (cutting a torn tail, removing a torn create, or
-    /// refusing with nothing written).
-    pub fn open(
-        owner: &Owner,
-        session_id: &str,
-        config: WriterConfig,
-    ) -> Result<(SegmentWriter, RecoveryReport)> {
-        SegmentWriter::open_resumed(owner, session_id, config, None)
-    }
-
-    /// [`SegmentWriter::open`], trusting the log up to `resume` (as its index sidecar vouches for
-    /// it) and recovering only what follows: the covered bytes are not read again.
-    pub fn open_resumed(
-        owner: &Owner,
-        session_id: &str,
-        config: WriterConfig,
-        resume: Option<Resume>,
-    ) -> Result<(SegmentWriter, RecoveryReport)> {
-        SegmentWriter::open_guarded(owner, session_id, config, resume, resume)
-    }
-
-    /// [`SegmentWriter::open_resumed`], where `durable` is a point a sidecar recorded as synced
-    /// even if it no longer vouches for the log (its covers do not hold): recovery never cuts a
-    /// torn tail, nor removes a torn create, before it. Damage there is damage to records that
-    /// were acknowledged, and the session is refused, naming the file and offset.
-    pub fn open_guarded(
-        owner: &Owner,
-        session_id: &str,
-        config: WriterConfig,
-        resume: Option<Resume>,
-        durable: Option<Resume>,
-    ) -> Result<(SegmentWriter, RecoveryReport)> {
-        validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        if config.max_payload == 0 || config.max_payload > MAX_PAYLOAD_LIMIT {
-            return Err(Error::InvalidInput(format!(
-                "max_payload must be 1..={MAX_PAYLOAD_LIMIT}"
-            )));
-        }
-        let hold = owner.hold_log(&format!("session {session_id}"))?;
-        let storage = owner.storage().clone();
-        let dir = session_dir(session_id);
-        owner.ensure_root_dir(Path::new(SESSIONS_DIR))?;
-        let created = ensure_session_dir(owner, &dir)?;
-
-        // A directory made just now holds nothing to scan.
-        let scanned = if created {
-            Vec::new()
-        } else {
-            scan_session_files(&*storage, session_id, resume.as_ref())?.1
-        };
-        let check = check_session(session_id, &scanned, resume.as_ref());
-        if let Some(d) = durable {
-            let first = resume.map_or(0, |r| r.ordinal);
-            refuse_cuts_before(&check.problems, &scanned, first, &d)?;
-        }
-        let repairs = plan(&check.problems)?;
-        let report = apply(&*storage, repairs)?;
-        let (head_seq, head_chain) = check.head;
-        // A resume point comes from a sidecar, written only once everything it covers was
-        // synced (and its directory with it): when nothing follows it (no record, no footer,
-        // no newer segment a roll created), there is nothing that could still sit unsynced in
-        // the page cache of a process that died. A directory made just now was synced into
-        // `sessions/`, and its segment is created by the write protocol below.
-        let nothing_after = matches!(scanned.as_slice(), [only] if matches!(
-            &only.result,
-            ScanResult::Scanned(s) if matches!(s.end, Tail::Eof | Tail::Zeros { .. })
-        ));
-        let vouched = created
-            || (resume.is_some_and(|r| r.last_seq == head_seq)
-                && nothing_after
-                && report.repairs.is_empty());
-
-        let last = scanned.iter().rev().find_map(|s| match &s.result {
-            ScanResult::Scanned(scan) => Some((s.file.path.clone(), scan.clone())),
-            ScanResult::BadHeader { .. } => None,
-        });
-        let (file, head) = match last {
-            Some((path, scan)) if !matches!(scan.end, Tail::Sealed { .. }) => {
-                let file = AppendFile::open(&*storage, &path, scan.data_end, config.prealloc())?;
-                // The bytes recovery adopted may still sit in the page cache of a process
-                // that died: make them durable before anything builds on them.
-                if !vouched {
-                    file.sync()?;
-                }
-                let head = Head {
-                    chain: head_chain,
-                    ordinal: scan.header.ordinal,
-                    frames: scan.frame_count,
-                    len: scan.data_end,
-                    max_payload: scan.header.max_payload,
-                };
-                (file, head)
-            }
-            sealed_or_none => {
-                if let Some((path, scan)) = &sealed_or_none {
-                    finish_interrupted_seal(&*storage, path, scan)?;
-                }
-                let ordinal = match (&sealed_or_none, resume) {
-                    (Some((_, s)), _) => s.header.ordinal.checked_add(1),
-                    (None, Some(r)) => r.ordinal.checked_add(1),
-                    (None, None) => Some(0),
-                };
-                let (Some(ordinal), Some(first_seq)) = (ordinal, head_seq.checked_add(1)) else {
-                    return Err(Error::corrupt(
-                        &dir,
-                        0,
-                        "segment ordinals or sequence numbers are exhausted",
-                    ));
-                };
-                let header = SegmentHeader {
-                    version: FORMAT_VERSION,
-                    max_payload: config.max_payload,
-                    ordinal,
-                    first_seq,
-                    prev_chain: head_chain,
-                    session_id: session_id.to_owned(),
-                };
-                let path = dir.join(segment_file_name(header.first_seq));
-                let file =
-                    AppendFile::create(&*storage, &path, &header.encode(), config.prealloc())?;
-                let head = Head {
-                    chain: head_chain,
-                    ordinal: header.ordinal,
-                    frames: 0,
-                    len: HEADER_LEN as u64,
-                    max_payload: config.max_payload,
-                };
-                (file, head)
-            }
-        };
-        // Directory entries made by a process that died before syncing them.
-        // (The root's entry for `sessions/` was made durable by `ensure_root_dir`.)
-        if !vouched {
-            storage
-                .sync_dir(&dir)
-                .map_err(|e| Error::io(&dir, "fsync directory", e))?;
-            owner.sync_root_dir_shared(Path::new(SESSIONS_DIR))?;
-        }
-        let sink = SegmentSink {
-            storage,
-            file,
-            config: config.clone(),
-        };
-        Ok((
-            SegmentWriter {
-                commit: GroupCommit::new(head, sink, head_seq),
-                config,
-                session_id: session_id.to_owned(),
-                dir,
-                _hold: hold,
-            },
-            report,
-        ))
-    }
-
     /// Appends one record. A durable append returns once its bytes are synced; a buffered one
     /// returns at once. Payloads above the configured bound are refused with nothing written.
     pub fn append(
@@ -504,74 +345,4 @@ fn current_chunk(chunks: &mut Vec<Chunk>) -> &mut Chunk {
     }
     let last = chunks.len() - 1;
     &mut chunks[last]
-}
-
-/// Refuses a repair that would drop bytes before `durable`, the point a sidecar recorded as
-/// synced: there, a torn-looking tail is damage to acknowledged records. `scanned` starts at
-/// segment ordinal `first`.
-fn refuse_cuts_before(
-    problems: &[crate::recovery::Problem],
-    scanned: &[super::check::ScannedSegment],
-    first: u64,
-    durable: &Resume,
-) -> Result<()> {
-    use crate::recovery::Problem;
-    for p in problems {
-        let (file, offset) = match p {
-            Problem::TornTail { file, offset, .. } => (file, *offset),
-            Problem::TornCreate { file, .. } => (file, 0),
-            _ => continue,
-        };
-        let Some(i) = scanned.iter().position(|s| &s.file.path == file) else {
-            continue;
-        };
-        let ordinal = first.saturating_add(i as u64);
-        if ordinal < durable.ordinal || (ordinal == durable.ordinal && offset < durable.data_end) {
-            return Err(Error::corrupt(
-                file,
-                offset,
-                format!(
-                    "damage to records the index sidecar recorded as durable (through record {}); refusing to cut them as a torn tail",
-                    durable.last_seq
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Completes a seal a crash interrupted: cuts zeros left after the footer and makes the
-/// segment durable before the next segment is created after it.
-fn finish_interrupted_seal(storage: &dyn Storage, path: &Path, scan: &SegmentScan) -> Result<()> {
-    let file = storage
-        .open(path, OpenMode::ReadWrite)
-        .map_err(|e| Error::io(path, "open", e))?;
-    if let Tail::Sealed { trailing_zeros, .. } = scan.end {
-        if trailing_zeros > 0 {
-            file.set_len(scan.data_end + FOOTER_LEN as u64)
-                .map_err(|e| Error::io(path, "truncate", e))?;
-        }
-    }
-    file.sync_data()
-        .map_err(|e| Error::io(path, "fdatasync", e))
-}
-
-/// Creates a session's directory if absent and makes its entry durable, sharing the sync of
-/// `sessions/` with concurrent creators; true when it was created.
-fn ensure_session_dir(owner: &Owner, dir: &Path) -> Result<bool> {
-    let storage = owner.storage();
-    match storage
-        .entry_kind(dir)
-        .map_err(|e| Error::io(dir, "stat", e))?
-    {
-        Some(EntryKind::Dir) => Ok(false),
-        Some(_) => Err(Error::corrupt(dir, 0, "expected a directory")),
-        None => {
-            storage
-                .create_dir(dir)
-                .map_err(|e| Error::io(dir, "create directory", e))?;
-            owner.sync_root_dir_shared(Path::new(SESSIONS_DIR))?;
-            Ok(true)
-        }
-    }
 }
