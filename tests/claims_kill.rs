@@ -5,9 +5,8 @@ mod support;
 
 use makalog::claims::{AgentGraphIntentClaimRequest, ClaimsLog};
 use makalog::root::try_acquire_owner;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 const CHILD_ENV: &str = "MAKALOG_KILL_CHILD_ROOT";
@@ -33,34 +32,10 @@ fn request(n: u64) -> AgentGraphIntentClaimRequest {
 fn claims_acknowledged_before_sigkill_survive_and_nothing_is_half_present() {
     let t = tempfile::tempdir().expect("tmp");
     let root = t.path().join("root");
-    let mut child = Command::new(std::env::current_exe().expect("exe"))
-        .args([
-            "--exact",
-            "claiming_child_process",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env(CHILD_ENV, &root)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn child");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let mut acked = Vec::new();
-    while acked.len() < 300 {
-        let line = lines.next().expect("child ended early").expect("line");
-        if let Some(n) = line.strip_prefix("acked ") {
-            acked.push(n.parse::<u64>().expect("number"));
-        }
-    }
-    child.kill().expect("SIGKILL");
-    child.wait().expect("wait");
-    // Lines the child printed before it died are acknowledgements too.
-    for line in lines.map_while(Result::ok) {
-        if let Some(n) = line.strip_prefix("acked ").and_then(|n| n.parse().ok()) {
-            acked.push(n);
-        }
-    }
+    let acked: Vec<u64> =
+        support::child::acks_until_killed("claiming_child_process", CHILD_ENV, &root, 300, |l| {
+            l.strip_prefix("acked ")?.parse().ok()
+        });
     let owner = try_acquire_owner(&root)
         .expect("reopen")
         .expect("the dead child's lock is gone");
@@ -85,9 +60,7 @@ fn claims_acknowledged_before_sigkill_survive_and_nothing_is_half_present() {
         assert_eq!(c.claim.request(), request(n), "claim {n} is whole");
     }
     assert!(stored.len() >= acked.len());
-    let report =
-        makalog::verify::verify_root(&makalog::storage::RealStorage::new(&root)).expect("verify");
-    assert!(report.is_clean(), "{:?}", report.findings);
+    support::child::assert_verifies_clean(&root);
 }
 
 /// Run by the test above in a child process: claims from four threads until killed, printing

@@ -79,9 +79,7 @@ fn two_thousand_sessions_under_an_open_file_limit_of_128_lose_nothing() {
     }
     store.close().expect("close");
     drop(owner);
-    let report =
-        makalog::verify::verify_root(&makalog::storage::RealStorage::new(&root)).expect("verify");
-    assert!(report.is_clean(), "{:?}", report.findings);
+    support::child::assert_verifies_clean(&root);
 }
 
 /// The child: writes a turn (opening, terminal) to each session in turn under the limit its

@@ -8,9 +8,8 @@ mod support;
 use makalog::root::try_acquire_owner;
 use makalog::segment::{Durability, WriterConfig};
 use makalog::store::RuntimeEventStore;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use support::events::{opening, text};
 
@@ -32,33 +31,16 @@ fn session(t: u64) -> String {
 fn events_acknowledged_before_sigkill_survive_and_the_root_verifies_clean() {
     let t = tempfile::tempdir().expect("tmp");
     let root = t.path().join("root");
-    let mut child = Command::new(std::env::current_exe().expect("exe"))
-        .args([
-            "--exact",
-            "appending_child_process",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env(CHILD_ENV, &root)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn child");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let mut acked: Vec<(u64, u64)> = Vec::new();
-    let parse = |line: &str| -> Option<(u64, u64)> {
-        let (t, i) = line.strip_prefix("acked ")?.split_once(' ')?;
-        Some((t.parse().ok()?, i.parse().ok()?))
-    };
-    while acked.len() < 400 {
-        let line = lines.next().expect("child ended early").expect("line");
-        acked.extend(parse(&line));
-    }
-    child.kill().expect("SIGKILL");
-    child.wait().expect("wait");
-    // Lines the child printed before it died are acknowledgements too.
-    acked.extend(lines.map_while(Result::ok).filter_map(|l| parse(&l)));
-
+    let acked: Vec<(u64, u64)> = support::child::acks_until_killed(
+        "appending_child_process",
+        CHILD_ENV,
+        &root,
+        400,
+        |line| {
+            let (t, i) = line.strip_prefix("acked ")?.split_once(' ')?;
+            Some((t.parse().ok()?, i.parse().ok()?))
+        },
+    );
     let owner = try_acquire_owner(&root)
         .expect("reopen")
         .expect("the dead child's lock is gone");
@@ -87,9 +69,7 @@ fn events_acknowledged_before_sigkill_survive_and_the_root_verifies_clean() {
     }
     store.close().expect("close");
     drop(owner);
-    let report =
-        makalog::verify::verify_root(&makalog::storage::RealStorage::new(&root)).expect("verify");
-    assert!(report.is_clean(), "{:?}", report.findings);
+    support::child::assert_verifies_clean(&root);
 }
 
 /// Run by the test above in a child process: appends from four threads, one session each,

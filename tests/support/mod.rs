@@ -96,6 +96,7 @@ pub fn exact_config() -> WriterConfig {
         ..WriterConfig::default()
     }
 }
+pub mod child;
 pub mod counting;
 pub mod crash;
 pub mod events;
