@@ -274,25 +274,6 @@ fn index_check_finds_damaged_and_missing_sidecars_and_rebuild_mends_them() {
 }
 
 #[test]
-fn index_rebuild_needs_the_owner_lease_and_check_does_not() {
-    let (_t, root) = demo_root();
-    let r = root.to_str().expect("utf8");
-    let owner = makalog::root::try_acquire_owner(&root)
-        .expect("acquire")
-        .expect("free");
-    assert_eq!(makalog(&["index", "rebuild", r]).status.code(), Some(2));
-    assert_eq!(makalog(&["index", "check", r]).status.code(), Some(0));
-    assert_eq!(
-        makalog(&["invocations", r, "--session", "demo-1"])
-            .status
-            .code(),
-        Some(0)
-    );
-    drop(owner);
-    assert_eq!(makalog(&["index", "rebuild", r]).status.code(), Some(0));
-}
-
-#[test]
 fn invocations_lists_each_turn_with_its_outcome_in_text_and_json() {
     let (_t, root) = demo_root();
     let r = root.to_str().expect("utf8");
@@ -431,51 +412,6 @@ fn verify_answers_at_once_on_fake_frame_headers_after_the_data_and_reports_them(
         .unwrap_or_else(|| panic!("no finding for {prefix} in {stdout}"));
     assert!(finding.contains("gave up"), "{finding}");
     assert_eq!(before, snapshot(&root), "verify never writes");
-}
-
-#[test]
-fn verify_on_a_live_root_notes_a_write_in_flight_and_on_a_copy_reports_it() {
-    let (_t, root) = demo_root();
-    let (last, seg, data_end) = last_record(&root, "demo-3");
-    // The start of a frame whose write has not finished: its header, part of its payload.
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&seg)
-        .expect("open");
-    f.set_len(data_end).expect("cut");
-    let mut partial = 300u32.to_le_bytes().to_vec();
-    partial.extend_from_slice(&[0x11, 0x22, 0x33, 0x44]);
-    partial.extend_from_slice(&(last.seq + 1).to_le_bytes());
-    partial.push(makalog::format::RecordKind::Message as u8);
-    partial.extend_from_slice(b"{\"partly\":");
-    f.write_all_at(&partial, data_end).expect("write");
-    let r = root.to_str().expect("utf8");
-    let owner = makalog::root::try_acquire_owner(&root)
-        .expect("acquire")
-        .expect("free");
-    let out = makalog(&["verify", r]);
-    let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "owned by a live process: {stdout}"
-    );
-    assert!(
-        stdout.contains(&format!("note: {} at byte {data_end}", last.file.display()))
-            && stdout.contains("write in flight"),
-        "{stdout}"
-    );
-    drop(owner);
-    let out = makalog(&["verify", r]);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "no live owner: {stdout}");
-    assert!(
-        stdout.contains(&format!(
-            "{} at byte {data_end}: torn tail",
-            last.file.display()
-        )),
-        "{stdout}"
-    );
 }
 
 #[test]

@@ -1,0 +1,112 @@
+//! The CLI beside a process holding the owner lease. Its own test binary, its tests one at a
+//! time: a child another test spawns inherits the lease's descriptor until it execs, and holds
+//! the lock that long, so tests that take the lease must not overlap with spawning ones.
+
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn makalog(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_makalog"))
+        .args(args)
+        .output()
+        .expect("run makalog")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn demo_root() -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    let out = makalog(&["demo", root.to_str().expect("utf8")]);
+    assert!(out.status.success(), "demo: {}", text(&out.stderr));
+    (t, root)
+}
+
+/// A session's last record, the segment holding it, and where its data ends.
+fn last_record(root: &Path, session: &str) -> (makalog::segment::Record, PathBuf, u64) {
+    let storage = makalog::storage::RealStorage::new(root);
+    let last = makalog::segment::SessionReader::open(&storage, session, 1)
+        .expect("reader")
+        .last()
+        .expect("a record")
+        .expect("valid");
+    let seg = root.join(&last.file);
+    let data_end = last.offset + 49 + last.payload.len() as u64;
+    (last, seg, data_end)
+}
+
+#[test]
+fn index_rebuild_needs_the_owner_lease_and_check_does_not() {
+    let _serial = one_at_a_time();
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let owner = makalog::root::try_acquire_owner(&root)
+        .expect("acquire")
+        .expect("free");
+    assert_eq!(makalog(&["index", "rebuild", r]).status.code(), Some(2));
+    assert_eq!(makalog(&["index", "check", r]).status.code(), Some(0));
+    assert_eq!(
+        makalog(&["invocations", r, "--session", "demo-1"])
+            .status
+            .code(),
+        Some(0)
+    );
+    drop(owner);
+    assert_eq!(makalog(&["index", "rebuild", r]).status.code(), Some(0));
+}
+
+#[test]
+fn verify_on_a_live_root_notes_a_write_in_flight_and_on_a_copy_reports_it() {
+    let _serial = one_at_a_time();
+    let (_t, root) = demo_root();
+    let (last, seg, data_end) = last_record(&root, "demo-3");
+    // The start of a frame whose write has not finished: its header, part of its payload.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .expect("open");
+    f.set_len(data_end).expect("cut");
+    let mut partial = 300u32.to_le_bytes().to_vec();
+    partial.extend_from_slice(&[0x11, 0x22, 0x33, 0x44]);
+    partial.extend_from_slice(&(last.seq + 1).to_le_bytes());
+    partial.push(makalog::format::RecordKind::Message as u8);
+    partial.extend_from_slice(b"{\"partly\":");
+    f.write_all_at(&partial, data_end).expect("write");
+    let r = root.to_str().expect("utf8");
+    let owner = makalog::root::try_acquire_owner(&root)
+        .expect("acquire")
+        .expect("free");
+    let out = makalog(&["verify", r]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "owned by a live process: {stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("note: {} at byte {data_end}", last.file.display()))
+            && stdout.contains("write in flight"),
+        "{stdout}"
+    );
+    drop(owner);
+    let out = makalog(&["verify", r]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "no live owner: {stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "{} at byte {data_end}: torn tail",
+            last.file.display()
+        )),
+        "{stdout}"
+    );
+}
