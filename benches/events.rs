@@ -85,17 +85,7 @@ fn sqlite_fill(
             let e = e?;
             let seq = seqs.entry(e.invocation_id().to_owned()).or_insert(0);
             *seq += 1;
-            insert.execute(rusqlite::params![
-                e.id(),
-                e.session_id(),
-                e.invocation_id(),
-                e.run_id(),
-                e.turn_id(),
-                *seq,
-                e.event_kind(),
-                e.canonical_json(),
-                e.ts() as i64,
-            ])?;
+            common::insert_event(&mut insert, &e, *seq)?;
         }
     }
     tx.commit()?;
@@ -225,44 +215,6 @@ fn turns(turns: usize, per_turn: usize) -> impl Iterator<Item = BenchResult<Runt
     })
 }
 
-/// What a straightforward SQLite implementation runs to list invocations: the openings, then the
-/// terminal events in read order, each parsed, the first terminal of each invocation kept.
-fn sqlite_list(conn: &Connection) -> BenchResult<usize> {
-    let mut openings = conn.prepare_cached(
-        "SELECT invocation_id, payload_json FROM runtime_events \
-         WHERE session_id = ?1 AND event_kind = 'invocation_opened' ORDER BY committed_at, invocation_id",
-    )?;
-    let mut out: Vec<(String, serde_json::Value, Option<serde_json::Value>)> = Vec::new();
-    let mut rows = openings.query([S])?;
-    while let Some(row) = rows.next()? {
-        let id: String = row.get(0)?;
-        let json: String = row.get(1)?;
-        out.push((id, serde_json::from_str(&json)?, None));
-    }
-    let index: std::collections::HashMap<String, usize> = out
-        .iter()
-        .enumerate()
-        .map(|(i, o)| (o.0.clone(), i))
-        .collect();
-    let mut terminals = conn.prepare_cached(
-        "SELECT invocation_id, payload_json FROM runtime_events WHERE session_id = ?1 AND \
-         (json_extract(payload_json, '$.status') IN ('completed', 'failed', 'aborted', 'cancelled') \
-          OR json_extract(payload_json, '$.actions.endInvocation') = 1) \
-         ORDER BY committed_at, run_id, event_seq, event_id",
-    )?;
-    let mut rows = terminals.query([S])?;
-    while let Some(row) = rows.next()? {
-        let id: String = row.get(0)?;
-        let json: String = row.get(1)?;
-        if let Some(&i) = index.get(&id) {
-            if out[i].2.is_none() {
-                out[i].2 = Some(serde_json::from_str(&json)?);
-            }
-        }
-    }
-    Ok(out.len())
-}
-
 fn main() -> BenchResult<()> {
     let args = parse_args()?;
     let q = args.quick;
@@ -387,13 +339,13 @@ fn main() -> BenchResult<()> {
     let mut conn = sqlite_db(dir.path())?;
     sqlite_fill(&mut conn, turns(n_turns, 3))?;
     assert_eq!(
-        sqlite_list(&conn)?,
+        common::sqlite_list(&conn, S)?,
         listed,
         "both list the same invocations"
     );
     let start = Instant::now();
     for _ in 0..reps {
-        sqlite_list(&conn)?;
+        common::sqlite_list(&conn, S)?;
     }
     let s = start.elapsed().as_secs_f64() / reps as f64;
     println!(

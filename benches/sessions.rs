@@ -142,17 +142,7 @@ fn sqlite_events(
             .entry(e.invocation_id())
             .or_insert(first_ordinal as i64 - 1);
         *seq += 1;
-        insert.execute(rusqlite::params![
-            e.id(),
-            e.session_id(),
-            e.invocation_id(),
-            e.run_id(),
-            e.turn_id(),
-            *seq,
-            e.event_kind(),
-            e.canonical_json(),
-            e.ts() as i64,
-        ])?;
+        common::insert_event(&mut insert, e, *seq)?;
         ordinal.execute(rusqlite::params![
             e.session_id(),
             (first_ordinal + k) as i64,
@@ -173,39 +163,6 @@ fn sqlite_bytes(conn: &Connection, path: &Path) -> BenchResult<(u64, u64)> {
         out.1 += b;
     }
     Ok(out)
-}
-
-/// What a straightforward SQLite implementation runs to list one session's invocations (as in
-/// `benches/events.rs`): the openings, then the terminal events in read order.
-fn sqlite_list(conn: &Connection, session: &str) -> BenchResult<usize> {
-    let mut openings = conn.prepare_cached(
-        "SELECT invocation_id, payload_json FROM runtime_events \
-         WHERE session_id = ?1 AND event_kind = 'invocation_opened' ORDER BY committed_at, invocation_id",
-    )?;
-    let mut out: Vec<(String, serde_json::Value, Option<serde_json::Value>)> = Vec::new();
-    let mut rows = openings.query([session])?;
-    while let Some(row) = rows.next()? {
-        let id: String = row.get(0)?;
-        let json: String = row.get(1)?;
-        out.push((id, serde_json::from_str(&json)?, None));
-    }
-    let mut terminals = conn.prepare_cached(
-        "SELECT invocation_id, payload_json FROM runtime_events WHERE session_id = ?1 AND \
-         (json_extract(payload_json, '$.status') IN ('completed', 'failed', 'aborted', 'cancelled') \
-          OR json_extract(payload_json, '$.actions.endInvocation') = 1) \
-         ORDER BY committed_at, run_id, event_seq, event_id",
-    )?;
-    let mut rows = terminals.query([session])?;
-    while let Some(row) = rows.next()? {
-        let id: String = row.get(0)?;
-        let json: String = row.get(1)?;
-        if let Some(o) = out.iter_mut().find(|o| o.0 == id) {
-            if o.2.is_none() {
-                o.2 = Some(serde_json::from_str(&json)?);
-            }
-        }
-    }
-    Ok(out.len())
 }
 
 /// The host: one store with the defaults, a turn to each session in turn, durable as the store
@@ -292,7 +249,7 @@ fn sqlite_list_all(path: &Path, n: usize) -> BenchResult<(Duration, usize)> {
     let conn = sqlite_connection(path)?;
     let mut listed = 0;
     for i in 0..n {
-        listed += sqlite_list(&conn, &session_id(i))?;
+        listed += common::sqlite_list(&conn, &session_id(i))?;
     }
     Ok((start.elapsed(), listed))
 }

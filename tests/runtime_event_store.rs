@@ -824,15 +824,14 @@ fn a_run_is_sealed_only_by_a_durable_terminal_never_by_one_whose_sync_may_fail()
 #[test]
 fn a_segment_created_by_a_roll_a_crash_cut_short_is_made_durable_before_anything_is_acknowledged_in_it(
 ) {
-    use makalog::storage::{SimRng, SimStorage, Tear};
+    use makalog::storage::{SimRng, Tear};
     let config = WriterConfig {
         max_payload: 1024,
         ..WriterConfig::default()
     };
     // Everything up to the roll, the same way each time.
-    let prepare = |crash_at: Option<u64>| -> (Arc<SimStorage>, u64) {
-        let storage = Arc::new(SimStorage::new());
-        makalog::root::create_or_open_root(&*storage).expect("root");
+    let prepare = |crash_at: Option<u64>| -> (Arc<makalog::storage::SimStorage>, u64) {
+        let storage = sim_root();
         let owner = owner(&storage);
         let store = RuntimeEventStore::open(&owner, config.clone());
         turn(&store, "run-1", 1.0, 2, "completed");
@@ -912,9 +911,8 @@ fn a_segment_created_by_a_roll_a_crash_cut_short_is_made_durable_before_anything
 
 #[test]
 fn a_rebuilt_sidecar_vouches_only_for_durable_records() {
-    use makalog::storage::{SimRng, SimStorage, Tear};
-    let storage = Arc::new(SimStorage::new());
-    makalog::root::create_or_open_root(&*storage).expect("root");
+    use makalog::storage::{SimRng, Tear};
+    let storage = sim_root();
     {
         let owner = owner(&storage);
         let store = RuntimeEventStore::open(&owner, WriterConfig::default());
@@ -984,12 +982,11 @@ fn damage_to_a_record_the_sidecar_vouches_for_is_refused_never_cut_as_torn() {
 
 #[test]
 fn a_failure_to_rewrite_the_sidecar_never_fails_an_append_to_the_log() {
-    use makalog::storage::{Fault, FaultKind, SimStorage, Storage};
+    use makalog::storage::{Fault, FaultKind, Storage};
     let sidecar = std::path::Path::new("sessions").join(S).join("index");
     let mut refused_by_the_log = 0;
     for k in 1..=40 {
-        let storage = Arc::new(SimStorage::new());
-        makalog::root::create_or_open_root(&*storage).expect("root");
+        let storage = sim_root();
         let owner = owner(&storage);
         let store = RuntimeEventStore::open(&owner, WriterConfig::default());
         turn(&store, "run-1", 1.0, 2, "completed");
@@ -1027,12 +1024,11 @@ fn a_failure_to_rewrite_the_sidecar_never_fails_an_append_to_the_log() {
 
 #[test]
 fn closing_the_store_closes_every_session_even_when_one_fails() {
-    use makalog::storage::{Fault, FaultKind, SimStorage, Storage};
+    use makalog::storage::{Fault, FaultKind, Storage};
     let sessions = ["close-a", "close-b", "close-c"];
     let mut failed_closes = 0;
     for k in 1..=30 {
-        let storage = Arc::new(SimStorage::new());
-        makalog::root::create_or_open_root(&*storage).expect("root");
+        let storage = sim_root();
         let owner = owner(&storage);
         let store = RuntimeEventStore::open(&owner, WriterConfig::default());
         for s in sessions {

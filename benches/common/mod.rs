@@ -237,3 +237,62 @@ pub fn terminal_event(session: &str, run: &str, ts: f64) -> BenchResult<RuntimeE
         }),
     )
 }
+
+/// Inserts one event into the original's `runtime_events` table with its sequence number in
+/// its invocation (`insert` is a prepared [`INSERT_EVENT`]).
+pub fn insert_event(
+    insert: &mut rusqlite::Statement<'_>,
+    e: &RuntimeEvent,
+    event_seq: i64,
+) -> BenchResult<()> {
+    insert.execute(rusqlite::params![
+        e.id(),
+        e.session_id(),
+        e.invocation_id(),
+        e.run_id(),
+        e.turn_id(),
+        event_seq,
+        e.event_kind(),
+        e.canonical_json(),
+        e.ts() as i64,
+    ])?;
+    Ok(())
+}
+
+/// What a straightforward SQLite implementation runs to list a session's invocations: the openings, then the
+/// terminal events in read order, each parsed, the first terminal of each invocation kept.
+pub fn sqlite_list(conn: &Connection, session: &str) -> BenchResult<usize> {
+    let mut openings = conn.prepare_cached(
+        "SELECT invocation_id, payload_json FROM runtime_events \
+         WHERE session_id = ?1 AND event_kind = 'invocation_opened' ORDER BY committed_at, invocation_id",
+    )?;
+    let mut out: Vec<(String, serde_json::Value, Option<serde_json::Value>)> = Vec::new();
+    let mut rows = openings.query([session])?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let json: String = row.get(1)?;
+        out.push((id, serde_json::from_str(&json)?, None));
+    }
+    let index: std::collections::HashMap<String, usize> = out
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (o.0.clone(), i))
+        .collect();
+    let mut terminals = conn.prepare_cached(
+        "SELECT invocation_id, payload_json FROM runtime_events WHERE session_id = ?1 AND \
+         (json_extract(payload_json, '$.status') IN ('completed', 'failed', 'aborted', 'cancelled') \
+          OR json_extract(payload_json, '$.actions.endInvocation') = 1) \
+         ORDER BY committed_at, run_id, event_seq, event_id",
+    )?;
+    let mut rows = terminals.query([session])?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let json: String = row.get(1)?;
+        if let Some(&i) = index.get(&id) {
+            if out[i].2.is_none() {
+                out[i].2 = Some(serde_json::from_str(&json)?);
+            }
+        }
+    }
+    Ok(out.len())
+}

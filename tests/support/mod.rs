@@ -10,6 +10,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// A fresh root with its marker, and storage rooted at it.
+/// A new root on simulated storage.
+pub fn sim_root() -> Arc<makalog::storage::SimStorage> {
+    let storage = Arc::new(makalog::storage::SimStorage::new());
+    create_or_open_root(&*storage).expect("create root");
+    storage
+}
+
 pub fn temp_root() -> (tempfile::TempDir, Arc<RealStorage>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let storage = Arc::new(RealStorage::new(dir.path().join("root")));

@@ -1,52 +1,10 @@
 //! The `makalog` tool end to end: demo, verify (exit codes, findings), dump.
 
-use std::collections::BTreeMap;
+mod common;
+
+use common::{demo_root, last_record, makalog, snapshot, text};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn makalog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_makalog"))
-        .args(args)
-        .output()
-        .expect("run makalog")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d)
-            .expect("dir")
-            .map(|e| e.expect("entry"))
-        {
-            if e.file_type().expect("type").is_dir() {
-                stack.push(e.path());
-            } else {
-                out.insert(e.path(), std::fs::read(e.path()).expect("read"));
-            }
-        }
-    }
-    out
-}
-
-fn demo_root() -> (tempfile::TempDir, PathBuf) {
-    let t = tempfile::tempdir().expect("tmp");
-    let root = t.path().join("root");
-    let out = makalog(&["demo", root.to_str().expect("utf8")]);
-    assert!(
-        out.status.success(),
-        "demo: {}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    assert!(text(&out.stdout).contains("verify: clean"));
-    (t, root)
-}
+use std::path::Path;
 
 #[test]
 fn demo_writes_sessions_across_several_segments_and_verify_is_clean() {
@@ -364,19 +322,6 @@ fn index_check_accepts_a_version_1_sidecar_that_reads_as_a_rebuild_and_rebuild_u
         "{}",
         text(&out.stdout)
     );
-}
-
-/// A session's last record, the segment holding it, and where its data ends.
-fn last_record(root: &Path, session: &str) -> (makalog::segment::Record, PathBuf, u64) {
-    let storage = makalog::storage::RealStorage::new(root);
-    let last = makalog::segment::SessionReader::open(&storage, session, 1)
-        .expect("reader")
-        .last()
-        .expect("a record")
-        .expect("valid");
-    let seg = root.join(&last.file);
-    let data_end = last.offset + 49 + last.payload.len() as u64;
-    (last, seg, data_end)
 }
 
 #[test]

@@ -2,47 +2,16 @@
 //! time: a child another test spawns inherits the lease's descriptor until it execs, and holds
 //! the lock that long, so tests that take the lease must not overlap with spawning ones.
 
+mod common;
+
+use common::{demo_root, last_record, makalog, text};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn one_at_a_time() -> MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn makalog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_makalog"))
-        .args(args)
-        .output()
-        .expect("run makalog")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn demo_root() -> (tempfile::TempDir, PathBuf) {
-    let t = tempfile::tempdir().expect("tmp");
-    let root = t.path().join("root");
-    let out = makalog(&["demo", root.to_str().expect("utf8")]);
-    assert!(out.status.success(), "demo: {}", text(&out.stderr));
-    (t, root)
-}
-
-/// A session's last record, the segment holding it, and where its data ends.
-fn last_record(root: &Path, session: &str) -> (makalog::segment::Record, PathBuf, u64) {
-    let storage = makalog::storage::RealStorage::new(root);
-    let last = makalog::segment::SessionReader::open(&storage, session, 1)
-        .expect("reader")
-        .last()
-        .expect("a record")
-        .expect("valid");
-    let seg = root.join(&last.file);
-    let data_end = last.offset + 49 + last.payload.len() as u64;
-    (last, seg, data_end)
 }
 
 #[test]
