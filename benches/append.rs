@@ -12,7 +12,10 @@ use common::{
     group, owner, parse_args, round_share, run_threads, scratch, sqlite_connection, Args,
     BenchResult, Tally, INSERT_EVENT, ROUNDS, RUNTIME_EVENTS_SCHEMA, SQLITE_CONCURRENT_SHARE,
 };
-use makalog::format::{RecordKind, FRAME_OVERHEAD};
+use makalog::format::{FrameLayout, RecordKind};
+
+/// Bytes a frame of a new root adds to its payload.
+const FRAME_OVERHEAD: usize = FrameLayout::NEW.overhead();
 use makalog::root::Owner;
 use makalog::segment::{Durability, SegmentWriter, WriterConfig};
 use okaywal::{LogVoid, WriteAheadLog};

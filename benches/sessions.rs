@@ -309,10 +309,12 @@ fn create_case(n: usize, creators: usize) -> BenchResult<(f64, f64, f64)> {
     let payload = opening(0);
     makalog::format::encode_frame(
         &mut frame,
+        makalog::format::FrameLayout::NEW,
         1,
         RecordKind::RuntimeEvent,
         payload.canonical_json().as_bytes(),
         &[0; 32],
+        0,
     );
 
     let s_dir = scratch()?;

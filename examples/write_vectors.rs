@@ -7,12 +7,15 @@
 #[path = "../tests/support/vectors.rs"]
 mod vectors;
 
-use makalog::format::hex;
+use makalog::format::{hex, FORMAT_VERSION};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
 fn main() {
-    let base = vectors::vectors_dir();
+    for older in vectors::VERSIONS.filter(|&v| v != FORMAT_VERSION) {
+        println!("v{older}: an older version's vectors, left as they are");
+    }
+    let base = vectors::vectors_dir(FORMAT_VERSION);
     let mut names: Vec<String> = std::fs::read_dir(&base)
         .expect("vectors dir")
         .filter_map(|e| e.ok())
@@ -32,7 +35,7 @@ fn main() {
         }
         if dir.join("events-input.json").exists() {
             let input = vectors::read_events_input(&dir);
-            vectors::write_events_vector(&dir, name, &input);
+            vectors::write_events_vector(&dir, name, FORMAT_VERSION, &input);
             std::fs::write(
                 dir.join("expected.jsonl"),
                 vectors::dump(&dir, &input.session_id),
@@ -47,14 +50,19 @@ fn main() {
             continue;
         }
         if dir.join("claims-input.json").exists() {
-            vectors::write_claims_vector(&dir, name, &vectors::read_claims_input(&dir));
+            vectors::write_claims_vector(
+                &dir,
+                name,
+                FORMAT_VERSION,
+                &vectors::read_claims_input(&dir),
+            );
             std::fs::write(dir.join("expected.jsonl"), vectors::claims_dump(&dir))
                 .expect("expected.jsonl");
             println!("{name}: written");
             continue;
         }
         let input = vectors::read_input(&dir);
-        vectors::write_vector(&dir, name, &input);
+        vectors::write_vector(&dir, name, FORMAT_VERSION, &input);
         std::fs::write(
             dir.join("expected.jsonl"),
             vectors::dump(&dir, &input.session_id),

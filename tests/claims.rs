@@ -6,7 +6,7 @@ use makalog::claims::{
     replay_claims, AdmissionStatus, AgentGraphIntentClaimRequest, ClaimsLog, SubagentSpawnClaim,
     CLAIMS_FILE,
 };
-use makalog::format::{encode_frame, next_chain, ClaimKind, FrameKind};
+use makalog::format::{encode_frame, next_chain, ClaimKind, FrameKind, FrameLayout};
 use makalog::recovery::Repair;
 use makalog::storage::{RealStorage, Storage};
 use makalog::Error;
@@ -438,8 +438,9 @@ fn append_raw(storage: &Arc<RealStorage>, kind: ClaimKind, payload: &[u8]) {
     let replay = replay_claims(&bytes, &id);
     let seq = replay.head.0 + 1;
     let chain = next_chain(&replay.head.1, seq, kind.code(), payload);
+    let layout = FrameLayout::for_version(replay.version).expect("a version this build reads");
     let mut frame = Vec::new();
-    encode_frame(&mut frame, seq, kind, payload, &chain);
+    encode_frame(&mut frame, layout, seq, kind, payload, &chain, seq - 1);
     let mut out = bytes[..replay.data_end as usize].to_vec();
     out.extend_from_slice(&frame);
     std::fs::write(root_path(storage).join(CLAIMS_FILE), out).expect("write");

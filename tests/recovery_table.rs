@@ -123,7 +123,7 @@ fn zeros_after_the_last_frame_are_the_end_of_data() {
     let root = storage.describe_root();
     let seg = &segment_paths(&root, S)[0];
     let recs = read_all(&*storage, S).expect("read");
-    let data_end = recs[2].offset + 100 + 49;
+    let data_end = recs[2].offset + 100 + support::OVERHEAD;
     assert_eq!(
         std::fs::metadata(seg).expect("stat").len(),
         data_end,
@@ -153,7 +153,7 @@ fn nonzero_bytes_after_the_end_of_data_with_no_valid_frame_are_a_torn_tail() {
     let root = storage.describe_root();
     let seg = &segment_paths(&root, S)[0];
     let recs = read_all(&*storage, S).expect("read");
-    let data_end = recs[2].offset + 149;
+    let data_end = recs[2].offset + 100 + support::OVERHEAD;
     write_at(seg, data_end + 100, b"\xde\xad\xbe\xef");
     let (w, report) = open(&storage, &config).expect("open");
     assert_eq!(

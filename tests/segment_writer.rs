@@ -168,7 +168,7 @@ fn buffered_appends_past_the_limit_are_written_out() {
     for i in 1..=12 {
         w.append(
             RecordKind::RuntimeEvent,
-            &payload(i, 200),
+            &payload(i, 249 - support::OVERHEAD as usize),
             Durability::Buffered,
         )
         .expect("append");
@@ -315,7 +315,7 @@ fn zeros_ahead_start_at_one_block_and_double_with_the_data_up_to_the_step() {
             Durability::Durable,
         )
         .expect("append");
-        data_end += 349;
+        data_end += 300 + support::OVERHEAD;
         let l = len();
         assert!(l >= data_end, "the file holds its data");
         assert!(
@@ -366,7 +366,7 @@ fn a_large_batch_is_not_zero_filled_ahead_and_a_small_one_is() {
         Durability::Durable,
     )
     .expect("append");
-    let data_end = 256 + 49 + 100_000;
+    let data_end = 256 + support::OVERHEAD + 100_000;
     assert_eq!(len(), data_end, "a large batch is not zero-filled ahead");
     w.append(
         RecordKind::RuntimeEvent,
@@ -374,7 +374,7 @@ fn a_large_batch_is_not_zero_filled_ahead_and_a_small_one_is() {
         Durability::Durable,
     )
     .expect("append");
-    let end = data_end + 149;
+    let end = data_end + 100 + support::OVERHEAD;
     assert_eq!(
         len(),
         (end + 1024).div_ceil(1024) * 1024,
@@ -400,7 +400,7 @@ fn a_closed_session_reopened_and_closed_holds_no_zeros() {
         let seg = &segment_paths(&storage.describe_root(), S)[0];
         assert_eq!(
             std::fs::metadata(seg).expect("stat").len(),
-            256 + (round + 1) * 249,
+            256 + (round + 1) * (200 + support::OVERHEAD),
             "round {round}"
         );
     }
@@ -441,7 +441,7 @@ fn resume_after(
         .expect("segment") as u64;
     Resume {
         ordinal,
-        data_end: r.offset + 49 + r.payload.len() as u64,
+        data_end: r.end,
         last_seq: r.seq,
         chain: r.chain,
     }

@@ -66,7 +66,7 @@ fn segment(storage: &CountingStorage, session: &str) -> PathBuf {
 fn data_end(storage: &CountingStorage, session: &str) -> u64 {
     let reader = makalog::segment::SessionReader::open(storage, session, 1).expect("reader");
     let last = reader.last().expect("a record").expect("valid");
-    last.offset + 49 + last.payload.len() as u64
+    last.end
 }
 
 /// Descriptors of this process open on files under `root` (tests run on threads of one

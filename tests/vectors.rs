@@ -4,7 +4,7 @@ mod support;
 #[path = "support/vectors.rs"]
 mod vectors;
 
-use makalog::format::{hex, FrameDecode};
+use makalog::format::{hex, FrameDecode, FrameLayout};
 use makalog::format::{FrameCursor, RecordKind, Tail};
 use makalog::recovery::Problem;
 use makalog::segment::layout::SegmentFile;
@@ -17,9 +17,25 @@ use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::sync::Arc;
 
-/// Names of the vectors that hold sessions (those with an `input.json`).
-fn vector_names() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(vectors::vectors_dir())
+/// The directories of every version's vectors that hold sessions (those with an `input.json`),
+/// with their version and name.
+fn session_vectors() -> Vec<(u16, String, std::path::PathBuf)> {
+    let mut all = Vec::new();
+    for version in vectors::VERSIONS {
+        for name in vector_names(version) {
+            all.push((
+                version,
+                name.clone(),
+                vectors::vectors_dir(version).join(&name),
+            ));
+        }
+    }
+    all
+}
+
+/// Names of the vectors of `version` that hold sessions (those with an `input.json`).
+fn vector_names(version: u16) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(vectors::vectors_dir(version))
         .expect("vectors")
         .filter_map(|e| e.ok())
         .filter(|e| e.path().join("input.json").exists())
@@ -105,7 +121,13 @@ fn check(session: &str, segs: &[(SegmentFile, Vec<u8>)]) -> Vec<Problem> {
 
 #[test]
 fn the_manifest_lists_every_vector_file_with_its_sha256() {
-    let base = vectors::vectors_dir();
+    for version in vectors::VERSIONS {
+        manifest_lists_every_file(version);
+    }
+}
+
+fn manifest_lists_every_file(version: u16) {
+    let base = vectors::vectors_dir(version);
     let manifest = std::fs::read_to_string(base.join("MANIFEST.sha256")).expect("manifest");
     let mut listed = Vec::new();
     for line in manifest.lines() {
@@ -140,8 +162,7 @@ fn the_manifest_lists_every_vector_file_with_its_sha256() {
 
 #[test]
 fn the_reader_produces_each_expected_dump_and_verify_is_clean() {
-    for name in vector_names() {
-        let dir = vectors::vectors_dir().join(&name);
+    for (_, name, dir) in session_vectors() {
         let input = vectors::read_input(&dir);
         let expected = std::fs::read_to_string(dir.join("expected.jsonl")).expect("expected");
         assert_eq!(vectors::dump(&dir, &input.session_id), expected, "{name}");
@@ -153,11 +174,10 @@ fn the_reader_produces_each_expected_dump_and_verify_is_clean() {
 
 #[test]
 fn the_writer_reproduces_each_vector_byte_for_byte() {
-    for name in vector_names() {
-        let dir = vectors::vectors_dir().join(&name);
+    for (version, name, dir) in session_vectors() {
         let input = vectors::read_input(&dir);
         let tmp = tempfile::tempdir().expect("tmp");
-        vectors::write_vector(tmp.path(), &name, &input);
+        vectors::write_vector(tmp.path(), &name, version, &input);
         let want = support::snapshot(&dir.join("sessions"));
         let got = support::snapshot(&tmp.path().join("sessions"));
         assert_eq!(
@@ -168,7 +188,7 @@ fn the_writer_reproduces_each_vector_byte_for_byte() {
         for (path, bytes) in &want {
             assert!(
                 same_data(bytes, &got[path]),
-                "{name}: {} differs",
+                "v{version} {name}: {} differs",
                 path.display()
             );
         }
@@ -209,8 +229,7 @@ fn root_with(
 
 #[test]
 fn every_truncation_of_the_last_segment_recovers_a_valid_prefix() {
-    for name in vector_names() {
-        let dir = vectors::vectors_dir().join(&name);
+    for (_, name, dir) in session_vectors() {
         let input = vectors::read_input(&dir);
         let expected = expected_records(&dir);
         let segs = segments(&dir, &input.session_id);
@@ -250,11 +269,15 @@ fn every_truncation_of_the_last_segment_recovers_a_valid_prefix() {
 
 #[test]
 fn every_truncation_of_a_sealed_segment_is_found_and_a_valid_prefix_still_reads() {
-    let name = "rolled";
-    let dir = vectors::vectors_dir().join(name);
-    let input = vectors::read_input(&dir);
-    let expected = expected_records(&dir);
-    let segs = segments(&dir, &input.session_id);
+    for version in vectors::VERSIONS {
+        truncations_of_sealed_segments(&vectors::vectors_dir(version).join("rolled"));
+    }
+}
+
+fn truncations_of_sealed_segments(dir: &Path) {
+    let input = vectors::read_input(dir);
+    let expected = expected_records(dir);
+    let segs = segments(dir, &input.session_id);
     assert!(segs.len() >= 3);
     for i in 0..segs.len() - 1 {
         for len in 0..segs[i].1.len() {
@@ -276,8 +299,7 @@ fn every_truncation_of_a_sealed_segment_is_found_and_a_valid_prefix_still_reads(
 #[test]
 fn every_single_bit_flip_is_detected_and_never_decodes_a_different_record() {
     let mut flips = 0u64;
-    for name in vector_names() {
-        let dir = vectors::vectors_dir().join(&name);
+    for (_, name, dir) in session_vectors() {
         let input = vectors::read_input(&dir);
         let expected = expected_records(&dir);
         let segs = segments(&dir, &input.session_id);
@@ -307,18 +329,23 @@ fn every_single_bit_flip_is_detected_and_never_decodes_a_different_record() {
 
 #[test]
 fn a_zero_filled_tail_is_the_end_of_data_and_garbage_in_it_is_a_torn_tail() {
-    let dir = vectors::vectors_dir().join("single-segment");
-    let input = vectors::read_input(&dir);
-    let segs = segments(&dir, &input.session_id);
+    for version in vectors::VERSIONS {
+        zero_tail_and_garbage(&vectors::vectors_dir(version).join("single-segment"));
+    }
+}
+
+fn zero_tail_and_garbage(dir: &Path) {
+    let input = vectors::read_input(dir);
+    let segs = segments(dir, &input.session_id);
     let (file, bytes) = segs[0].clone();
     let mut zeroed = bytes.clone();
     zeroed.extend(std::iter::repeat_n(0u8, 8192));
     let mut s = segs.clone();
     s[0].1 = zeroed.clone();
     assert!(check(&input.session_id, &s).is_empty());
-    assert_eq!(decode_all(&s), expected_records(&dir));
+    assert_eq!(decode_all(&s), expected_records(dir));
 
-    let (_t, storage) = root_with(&dir, &input.session_id, &file.path, &zeroed);
+    let (_t, storage) = root_with(dir, &input.session_id, &file.path, &zeroed);
     let (w, report) = SegmentWriter::open(
         &support::owner(&storage),
         &input.session_id,
@@ -326,7 +353,7 @@ fn a_zero_filled_tail_is_the_end_of_data_and_garbage_in_it_is_a_torn_tail() {
     )
     .expect("open");
     assert!(report.repairs.is_empty());
-    assert_eq!(w.next_seq() as usize, expected_records(&dir).len() + 1);
+    assert_eq!(w.next_seq() as usize, expected_records(dir).len() + 1);
     drop(w);
 
     zeroed[bytes.len() + 5000] = 7;
@@ -338,14 +365,14 @@ fn a_zero_filled_tail_is_the_end_of_data_and_garbage_in_it_is_a_torn_tail() {
 
 #[test]
 fn an_all_zero_frame_header_is_never_a_frame_and_an_all_zero_segment_header_never_decodes() {
-    assert_eq!(
-        makalog::format::decode_frame::<RecordKind>(&[0u8; 17], 1024),
-        Ok(FrameDecode::EndOfData)
-    );
-    assert_eq!(
-        makalog::format::decode_frame::<RecordKind>(&[0u8; 300], 1024),
-        Ok(FrameDecode::EndOfData)
-    );
+    for layout in [FrameLayout::V1, FrameLayout::V2] {
+        for len in [layout.header_len(), 300] {
+            assert_eq!(
+                makalog::format::decode_frame::<RecordKind>(&vec![0u8; len], layout, 1024),
+                Ok(FrameDecode::EndOfData)
+            );
+        }
+    }
     assert!(makalog::format::SegmentHeader::decode(&[0u8; 256]).is_err());
     assert!(matches!(
         scan_segment(&[0u8; 4096]),
@@ -358,7 +385,13 @@ fn an_all_zero_frame_header_is_never_a_frame_and_an_all_zero_segment_header_neve
 
 #[test]
 fn the_claims_vector_replays_to_its_expected_dump_and_the_writer_reproduces_it() {
-    let dir = vectors::vectors_dir().join("claims");
+    for version in vectors::VERSIONS {
+        claims_vector_both_ways(version);
+    }
+}
+
+fn claims_vector_both_ways(version: u16) {
+    let dir = vectors::vectors_dir(version).join("claims");
     let expected = std::fs::read_to_string(dir.join("expected.jsonl")).expect("expected");
     assert_eq!(vectors::claims_dump(&dir), expected);
     assert_eq!(
@@ -367,17 +400,24 @@ fn the_claims_vector_replays_to_its_expected_dump_and_the_writer_reproduces_it()
         "two graph claims, one spawn, two sessions; no conflict is stored"
     );
     let tmp = tempfile::tempdir().expect("tmp");
-    vectors::write_claims_vector(tmp.path(), "claims", &vectors::read_claims_input(&dir));
+    vectors::write_claims_vector(
+        tmp.path(),
+        "claims",
+        version,
+        &vectors::read_claims_input(&dir),
+    );
     let want = std::fs::read(dir.join("claims.log")).expect("claims.log");
     let got = std::fs::read(tmp.path().join("claims.log")).expect("written");
     assert!(
         same_data(&want, &got),
         "the writer reproduces claims.log byte for byte, up to the zeros ahead"
     );
-    assert!(
-        want.len() > got.len(),
-        "the vector keeps the zeros a crash leaves"
-    );
+    if version == 1 {
+        assert!(
+            want.len() > got.len(),
+            "the version 1 vector keeps the zeros a crash leaves"
+        );
+    }
     let report = verify_root(&RealStorage::new(&dir)).expect("verify");
     assert!(report.is_clean(), "{:?}", report.findings);
     assert_eq!(
@@ -389,16 +429,21 @@ fn the_claims_vector_replays_to_its_expected_dump_and_the_writer_reproduces_it()
 
 #[test]
 fn every_truncation_of_the_claims_vector_replays_to_a_valid_prefix() {
-    let dir = vectors::vectors_dir().join("claims");
+    for version in vectors::VERSIONS {
+        claims_truncations(&vectors::vectors_dir(version).join("claims"));
+    }
+}
+
+fn claims_truncations(dir: &Path) {
     let bytes = std::fs::read(dir.join("claims.log")).expect("claims.log");
-    let id = makalog::root::read_marker(&RealStorage::new(&dir))
+    let id = makalog::root::read_marker(&RealStorage::new(dir))
         .expect("marker")
         .root_id_bytes()
         .expect("id");
     let full = makalog::claims::replay_claims(&bytes, &id);
     let end = full.data_end as usize;
     let mut last = 0;
-    for len in 0..=end + 128 {
+    for len in 0..=(end + 128).min(bytes.len()) {
         let r = makalog::claims::replay_claims(&bytes[..len], &id);
         assert!(
             r.problems
@@ -417,14 +462,19 @@ fn every_truncation_of_the_claims_vector_replays_to_a_valid_prefix() {
     assert_eq!(last, full.record_count);
 }
 
-/// The runtime-event vectors: `events` keeps the version 1 sidecar its writer left,
-/// `events-sidecar-v2` the version 2 one this build writes, over the same segments.
-const EVENT_VECTORS: [(&str, u16); 2] = [("events", 1), ("events-sidecar-v2", 2)];
+/// The runtime-event vectors as (format version, name, sidecar version): in format 1, `events`
+/// keeps the version 1 sidecar its writer left, `events-sidecar-v2` the version 2 one, over
+/// the same segments; format 2's `events` has a version 2 sidecar.
+const EVENT_VECTORS: [(u16, &str, u16); 3] = [
+    (1, "events", 1),
+    (1, "events-sidecar-v2", 2),
+    (2, "events", 2),
+];
 
 #[test]
 fn the_events_vectors_read_and_write_both_ways() {
-    for (name, version) in EVENT_VECTORS {
-        let dir = vectors::vectors_dir().join(name);
+    for (format, name, version) in EVENT_VECTORS {
+        let dir = vectors::vectors_dir(format).join(name);
         let input = vectors::read_events_input(&dir);
         let storage = RealStorage::new(&dir);
         let view = makalog::index::rebuild(&storage, &input.session_id).expect("rebuild");
@@ -477,7 +527,7 @@ fn the_events_vectors_read_and_write_both_ways() {
         );
         // The writer reproduces the segments byte for byte, and the sidecar of this version.
         let tmp = tempfile::tempdir().expect("tmp");
-        vectors::write_events_vector(tmp.path(), name, &input);
+        vectors::write_events_vector(tmp.path(), name, format, &input);
         let want = support::snapshot(&dir.join("sessions"));
         let got = support::snapshot(&tmp.path().join("sessions"));
         assert_eq!(
@@ -538,15 +588,14 @@ fn copy_tree(from: &Path, to: &Path) {
 
 #[test]
 fn every_single_bit_flip_of_the_vector_sidecars_is_caught_and_never_panics() {
-    for (name, _) in EVENT_VECTORS {
-        bit_flips_of_the_sidecar(name);
+    for (format, name, _) in EVENT_VECTORS {
+        bit_flips_of_the_sidecar(&vectors::vectors_dir(format).join(name));
     }
 }
 
-fn bit_flips_of_the_sidecar(name: &str) {
+fn bit_flips_of_the_sidecar(dir: &Path) {
     use makalog::index::{decode_sidecar_header, decode_sidecar_state, find_ids, section};
-    let dir = vectors::vectors_dir().join(name);
-    let input = vectors::read_events_input(&dir);
+    let input = vectors::read_events_input(dir);
     let good =
         std::fs::read(dir.join("sessions").join(&input.session_id).join("index")).expect("index");
     let mut refused = 0;

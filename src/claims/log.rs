@@ -11,8 +11,7 @@ use super::table::{ClaimRecord, ClaimTables, Decision, StoredGraphIntentClaim, S
 use crate::commit::{AppendFile, GroupCommit, Pending, Prealloc, Sink};
 use crate::error::{Error, Result};
 use crate::format::{
-    encode_frame, next_chain, ChainValue, ClaimsHeader, FrameKind, DEFAULT_MAX_PAYLOAD,
-    FORMAT_VERSION, FRAME_OVERHEAD,
+    next_chain, ChainValue, ClaimsHeader, FrameBatch, FrameKind, FrameLayout, DEFAULT_MAX_PAYLOAD,
 };
 use crate::recovery::{apply, plan, RecoveryReport, Repair};
 use crate::root::{LogHold, Owner};
@@ -46,6 +45,8 @@ pub struct SpawnClaimOutcome {
 pub struct ClaimsLog {
     commit: GroupCommit<ClaimsState, ClaimsSink>,
     max_payload: u32,
+    /// How the log's frames are laid out (its header's version).
+    layout: FrameLayout,
     _hold: LogHold,
 }
 
@@ -59,11 +60,11 @@ struct ClaimsSink {
 }
 
 impl Sink for ClaimsSink {
-    type Chunk = Vec<u8>;
+    type Chunk = FrameBatch;
 
-    fn write_out(&mut self, chunks: Vec<Vec<u8>>, sync: bool) -> Result<()> {
+    fn write_out(&mut self, chunks: Vec<FrameBatch>, sync: bool, durable_seq: u64) -> Result<()> {
         for chunk in chunks {
-            self.file.append(&chunk)?;
+            self.file.append(&chunk.stamped(durable_seq))?;
         }
         if sync {
             self.file.sync()?;
@@ -76,7 +77,7 @@ impl Sink for ClaimsSink {
     }
 }
 
-type Guard<'a> = MutexGuard<'a, Pending<ClaimsState, Vec<u8>>>;
+type Guard<'a> = MutexGuard<'a, Pending<ClaimsState, FrameBatch>>;
 
 impl ClaimsLog {
     /// Opens the root's claims log, creating it if absent, replaying it otherwise. A torn tail
@@ -92,12 +93,14 @@ impl ClaimsLog {
             Err(e) => return Err(Error::io(path, "read", e)),
         };
         let mut report = RecoveryReport::default();
-        let (file, tables, head, max_payload) = match existing {
+        let root_version = owner.marker().format_version;
+        let (file, tables, head, max_payload, version) = match existing {
             None => (
-                create(&*storage, &root_id)?,
+                create(&*storage, &root_id, root_version)?,
                 ClaimTables::default(),
                 None,
                 DEFAULT_MAX_PAYLOAD,
+                root_version,
             ),
             Some(bytes) => {
                 let replay = replay_claims(&bytes, &root_id);
@@ -106,8 +109,9 @@ impl ClaimsLog {
                     .repairs
                     .iter()
                     .any(|r| matches!(r, Repair::RemoveTornCreate { .. }));
-                let (file, max_payload) = if removed {
-                    (create(&*storage, &root_id)?, DEFAULT_MAX_PAYLOAD)
+                let (file, max_payload, version) = if removed {
+                    let file = create(&*storage, &root_id, root_version)?;
+                    (file, DEFAULT_MAX_PAYLOAD, root_version)
                 } else {
                     let file = AppendFile::open(&*storage, path, replay.data_end, PREALLOC)?;
                     // Claims a dead process wrote may still sit in the page cache: make them
@@ -116,10 +120,10 @@ impl ClaimsLog {
                     storage
                         .sync_dir(Path::new(""))
                         .map_err(|e| Error::io("", "fsync directory", e))?;
-                    // New claims obey the bound the log's header declares.
-                    (file, replay.max_payload)
+                    // New claims obey the bound and the layout the log's header declares.
+                    (file, replay.max_payload, replay.version)
                 };
-                (file, replay.tables, Some(replay.head), max_payload)
+                (file, replay.tables, Some(replay.head), max_payload, version)
             }
         };
         let (head_seq, chain) = head.unwrap_or((0, crate::format::claims_genesis(&root_id)));
@@ -128,6 +132,7 @@ impl ClaimsLog {
             ClaimsLog {
                 commit: GroupCommit::new(state, ClaimsSink { file }, head_seq),
                 max_payload,
+                layout: crate::format::layout_of(version),
                 _hold: hold,
             },
             report,
@@ -311,12 +316,12 @@ impl ClaimsLog {
                 }
                 let chain = next_chain(&st.log.chain, seq, kind.code(), &payload);
                 if st.chunks.is_empty() {
-                    st.chunks.push(Vec::new());
+                    st.chunks.push(FrameBatch::new(self.layout));
                 }
                 if let Some(chunk) = st.chunks.last_mut() {
-                    encode_frame(chunk, seq, kind, &payload, &chain);
+                    chunk.push(seq, kind, &payload, &chain);
                 }
-                st.queued(FRAME_OVERHEAD + payload.len());
+                st.queued(self.layout.overhead() + payload.len());
                 st.log.chain = chain;
                 st.log.tables.apply(record, seq);
                 Ok((self.commit.wait_durable(st, seq)?, true))
@@ -335,9 +340,9 @@ impl Drop for ClaimsLog {
     }
 }
 
-fn create(storage: &dyn Storage, root_id: &[u8; 32]) -> Result<AppendFile> {
+fn create(storage: &dyn Storage, root_id: &[u8; 32], version: u16) -> Result<AppendFile> {
     let header = ClaimsHeader {
-        version: FORMAT_VERSION,
+        version,
         max_payload: DEFAULT_MAX_PAYLOAD,
         root_id: *root_id,
     };

@@ -27,6 +27,8 @@ pub struct ClaimsReplay {
     pub problems: Vec<Problem>,
     /// The payload bound the header declares (0 when the header did not decode).
     pub max_payload: u32,
+    /// The header's format version (0 when the header did not decode).
+    pub version: u16,
 }
 
 /// Replays the bytes of a claims log that belongs to the root with `root_id`.
@@ -54,6 +56,7 @@ pub fn replay_claims(bytes: &[u8], root_id: &[u8; 32]) -> ClaimsReplay {
         }
     };
     out.max_payload = header.max_payload;
+    out.version = header.version;
     if header.root_id != *root_id {
         out.problems.push(Problem::Damage {
             file,
@@ -62,8 +65,14 @@ pub fn replay_claims(bytes: &[u8], root_id: &[u8; 32]) -> ClaimsReplay {
         });
         return out;
     }
-    let mut cursor =
-        FrameCursor::<ClaimKind>::new(CLAIMS_HEADER_LEN, header.max_payload, 1, genesis, false);
+    let mut cursor = FrameCursor::<ClaimKind>::new(
+        CLAIMS_HEADER_LEN,
+        header.layout(),
+        header.max_payload,
+        1,
+        genesis,
+        false,
+    );
     out.data_end = cursor.data_end();
     while let Some((offset, frame)) = cursor.next_frame(bytes) {
         if let Err(what) = out.tables.replay(frame.kind, frame.payload, frame.seq) {

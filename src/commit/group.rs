@@ -12,8 +12,9 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 pub(crate) trait Sink: Send {
     /// What appenders queue.
     type Chunk: Send;
-    /// Writes the chunks in order, then syncs if `sync`.
-    fn write_out(&mut self, chunks: Vec<Self::Chunk>, sync: bool) -> Result<()>;
+    /// Writes the chunks in order, then syncs if `sync`. Every record through `durable_seq` is
+    /// durable as they are written (frames that record it are stamped with it).
+    fn write_out(&mut self, chunks: Vec<Self::Chunk>, sync: bool, durable_seq: u64) -> Result<()>;
     /// The file a failure is blamed on.
     fn current_path(&self) -> PathBuf;
 }
@@ -181,11 +182,13 @@ impl<T, S: Sink> GroupCommit<T, S> {
         let chunks = std::mem::take(&mut st.chunks);
         st.bytes = 0;
         let target = st.assigned;
+        // Flushes run one at a time, so nothing becomes durable between here and the write.
+        let durable = st.synced;
         drop(st);
         let unwinding = PanicGuard(self);
         let result = {
             let mut sink = lock(&self.sink);
-            sink.write_out(chunks, sync)
+            sink.write_out(chunks, sync, durable)
                 .map_err(|e| (sink.current_path(), e))
         };
         std::mem::forget(unwinding);
@@ -233,7 +236,7 @@ mod tests {
 
     impl Sink for PanickingSink {
         type Chunk = ();
-        fn write_out(&mut self, _: Vec<()>, _: bool) -> Result<()> {
+        fn write_out(&mut self, _: Vec<()>, _: bool, _: u64) -> Result<()> {
             panic!("the sink failed in a way no error reports");
         }
         fn current_path(&self) -> PathBuf {

@@ -4,6 +4,7 @@
 //! magic[8] version u16 algo u8 flags u8 max_payload u32 root_id[32] reserved[76] crc u32.
 
 use super::file_header::{decode_prefix, encode_prefix, seal_crc, Prefix};
+use super::FrameLayout;
 use super::{array32_at, ChainValue, FormatError};
 use sha2::{Digest, Sha256};
 
@@ -27,6 +28,11 @@ pub struct ClaimsHeader {
 }
 
 impl ClaimsHeader {
+    /// How the file's frames are laid out. A decoded header has a version this build reads.
+    pub fn layout(&self) -> FrameLayout {
+        super::layout_of(self.version)
+    }
+
     /// Encodes the header into exactly [`CLAIMS_HEADER_LEN`] bytes.
     pub fn encode(&self) -> [u8; CLAIMS_HEADER_LEN] {
         let mut b = [0u8; CLAIMS_HEADER_LEN];

@@ -3,10 +3,10 @@
 //! segments and the claims log.
 
 use super::{
-    decode_frame, next_chain, ChainValue, FormatError, Frame, FrameDecode, FrameKind, RecordKind,
-    SealFooter, SegmentHeader, FOOTER_LEN, HEADER_LEN,
+    decode_frame, next_chain, ChainValue, FormatError, Frame, FrameDecode, FrameKind, FrameLayout,
+    RecordKind, SealFooter, SegmentHeader, FOOTER_LEN, HEADER_LEN,
 };
-use super::{u32_at, u64_at, FRAME_OVERHEAD};
+use super::{u32_at, u64_at};
 use std::marker::PhantomData;
 
 /// What lies after the last valid frame.
@@ -22,8 +22,8 @@ pub enum Tail {
         footer: SealFooter,
         trailing_zeros: u64,
     },
-    /// Non-zero bytes that hold no valid frame: an interrupted write. `len` runs to the last
-    /// non-zero byte.
+    /// Non-zero bytes that hold no valid frame (in version 2, none written after the bytes
+    /// before them were durable): an interrupted write. `len` runs to the last non-zero byte.
     Torn { len: u64, what: String },
     /// Something that no interrupted write explains: a bad frame with a valid frame after it,
     /// a frame out of sequence or off the chain, a bad or misplaced footer, bytes after a footer.
@@ -39,12 +39,15 @@ pub struct FrameCursor<K = RecordKind> {
     pos: usize,
     /// Offset in the file of the first byte handed to the cursor.
     base: u64,
+    layout: FrameLayout,
     max_payload: u32,
     footers: bool,
     kind: PhantomData<K>,
     next_seq: u64,
     chain: ChainValue,
     count: u64,
+    /// The durable sequence number the last frame recorded: the next may not record less.
+    durable: u64,
     end: Option<Tail>,
 }
 
@@ -53,6 +56,7 @@ impl FrameCursor<RecordKind> {
     pub fn for_segment(header: &SegmentHeader) -> Self {
         FrameCursor::new(
             HEADER_LEN,
+            header.layout(),
             header.max_payload,
             header.first_seq,
             header.prev_chain,
@@ -61,11 +65,35 @@ impl FrameCursor<RecordKind> {
     }
 }
 
+impl FrameCursor<RecordKind> {
+    /// A cursor over the bytes of a segment from `data_end` on, resuming after the frame with
+    /// sequence number `last_seq` and chain value `chain` (a point an index sidecar vouches for).
+    pub fn resuming(
+        header: &SegmentHeader,
+        last_seq: u64,
+        chain: ChainValue,
+        data_end: u64,
+    ) -> Self {
+        FrameCursor::new(
+            0,
+            header.layout(),
+            header.max_payload,
+            last_seq.saturating_add(1),
+            chain,
+            true,
+        )
+        .at_base(data_end)
+        .counted_from(header.first_seq)
+    }
+}
+
 impl<K: FrameKind> FrameCursor<K> {
-    /// A cursor over frames starting at byte `start`, the first with sequence number `first_seq`
-    /// continuing the chain from `prev_chain`. `footers` says whether a seal footer may end them.
+    /// A cursor over frames laid out as `layout` starting at byte `start`, the first with
+    /// sequence number `first_seq` continuing the chain from `prev_chain`. `footers` says
+    /// whether a seal footer may end them.
     pub fn new(
         start: usize,
+        layout: FrameLayout,
         max_payload: u32,
         first_seq: u64,
         prev_chain: ChainValue,
@@ -74,12 +102,14 @@ impl<K: FrameKind> FrameCursor<K> {
         FrameCursor {
             pos: start,
             base: 0,
+            layout,
             max_payload,
             footers,
             kind: PhantomData,
             next_seq: first_seq,
             chain: prev_chain,
             count: 0,
+            durable: 0,
             end: None,
         }
     }
@@ -138,7 +168,7 @@ impl<K: FrameKind> FrameCursor<K> {
             self.end = Some(self.footer_end(rest));
             return None;
         }
-        match decode_frame::<K>(rest, self.max_payload) {
+        match decode_frame::<K>(rest, self.layout, self.max_payload) {
             Ok(FrameDecode::EndOfData) => {
                 self.end = Some(self.after_end_of_data(rest));
                 None
@@ -170,6 +200,19 @@ impl<K: FrameKind> FrameCursor<K> {
                     });
                     return None;
                 }
+                let durable = frame.durable_seq.unwrap_or(0);
+                if durable < self.durable {
+                    self.end = Some(Tail::Damaged {
+                        offset,
+                        what: format!(
+                            "frame {} records record {durable} as durable, the frame before it \
+                             record {}",
+                            frame.seq, self.durable
+                        ),
+                    });
+                    return None;
+                }
+                self.durable = durable;
                 self.pos += used;
                 self.next_seq += 1;
                 self.chain = frame.chain;
@@ -257,11 +300,15 @@ impl<K: FrameKind> FrameCursor<K> {
         self.classify_garbage(rest, 0, what)
     }
 
-    /// Non-zero bytes start at `rest[first]`: a torn tail unless a valid frame or footer lies
-    /// anywhere after them, which no interrupted append can produce.
+    /// Non-zero bytes start at `rest[first]`: a torn tail unless something after them shows
+    /// them synced. In version 1 any valid frame or seal footer does; in version 2 only a frame
+    /// written when the record expected here was already durable.
+    /// Pages of an unsynced batch reach the disk in any order, so its later frames may survive
+    /// where an earlier page did not; no record written after a sync can follow unsynced bytes.
     fn classify_garbage(&self, rest: &[u8], first: usize, what: String) -> Tail {
-        match find_valid_after::<K>(rest, 1, self.max_payload, self.footers, self.next_seq) {
-            Search::Found(at) => {
+        let search = Search::after(rest, self.layout, self.max_payload, self.footers);
+        match search.run::<K>(self.next_seq) {
+            Found::At(at) => {
                 return Tail::Damaged {
                     offset: self.abs(self.pos + first),
                     what: format!(
@@ -270,7 +317,7 @@ impl<K: FrameKind> FrameCursor<K> {
                     ),
                 }
             }
-            Search::GaveUp { at, checked } => {
+            Found::GaveUp { at, checked } => {
                 return Tail::Damaged {
                     offset: self.abs(self.pos + first),
                     what: format!(
@@ -280,7 +327,7 @@ impl<K: FrameKind> FrameCursor<K> {
                     ),
                 }
             }
-            Search::NoneFound => {}
+            Found::Nothing => {}
         }
         let last_nonzero = rest.iter().rposition(|&b| b != 0).unwrap_or(first);
         Tail::Torn {
@@ -291,9 +338,9 @@ impl<K: FrameKind> FrameCursor<K> {
 }
 
 /// What the search for a valid frame or footer after damage found.
-enum Search {
-    Found(usize),
-    NoneFound,
+enum Found {
+    At(usize),
+    Nothing,
     /// The bytes the candidates' CRCs would cover passed the budget at this position: crafted
     /// input, since no interrupted write leaves candidates that pass every check but the CRC.
     GaveUp {
@@ -302,57 +349,76 @@ enum Search {
     },
 }
 
+/// The search for a record after damage: the bytes from the damage on and how their frames
+/// are laid out.
+struct Search<'a> {
+    rest: &'a [u8],
+    layout: FrameLayout,
+    max_payload: u32,
+    footers: bool,
+}
+
 /// The CRC budget of a search over `n` bytes: linear in them, so crafted candidates (each
 /// claiming a frame to the end of the bytes) cannot make a search quadratic.
 fn search_budget(n: usize) -> u64 {
     8 * n as u64 + (1 << 20)
 }
 
-/// The first position at or after `from` where a CRC-valid frame or seal footer starts.
-fn find_valid_after<K: FrameKind>(
-    rest: &[u8],
-    from: usize,
-    max_payload: u32,
-    footers: bool,
-    next_seq: u64,
-) -> Search {
-    // A frame that could follow has a sequence number no lower than the next expected and no
-    // higher than the number of frames that fit after it. Checking that (and the kind, and that
-    // its length fits) before the CRC keeps the search linear over most garbage; the budget
-    // bounds what is left.
-    let max_seq = next_seq.saturating_add((rest.len() / FRAME_OVERHEAD) as u64);
-    let budget = search_budget(rest.len());
-    let mut checked = 0u64;
-    for at in from..rest.len() {
-        let tail = &rest[at..];
-        if footers && SealFooter::looks_like_footer(tail) {
-            if SealFooter::decode(tail).is_ok() {
-                return Search::Found(at);
-            }
-            continue;
-        }
-        if tail.len() < FRAME_OVERHEAD {
-            continue;
-        }
-        let seq = u64_at(tail, 8);
-        if seq < next_seq || seq > max_seq || K::from_code(tail[16]).is_none() {
-            continue;
-        }
-        let len = u32_at(tail, 0);
-        let total = FRAME_OVERHEAD as u64 + u64::from(len);
-        if len > max_payload || total > tail.len() as u64 {
-            continue;
-        }
-        checked += total;
-        if checked > budget {
-            return Search::GaveUp { at, checked };
-        }
-        if matches!(
-            decode_frame::<K>(tail, max_payload),
-            Ok(FrameDecode::Frame(..))
-        ) {
-            return Search::Found(at);
+impl<'a> Search<'a> {
+    fn after(rest: &'a [u8], layout: FrameLayout, max_payload: u32, footers: bool) -> Self {
+        Search {
+            rest,
+            layout,
+            max_payload,
+            footers,
         }
     }
-    Search::NoneFound
+
+    /// The first position after the damage where a CRC-valid frame that shows record
+    /// `next_seq` was synced starts (in version 1, any valid frame or seal footer).
+    fn run<K: FrameKind>(&self, next_seq: u64) -> Found {
+        let (rest, overhead) = (self.rest, self.layout.overhead());
+        // A frame that could follow has a sequence number no lower than the next expected and
+        // no higher than the number of frames that fit after it. Checking that (and the kind,
+        // and that its length fits) before the CRC keeps the search linear over most garbage;
+        // the budget bounds what is left.
+        let max_seq = next_seq.saturating_add((rest.len() / overhead) as u64);
+        let budget = search_budget(rest.len());
+        let mut checked = 0u64;
+        for at in 1..rest.len() {
+            let tail = &rest[at..];
+            if self.footers && SealFooter::looks_like_footer(tail) {
+                // A roll writes the footer with the segment's last frames, before their sync:
+                // in version 2 only a frame's durable sequence number says what was synced.
+                if SealFooter::decode(tail).is_ok() && !self.layout.records_durable() {
+                    return Found::At(at);
+                }
+                continue;
+            }
+            if tail.len() < overhead {
+                continue;
+            }
+            let seq = u64_at(tail, 8);
+            if seq < next_seq || seq > max_seq || K::from_code(tail[16]).is_none() {
+                continue;
+            }
+            let len = u32_at(tail, 0);
+            let total = overhead as u64 + u64::from(len);
+            if len > self.max_payload || total > tail.len() as u64 {
+                continue;
+            }
+            checked += total;
+            if checked > budget {
+                return Found::GaveUp { at, checked };
+            }
+            if let Ok(FrameDecode::Frame(frame, _)) =
+                decode_frame::<K>(tail, self.layout, self.max_payload)
+            {
+                if frame.durable_seq.is_none_or(|d| d >= next_seq) {
+                    return Found::At(at);
+                }
+            }
+        }
+        Found::Nothing
+    }
 }

@@ -1,9 +1,7 @@
 //! The first 16 bytes every log file header shares (segments and the claims log), and the
 //! header CRC in its last 4 bytes: magic[8] version u16 algo u8 flags u8 max_payload u32.
 
-use super::{
-    u16_at, u32_at, FormatError, CHECKSUM_CRC32_SHA256, FORMAT_VERSION, MAX_PAYLOAD_LIMIT,
-};
+use super::{u16_at, u32_at, FormatError, FrameLayout, CHECKSUM_CRC32_SHA256, MAX_PAYLOAD_LIMIT};
 
 /// What the shared prefix says.
 pub(crate) struct Prefix {
@@ -56,7 +54,7 @@ pub(crate) fn decode_prefix<'a>(
         ));
     }
     let version = u16_at(b, 8);
-    if version != FORMAT_VERSION {
+    if FrameLayout::for_version(version).is_none() {
         return Err(FormatError::new(
             8,
             format!("unsupported {what} format version {version}"),

@@ -1,8 +1,11 @@
 //! A frame: one record in a segment or in the claims log.
 //!
-//! Layout (little-endian): payload_len u32 ‖ crc u32 ‖ seq u64 ‖ kind u8 ‖ payload ‖ chain[32].
-//! The CRC-32 covers every byte of the frame except itself. A frame header of all zeros is
-//! never valid (kind 0 does not exist): it marks the end of data in a preallocated segment.
+//! Version 1 layout (little-endian): payload_len u32 ‖ crc u32 ‖ seq u64 ‖ kind u8 ‖ payload ‖
+//! chain[32]. Version 2 adds, after the kind, durable_seq u64: the highest sequence number of
+//! the log that was durable when the frame was written, so recovery can tell a batch that was
+//! never synced (its pages may reach the disk in any order) from damage to synced records. The
+//! CRC-32 covers every byte of the frame except itself. A frame header of all zeros is never
+//! valid (kind 0 does not exist): it marks the end of data in a preallocated segment.
 
 use super::{array32_at, u32_at, u64_at, ChainValue, FormatError, RecordKind, CHAIN_LEN};
 
@@ -17,11 +20,61 @@ pub trait FrameKind: Copy + Eq + std::fmt::Debug {
     fn name(self) -> &'static str;
 }
 
-/// Bytes before the payload: length, CRC, sequence number, kind.
-pub const FRAME_HEADER_LEN: usize = 17;
+/// How the frames of one file are laid out; the file header's version decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FrameLayout {
+    /// Length, CRC, sequence number, kind.
+    V1,
+    /// Version 1 plus the durable sequence number at the time of writing.
+    V2,
+}
 
-/// Bytes a frame adds to its payload.
-pub const FRAME_OVERHEAD: usize = FRAME_HEADER_LEN + CHAIN_LEN;
+impl FrameLayout {
+    /// The layout of the files this build creates in a new root (format version
+    /// [`super::FORMAT_VERSION`]).
+    pub const NEW: FrameLayout = FrameLayout::V2;
+
+    /// The layout of a file header's version, if this build reads it.
+    pub const fn for_version(version: u16) -> Option<FrameLayout> {
+        match version {
+            1 => Some(FrameLayout::V1),
+            2 => Some(FrameLayout::V2),
+            _ => None,
+        }
+    }
+
+    /// Bytes before the payload.
+    pub const fn header_len(self) -> usize {
+        match self {
+            FrameLayout::V1 => 17,
+            FrameLayout::V2 => 25,
+        }
+    }
+
+    /// Bytes a frame adds to its payload.
+    pub const fn overhead(self) -> usize {
+        self.header_len() + CHAIN_LEN
+    }
+
+    /// True when frames say how far the log was durable as they were written.
+    pub const fn records_durable(self) -> bool {
+        matches!(self, FrameLayout::V2)
+    }
+}
+
+const _: () = assert!(matches!(
+    FrameLayout::for_version(super::FORMAT_VERSION),
+    Some(FrameLayout::NEW)
+));
+
+/// Bytes before the payload in a version 1 frame: length, CRC, sequence number, kind.
+pub const FRAME_HEADER_LEN: usize = FrameLayout::V1.header_len();
+
+/// Bytes a version 1 frame adds to its payload.
+pub const FRAME_OVERHEAD: usize = FrameLayout::V1.overhead();
+
+/// The largest frame overhead of any layout: a bound for readers that do not know the layout.
+pub const MAX_FRAME_OVERHEAD: usize = FrameLayout::V2.overhead();
 
 /// A decoded frame borrowing its payload from the decoded bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,17 +83,12 @@ pub struct Frame<'a, K = RecordKind> {
     pub seq: u64,
     /// What the payload is.
     pub kind: K,
+    /// The highest sequence number durable when the frame was written (version 2 frames).
+    pub durable_seq: Option<u64>,
     /// The record bytes.
     pub payload: &'a [u8],
     /// The chain value stored in the frame.
     pub chain: ChainValue,
-}
-
-impl<K> Frame<'_, K> {
-    /// Total encoded length of this frame.
-    pub fn encoded_len(&self) -> usize {
-        FRAME_OVERHEAD + self.payload.len()
-    }
 }
 
 /// What [`decode_frame`] found at the start of the bytes.
@@ -52,43 +100,84 @@ pub enum FrameDecode<'a, K = RecordKind> {
     EndOfData,
 }
 
-/// Appends the encoding of one frame to `out`. `chain` must be `next_chain(prev, seq, kind, payload)`.
+/// Appends the encoding of one frame to `out`. `chain` must be `next_chain(prev, seq, kind,
+/// payload)`; `durable_seq` is written only by layouts that record it.
+#[allow(clippy::too_many_arguments)]
 pub fn encode_frame<K: FrameKind>(
     out: &mut Vec<u8>,
+    layout: FrameLayout,
+    seq: u64,
+    kind: K,
+    payload: &[u8],
+    chain: &ChainValue,
+    durable_seq: u64,
+) {
+    let start = out.len();
+    encode_unstamped(out, layout, seq, kind, payload, chain);
+    stamp_frame(&mut out[start..], layout, durable_seq);
+}
+
+/// Appends one frame without its durable sequence number and CRC, which [`stamp_frame`] fills
+/// in when the frame is written: only then is it known how far the log is durable.
+pub(crate) fn encode_unstamped<K: FrameKind>(
+    out: &mut Vec<u8>,
+    layout: FrameLayout,
     seq: u64,
     kind: K,
     payload: &[u8],
     chain: &ChainValue,
 ) {
-    let start = out.len();
     out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     out.extend_from_slice(&[0u8; 4]);
     out.extend_from_slice(&seq.to_le_bytes());
     out.push(kind.code());
+    if layout.records_durable() {
+        out.extend_from_slice(&[0u8; 8]);
+    }
     out.extend_from_slice(payload);
     out.extend_from_slice(chain);
+}
+
+/// Fills in the durable sequence number (where the layout has one) and the CRC of the frame
+/// encoded at the start of `frame`; returns the frame's length.
+pub(crate) fn stamp_frame(frame: &mut [u8], layout: FrameLayout, durable_seq: u64) -> usize {
+    let total = layout.overhead() + u32_at(frame, 0) as usize;
+    debug_assert!(
+        durable_seq < u64_at(frame, 8),
+        "a frame is durable only after it is written"
+    );
+    if layout.records_durable() {
+        frame[17..25].copy_from_slice(&durable_seq.to_le_bytes());
+    }
+    let crc = frame_crc(&frame[..total]);
+    frame[4..8].copy_from_slice(&crc.to_le_bytes());
+    total
+}
+
+fn frame_crc(frame: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
-    h.update(&out[start..start + 4]);
-    h.update(&out[start + 8..]);
-    let crc = h.finalize();
-    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+    h.update(&frame[0..4]);
+    h.update(&frame[8..]);
+    h.finalize()
 }
 
 /// Decodes the frame at the start of `bytes`. `max_payload` is the segment header's bound:
 /// a larger length is refused before anything is read or allocated.
 pub fn decode_frame<K: FrameKind>(
     bytes: &[u8],
+    layout: FrameLayout,
     max_payload: u32,
 ) -> Result<FrameDecode<'_, K>, FormatError> {
-    let head = &bytes[..bytes.len().min(FRAME_HEADER_LEN)];
+    let header_len = layout.header_len();
+    let head = &bytes[..bytes.len().min(header_len)];
     if head.iter().all(|&b| b == 0) {
         return Ok(FrameDecode::EndOfData);
     }
-    if bytes.len() < FRAME_HEADER_LEN {
+    if bytes.len() < header_len {
         return Err(FormatError::new(
             bytes.len(),
             format!(
-                "incomplete frame header: {} of {FRAME_HEADER_LEN} bytes",
+                "incomplete frame header: {} of {header_len} bytes",
                 bytes.len()
             ),
         ));
@@ -100,7 +189,7 @@ pub fn decode_frame<K: FrameKind>(
             format!("frame length {len} exceeds the segment's bound {max_payload}"),
         ));
     }
-    let total = FRAME_OVERHEAD + len as usize;
+    let total = layout.overhead() + len as usize;
     if bytes.len() < total {
         return Err(FormatError::new(
             bytes.len(),
@@ -108,10 +197,7 @@ pub fn decode_frame<K: FrameKind>(
         ));
     }
     let stored = u32_at(bytes, 4);
-    let mut h = crc32fast::Hasher::new();
-    h.update(&bytes[0..4]);
-    h.update(&bytes[8..total]);
-    let computed = h.finalize();
+    let computed = frame_crc(&bytes[..total]);
     if stored != computed {
         return Err(FormatError::new(
             4,
@@ -124,12 +210,20 @@ pub fn decode_frame<K: FrameKind>(
     }
     let kind = K::from_code(bytes[16])
         .ok_or_else(|| FormatError::new(16, format!("unknown record kind {}", bytes[16])))?;
-    let payload_end = FRAME_HEADER_LEN + len as usize;
+    let durable_seq = layout.records_durable().then(|| u64_at(bytes, 17));
+    if let Some(d) = durable_seq.filter(|&d| d >= seq) {
+        return Err(FormatError::new(
+            17,
+            format!("frame {seq} says record {d} was durable when it was written"),
+        ));
+    }
+    let payload_end = header_len + len as usize;
     Ok(FrameDecode::Frame(
         Frame {
             seq,
             kind,
-            payload: &bytes[FRAME_HEADER_LEN..payload_end],
+            durable_seq,
+            payload: &bytes[header_len..payload_end],
             chain: array32_at(bytes, payload_end),
         },
         total,

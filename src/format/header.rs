@@ -5,6 +5,7 @@
 //! prev_chain[32] id_len u16 session_id[128] reserved[58] crc u32.
 
 use super::file_header::{decode_prefix, encode_prefix, seal_crc, Prefix};
+use super::FrameLayout;
 use super::{
     array32_at, u16_at, u64_at, validate_session_id, ChainValue, FormatError, MAX_SESSION_ID_LEN,
 };
@@ -37,6 +38,11 @@ pub struct SegmentHeader {
 }
 
 impl SegmentHeader {
+    /// How the file's frames are laid out. A decoded header has a version this build reads.
+    pub fn layout(&self) -> FrameLayout {
+        super::layout_of(self.version)
+    }
+
     /// Encodes the header into exactly [`HEADER_LEN`] bytes.
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];

@@ -4,6 +4,7 @@
 //! returns the value and the number of bytes it used, and never allocates more than the bytes
 //! present. These are what the golden vectors and the fuzz targets exercise.
 
+mod batch;
 pub mod chain;
 pub mod claim_kind;
 pub mod claims_header;
@@ -14,19 +15,25 @@ pub mod frame;
 pub mod header;
 pub mod record_kind;
 
+pub(crate) use batch::FrameBatch;
 pub use chain::{genesis_chain, next_chain, ChainValue, CHAIN_LEN};
 pub use claim_kind::ClaimKind;
 pub use claims_header::{claims_genesis, ClaimsHeader, CLAIMS_HEADER_LEN, CLAIMS_MAGIC};
 pub use cursor::{FrameCursor, Tail};
 pub use footer::{SealFooter, FOOTER_LEN, FOOTER_MAGIC};
 pub use frame::{
-    decode_frame, encode_frame, Frame, FrameDecode, FrameKind, FRAME_HEADER_LEN, FRAME_OVERHEAD,
+    decode_frame, encode_frame, Frame, FrameDecode, FrameKind, FrameLayout, FRAME_HEADER_LEN,
+    FRAME_OVERHEAD, MAX_FRAME_OVERHEAD,
 };
 pub use header::{SegmentHeader, HEADER_LEN, SEGMENT_MAGIC};
 pub use record_kind::RecordKind;
 
-/// The segment format version this build writes (and the only one it reads so far).
-pub const FORMAT_VERSION: u16 = 1;
+/// The format version this build writes for a new root. A root keeps the version its marker
+/// names: files of a version 1 root are continued (and new ones created) in version 1.
+pub const FORMAT_VERSION: u16 = 2;
+
+/// The oldest format version this build reads and continues.
+pub const OLDEST_FORMAT_VERSION: u16 = 1;
 
 /// Checksum-algorithm id 1: CRC-32 (IEEE, as `crc32fast`) per frame, SHA-256 chain.
 pub const CHECKSUM_CRC32_SHA256: u8 = 1;
@@ -81,6 +88,15 @@ pub fn validate_session_id(id: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The frame layout of a file version this build reads (decoders refuse any other).
+pub(crate) fn layout_of(version: u16) -> FrameLayout {
+    debug_assert!(
+        FrameLayout::for_version(version).is_some(),
+        "version {version}"
+    );
+    FrameLayout::for_version(version).unwrap_or(FrameLayout::V2)
 }
 
 /// Lowercase hex of any bytes.

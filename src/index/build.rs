@@ -5,8 +5,9 @@ use super::sidecar::{decode_sidecar_header, decode_sidecar_state, SidecarHeader}
 use super::view::{Cover, RecordRef, SessionIndex};
 use crate::error::{Error, Result};
 use crate::format::{
-    decode_frame, FrameDecode, RecordKind, FOOTER_LEN, FRAME_OVERHEAD, MAX_PAYLOAD_LIMIT,
+    decode_frame, FrameDecode, RecordKind, FOOTER_LEN, MAX_FRAME_OVERHEAD, MAX_PAYLOAD_LIMIT,
 };
+use crate::segment::frames_at::read_layout;
 use crate::segment::layout::list_session;
 use crate::segment::{Resume, SessionReader};
 use crate::storage::{OpenMode, Storage};
@@ -46,6 +47,7 @@ fn apply_all(
         let at = RecordRef {
             ordinal: r.ordinal,
             offset: r.offset,
+            end: r.end,
             seq: r.seq,
             chain: r.chain,
             kind: r.kind,
@@ -130,20 +132,20 @@ pub fn covers_hold(storage: &dyn Storage, session_id: &str, covers: &[Cover]) ->
             continue;
         }
         let len = match c.data_end.checked_sub(c.last_frame_offset) {
-            Some(len) if len <= (FRAME_OVERHEAD as u64 + u64::from(MAX_PAYLOAD_LIMIT)) => len,
+            Some(len) if len <= (MAX_FRAME_OVERHEAD as u64 + u64::from(MAX_PAYLOAD_LIMIT)) => len,
             _ => return Ok(false),
         };
+        let Ok(layout) = read_layout(&*f, &file.path) else {
+            return Ok(false);
+        };
         let mut buf = vec![0u8; len as usize];
-        let mut done = 0;
-        while done < buf.len() {
-            match f.read_at(&mut buf[done..], c.last_frame_offset + done as u64) {
-                Ok(0) => return Ok(false),
-                Ok(n) => done += n,
-                Err(e) => return Err(Error::io(&file.path, "read", e)),
-            }
+        match f.read_exact_at(&mut buf, c.last_frame_offset) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+            Err(e) => return Err(Error::io(&file.path, "read", e)),
         }
         let ok = matches!(
-            decode_frame::<RecordKind>(&buf, u32::MAX),
+            decode_frame::<RecordKind>(&buf, layout, u32::MAX),
             Ok(FrameDecode::Frame(frame, used))
                 if used as u64 == len && frame.seq == c.last_seq && frame.chain == c.chain
         );

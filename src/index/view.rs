@@ -4,7 +4,7 @@
 
 use super::facts::EventFacts;
 use super::invocations::{sort_invocations, utf16_cmp, RuntimeInvocation};
-use crate::format::{ChainValue, RecordKind, FRAME_OVERHEAD};
+use crate::format::{ChainValue, RecordKind};
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
@@ -139,6 +139,8 @@ pub struct StoredAt {
 pub struct RecordRef<'a> {
     pub ordinal: u64,
     pub offset: u64,
+    /// Offset just past the record's frame.
+    pub end: u64,
     pub seq: u64,
     pub chain: ChainValue,
     pub kind: RecordKind,
@@ -175,7 +177,7 @@ impl SessionIndex {
         r: &RecordRef<'_>,
         known_id: &dyn Fn(&str) -> bool,
     ) -> Result<(), String> {
-        self.cover(r.ordinal, r.offset, r.payload.len(), r.seq, r.chain);
+        self.cover(r.ordinal, r.offset, r.end, r.seq, r.chain);
         if r.kind != RecordKind::RuntimeEvent {
             return Ok(());
         }
@@ -192,17 +194,10 @@ impl SessionIndex {
         Ok(())
     }
 
-    /// Records that the log now ends with the frame of `payload_len` bytes at `offset` of
-    /// segment `ordinal`, numbered `seq` with chain value `chain`.
-    pub fn cover(
-        &mut self,
-        ordinal: u64,
-        offset: u64,
-        payload_len: usize,
-        seq: u64,
-        chain: ChainValue,
-    ) {
-        let end = offset + (FRAME_OVERHEAD + payload_len) as u64;
+    /// Records that the log now ends with the frame at `offset` of segment `ordinal` (which
+    /// ends at `end`), numbered `seq` with chain value `chain`.
+    pub fn cover(&mut self, ordinal: u64, offset: u64, end: u64, seq: u64, chain: ChainValue) {
+        debug_assert!(end > offset, "a frame has bytes");
         match self.covers.last_mut() {
             Some(c) if c.ordinal == ordinal => {
                 c.last_frame_offset = offset;

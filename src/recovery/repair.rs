@@ -57,21 +57,12 @@ pub fn apply(storage: &dyn Storage, repairs: Vec<Repair>) -> Result<RecoveryRepo
 }
 
 fn read_exact(f: &dyn StorageFile, file: &Path, buf: &mut [u8], offset: u64) -> Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        let n = f
-            .read_at(&mut buf[done..], offset + done as u64)
-            .map_err(|e| Error::io(file, "read", e))?;
-        if n == 0 {
-            return Err(Error::corrupt(
-                file,
-                offset + done as u64,
-                "file shorter than its scan",
-            ));
+    f.read_exact_at(buf, offset).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => {
+            Error::corrupt(file, offset, format!("file shorter than its scan: {e}"))
         }
-        done += n;
-    }
-    Ok(())
+        _ => Error::io(file, "read", e),
+    })
 }
 
 /// Writes `bytes` to `<file>.torn-<offset>` beside the file (or `<file>.torn-<offset>.<n>` if

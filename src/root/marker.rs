@@ -1,7 +1,7 @@
 //! The root marker `.makalog-root.json`: schema version, kind, rootId and format version.
 
 use crate::error::{Error, Result};
-use crate::format::FORMAT_VERSION;
+use crate::format::{FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 use crate::storage::{write_atomically, EntryKind, OpenMode, Storage};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -62,9 +62,10 @@ impl RootMarker {
         {
             return Err("rootId is not 64 lowercase hex digits".into());
         }
-        if self.format_version != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&self.format_version) {
             return Err(format!(
-                "unsupported format version {}",
+                "unsupported format version {} (this build reads {OLDEST_FORMAT_VERSION} to \
+                 {FORMAT_VERSION})",
                 self.format_version
             ));
         }
@@ -103,14 +104,9 @@ pub fn read_marker(storage: &dyn Storage) -> Result<RootMarker> {
         )));
     }
     let mut bytes = vec![0u8; size as usize];
-    let mut done = 0;
-    while done < bytes.len() {
-        match file.read_at(&mut bytes[done..], done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) => return Err(Error::io(path, "read", e)),
-        }
-    }
+    let done = file
+        .read_full_at(&mut bytes, 0)
+        .map_err(|e| Error::io(path, "read", e))?;
     bytes.truncate(done);
     let marker: RootMarker = serde_json::from_slice(&bytes)
         .map_err(|e| not_root(format!("{MARKER_FILE} is malformed: {e}")))?;

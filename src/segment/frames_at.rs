@@ -5,7 +5,8 @@
 use super::layout::{list_session, session_dir};
 use crate::error::{Error, Result};
 use crate::format::{
-    decode_frame, FrameDecode, RecordKind, FRAME_HEADER_LEN, FRAME_OVERHEAD, MAX_PAYLOAD_LIMIT,
+    decode_frame, FrameDecode, FrameLayout, RecordKind, SegmentHeader, HEADER_LEN,
+    MAX_PAYLOAD_LIMIT,
 };
 use crate::storage::{OpenMode, Storage, StorageFile};
 use std::collections::HashMap;
@@ -20,7 +21,8 @@ pub struct FramesAt<'s> {
     session_id: String,
     /// Segment files by ordinal: listed on first use unless given.
     paths: Option<Vec<PathBuf>>,
-    open: HashMap<u64, Box<dyn StorageFile>>,
+    /// Open segments by ordinal, with how their frames are laid out.
+    open: HashMap<u64, (Box<dyn StorageFile>, FrameLayout)>,
 }
 
 impl<'s> FramesAt<'s> {
@@ -65,35 +67,30 @@ impl<'s> FramesAt<'s> {
                 .storage
                 .open(&path, OpenMode::Read)
                 .map_err(|e| Error::io(&path, "open", e))?;
-            self.open.insert(ordinal, file);
+            let layout = read_layout(&*file, &path)?;
+            self.open.insert(ordinal, (file, layout));
         }
-        let file = &self.open[&ordinal];
+        let (file, layout) = &self.open[&ordinal];
+        let layout = *layout;
         let read = |at: u64, len: usize| -> Result<Vec<u8>> {
             let mut buf = vec![0u8; len];
-            let mut done = 0;
-            while done < len {
-                match file.read_at(&mut buf[done..], at + done as u64) {
-                    Ok(0) => {
-                        return Err(Error::corrupt(
-                            &path,
-                            at,
-                            "indexed frame runs past the end of the file",
-                        ))
+            file.read_exact_at(&mut buf, at)
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::UnexpectedEof => {
+                        Error::corrupt(&path, at, "indexed frame runs past the end of the file")
                     }
-                    Ok(n) => done += n,
-                    Err(e) => return Err(Error::io(&path, "read", e)),
-                }
-            }
+                    _ => Error::io(&path, "read", e),
+                })?;
             Ok(buf)
         };
         // Most openings and terminals fit in one read of this size; a longer frame takes a second.
         let mut frame = vec![0u8; FIRST_READ];
         let got = file
-            .read_at(&mut frame, offset)
+            .read_full_at(&mut frame, offset)
             .map_err(|e| Error::io(&path, "read", e))?;
         frame.truncate(got);
-        if frame.len() < FRAME_HEADER_LEN {
-            frame = read(offset, FRAME_HEADER_LEN)?;
+        if frame.len() < layout.header_len() {
+            frame = read(offset, layout.header_len())?;
         }
         let len = u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize;
         if len > MAX_PAYLOAD_LIMIT as usize {
@@ -103,17 +100,28 @@ impl<'s> FramesAt<'s> {
                 "indexed frame is longer than any frame",
             ));
         }
-        if frame.len() < FRAME_OVERHEAD + len {
-            frame = read(offset, FRAME_OVERHEAD + len)?;
+        if frame.len() < layout.overhead() + len {
+            frame = read(offset, layout.overhead() + len)?;
         }
-        payload_of(&frame, seq)
+        payload_of(&frame, layout, seq)
             .ok_or_else(|| Error::corrupt(&path, offset, "the index points at no such record"))
     }
 }
 
+/// How the frames of an open segment are laid out: what its header's version says.
+pub(crate) fn read_layout(file: &dyn StorageFile, path: &std::path::Path) -> Result<FrameLayout> {
+    let mut head = [0u8; HEADER_LEN];
+    let got = file
+        .read_full_at(&mut head, 0)
+        .map_err(|e| Error::io(path, "read", e))?;
+    SegmentHeader::decode(&head[..got])
+        .map(|(h, _)| h.layout())
+        .map_err(|e| Error::corrupt(path, e.offset as u64, e.what))
+}
+
 /// The payload of the frame at the start of `bytes` if it decodes and is record `seq`.
-pub fn payload_of(bytes: &[u8], seq: u64) -> Option<Vec<u8>> {
-    match decode_frame::<RecordKind>(bytes, MAX_PAYLOAD_LIMIT) {
+pub fn payload_of(bytes: &[u8], layout: FrameLayout, seq: u64) -> Option<Vec<u8>> {
+    match decode_frame::<RecordKind>(bytes, layout, MAX_PAYLOAD_LIMIT) {
         Ok(FrameDecode::Frame(f, _)) if f.seq == seq => Some(f.payload.to_vec()),
         _ => None,
     }

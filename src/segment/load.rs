@@ -69,16 +69,9 @@ pub fn read_segment_tail(
     let len = file.size().map_err(|e| Error::io(path, "stat", e))?;
     let read = |at: u64, n: u64| -> Result<Vec<u8>> {
         let mut buf = vec![0u8; n as usize];
-        let mut done = 0;
-        while done < buf.len() {
-            let got = file
-                .read_at(&mut buf[done..], at + done as u64)
-                .map_err(|e| Error::io(path, "read", e))?;
-            if got == 0 {
-                break;
-            }
-            done += got;
-        }
+        let done = file
+            .read_full_at(&mut buf, at)
+            .map_err(|e| Error::io(path, "read", e))?;
         buf.truncate(done);
         Ok(buf)
     };

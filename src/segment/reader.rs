@@ -26,6 +26,8 @@ pub struct Record {
     pub file: PathBuf,
     /// Byte offset of the frame in that file.
     pub offset: u64,
+    /// Byte offset just past the frame.
+    pub end: u64,
 }
 
 impl Record {
@@ -132,9 +134,7 @@ impl<'s> SessionReader<'s> {
                 .0;
             self.current = Some(Open {
                 ordinal: header.ordinal,
-                cursor: FrameCursor::new(0, header.max_payload, r.last_seq + 1, r.chain, true)
-                    .at_base(r.data_end)
-                    .counted_from(header.first_seq),
+                cursor: FrameCursor::resuming(&header, r.last_seq, r.chain, r.data_end),
                 file,
                 bytes: FileBytes::Owned(tail),
                 is_last,
@@ -202,6 +202,7 @@ impl<'s> SessionReader<'s> {
                     kind: frame.kind,
                     chain: frame.chain,
                     offset,
+                    end: open.cursor.data_end(),
                     payload: start..start + frame.payload.len(),
                 }));
             }
@@ -249,6 +250,7 @@ impl<'s> SessionReader<'s> {
                     chain: at.chain,
                     file: &open.file.path,
                     offset: at.offset,
+                    end: at.end,
                     payload: open.bytes.get(at.payload)?,
                 }))
             }
@@ -270,6 +272,7 @@ struct Located {
     kind: RecordKind,
     chain: ChainValue,
     offset: u64,
+    end: u64,
     payload: std::ops::Range<usize>,
 }
 
@@ -281,7 +284,10 @@ pub struct RecordView<'a> {
     pub kind: RecordKind,
     pub chain: ChainValue,
     pub file: &'a std::path::Path,
+    /// Offset of the record's frame in its segment.
     pub offset: u64,
+    /// Offset just past the frame.
+    pub end: u64,
     pub payload: &'a [u8],
 }
 
@@ -296,6 +302,7 @@ impl RecordView<'_> {
             chain: self.chain,
             file: self.file.to_owned(),
             offset: self.offset,
+            end: self.end,
         }
     }
 }

@@ -1,8 +1,6 @@
 //! Scanning one segment file: its header, then its frames with the format's cursor. Pure.
 
-use crate::format::{
-    ChainValue, FormatError, FrameCursor, RecordKind, SegmentHeader, Tail, HEADER_LEN,
-};
+use crate::format::{ChainValue, FormatError, FrameCursor, SegmentHeader, Tail, HEADER_LEN};
 
 /// The summary of one segment whose header decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,15 +82,7 @@ pub fn scan_segment_tail(header: &[u8], tail: &[u8], resume: &Resume) -> ScanRes
             }
         }
     };
-    let mut cursor = FrameCursor::<RecordKind>::new(
-        0,
-        header.max_payload,
-        resume.last_seq + 1,
-        resume.chain,
-        true,
-    )
-    .at_base(resume.data_end)
-    .counted_from(header.first_seq);
+    let mut cursor = FrameCursor::resuming(&header, resume.last_seq, resume.chain, resume.data_end);
     while cursor.next_frame(tail).is_some() {}
     ScanResult::Scanned(SegmentScan {
         frame_count: cursor.count(),

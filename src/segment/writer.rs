@@ -11,8 +11,8 @@ use super::layout::segment_file_name;
 use crate::commit::{AppendFile, GroupCommit, Pending, Prealloc, Sink};
 use crate::error::{Error, Result};
 use crate::format::{
-    encode_frame, next_chain, ChainValue, RecordKind, SealFooter, SegmentHeader,
-    DEFAULT_MAX_PAYLOAD, FOOTER_LEN, FORMAT_VERSION, FRAME_OVERHEAD, HEADER_LEN,
+    next_chain, ChainValue, FrameBatch, FrameLayout, RecordKind, SealFooter, SegmentHeader,
+    DEFAULT_MAX_PAYLOAD, FOOTER_LEN, HEADER_LEN,
 };
 use crate::root::LogHold;
 use crate::storage::Storage;
@@ -85,6 +85,8 @@ pub struct Appended {
     pub ordinal: u64,
     /// Offset of its frame in that segment.
     pub offset: u64,
+    /// Offset just past its frame.
+    pub end: u64,
 }
 
 /// The one writer of a session's segments. It holds a share of the owner's lease.
@@ -93,6 +95,8 @@ pub struct SegmentWriter {
     config: WriterConfig,
     session_id: String,
     dir: PathBuf,
+    /// The format version of the root: what new segment headers say.
+    version: u16,
     _hold: LogHold,
 }
 
@@ -105,6 +109,8 @@ struct Head {
     len: u64,
     /// The payload bound the current segment's header declares.
     max_payload: u32,
+    /// How the current segment's frames are laid out.
+    layout: FrameLayout,
 }
 
 /// Bytes for one segment file, and the segment that follows if they end with a seal footer.
@@ -112,7 +118,7 @@ struct Chunk {
     /// A new header for the segment, written (and synced) before `bytes`: an empty segment
     /// whose payload bound is too small for the next record gets a larger one in place.
     rewrite: Option<SegmentHeader>,
-    bytes: Vec<u8>,
+    bytes: FrameBatch,
     roll: Option<Roll>,
 }
 
@@ -131,16 +137,17 @@ struct SegmentSink {
 impl Sink for SegmentSink {
     type Chunk = Chunk;
 
-    fn write_out(&mut self, chunks: Vec<Chunk>, sync: bool) -> Result<()> {
+    fn write_out(&mut self, chunks: Vec<Chunk>, sync: bool, durable_seq: u64) -> Result<()> {
         for chunk in chunks {
             if let Some(header) = &chunk.rewrite {
                 self.file.rewrite_header(&header.encode())?;
             }
+            let bytes = chunk.bytes.stamped(durable_seq);
             let Some(roll) = chunk.roll else {
-                self.file.append(&chunk.bytes)?;
+                self.file.append(&bytes)?;
                 continue;
             };
-            self.file.finish(&chunk.bytes)?;
+            self.file.finish(&bytes)?;
             self.file = AppendFile::create(
                 &*self.storage,
                 &roll.path,
@@ -197,14 +204,16 @@ impl SegmentWriter {
             )));
         }
         let mut st = self.commit.lock()?;
-        let frame_len = (FRAME_OVERHEAD + payload.len()) as u64;
-        let full = st.log.len + frame_len + FOOTER_LEN as u64 > self.config.segment_size;
+        let full = st.log.len + self.frame_len(st.log.layout, payload) + FOOTER_LEN as u64
+            > self.config.segment_size;
         let too_big = payload.len() > st.log.max_payload as usize;
         if st.log.frames > 0 && (full || too_big) {
             self.roll(&mut st);
         } else if too_big {
             self.raise_bound(&mut st);
         }
+        let layout = st.log.layout;
+        let frame_len = self.frame_len(layout, payload);
         let seq = st.next_seq();
         if seq == u64::MAX {
             return Err(Error::InvalidInput(
@@ -212,24 +221,25 @@ impl SegmentWriter {
             ));
         }
         let chain = next_chain(&st.log.chain, seq, kind as u8, payload);
-        encode_frame(
-            &mut current_chunk(&mut st.chunks).bytes,
-            seq,
-            kind,
-            payload,
-            &chain,
-        );
+        current_chunk(&mut st.chunks, layout)
+            .bytes
+            .push(seq, kind, payload, &chain);
         st.queued(frame_len as usize);
         let ack = Appended {
             seq,
             chain,
             ordinal: st.log.ordinal,
             offset: st.log.len,
+            end: st.log.len + frame_len,
         };
         st.log.chain = chain;
         st.log.frames += 1;
         st.log.len += frame_len;
         Ok(ack)
+    }
+
+    fn frame_len(&self, layout: FrameLayout, payload: &[u8]) -> u64 {
+        (layout.overhead() + payload.len()) as u64
     }
 
     /// Waits until record `seq` is durable, leading a flush if none is running.
@@ -280,18 +290,25 @@ impl SegmentWriter {
             roll.header.max_payload = self.config.max_payload;
             return;
         }
+        let header = self.header(st.log.ordinal, st.next_seq(), st.log.chain);
+        st.log.layout = header.layout();
         st.chunks.push(Chunk {
-            rewrite: Some(SegmentHeader {
-                version: FORMAT_VERSION,
-                max_payload: self.config.max_payload,
-                ordinal: st.log.ordinal,
-                first_seq: st.next_seq(),
-                prev_chain: st.log.chain,
-                session_id: self.session_id.clone(),
-            }),
-            bytes: Vec::new(),
+            rewrite: Some(header),
+            bytes: FrameBatch::new(st.log.layout),
             roll: None,
         });
+    }
+
+    /// The header of a new segment of this writer.
+    fn header(&self, ordinal: u64, first_seq: u64, prev_chain: ChainValue) -> SegmentHeader {
+        SegmentHeader {
+            version: self.version,
+            max_payload: self.config.max_payload,
+            ordinal,
+            first_seq,
+            prev_chain,
+            session_id: self.session_id.clone(),
+        }
     }
 
     /// Queues the seal footer of the current segment and the header of the next.
@@ -303,16 +320,10 @@ impl SegmentWriter {
             frame_count: st.log.frames,
             chain: st.log.chain,
         };
-        let header = SegmentHeader {
-            version: FORMAT_VERSION,
-            max_payload: self.config.max_payload,
-            ordinal: st.log.ordinal.saturating_add(1),
-            first_seq: next_seq,
-            prev_chain: st.log.chain,
-            session_id: self.session_id.clone(),
-        };
-        let chunk = current_chunk(&mut st.chunks);
-        chunk.bytes.extend_from_slice(&footer.encode());
+        let header = self.header(st.log.ordinal.saturating_add(1), next_seq, st.log.chain);
+        let layout = header.layout();
+        let chunk = current_chunk(&mut st.chunks, st.log.layout);
+        chunk.bytes.extend_raw(&footer.encode());
         chunk.roll = Some(Roll {
             path: self.dir.join(segment_file_name(next_seq)),
             header,
@@ -321,6 +332,7 @@ impl SegmentWriter {
         st.log.frames = 0;
         st.log.len = HEADER_LEN as u64;
         st.log.max_payload = self.config.max_payload;
+        st.log.layout = layout;
     }
 }
 
@@ -334,12 +346,13 @@ impl Drop for SegmentWriter {
     }
 }
 
-/// The chunk new frames go into: the last one, unless it ends with a roll.
-fn current_chunk(chunks: &mut Vec<Chunk>) -> &mut Chunk {
+/// The chunk new frames go into: the last one, unless it ends with a roll. `layout` is the
+/// current segment's.
+fn current_chunk(chunks: &mut Vec<Chunk>, layout: FrameLayout) -> &mut Chunk {
     if chunks.last().is_none_or(|c| c.roll.is_some()) {
         chunks.push(Chunk {
             rewrite: None,
-            bytes: Vec::new(),
+            bytes: FrameBatch::new(layout),
             roll: None,
         });
     }

@@ -58,6 +58,30 @@ pub trait StorageFile: Send + Sync {
     fn sync_data(&self) -> io::Result<()>;
     /// Sets the file's length, cutting or zero-extending it. Durable only after `sync_data`.
     fn set_len(&self, len: u64) -> io::Result<()>;
+
+    /// Reads at `offset` until `buf` is full or the file ends; returns how many bytes were read.
+    fn read_full_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let mut done = 0;
+        while done < buf.len() {
+            match self.read_at(&mut buf[done..], offset + done as u64)? {
+                0 => break,
+                n => done += n,
+            }
+        }
+        Ok(done)
+    }
+
+    /// Reads exactly `buf.len()` bytes at `offset`; `UnexpectedEof` if the file ends first.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let done = self.read_full_at(buf, offset)?;
+        if done < buf.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("the file ends at byte {}", offset + done as u64),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Bytes of a whole file: memory-mapped where the implementation can, owned otherwise.

@@ -57,17 +57,22 @@ pub enum Tear {
     ZeroTail,
     /// As `TornLast`, but the cut write's missing bytes read as garbage.
     GarbageTail,
+    /// Each 512-byte sector the unsynced writes changed survives or not on its own, in no
+    /// order: a later page of a batch may reach the disk while an earlier one reads as it was
+    /// (zeros, in space never written). A grown file keeps its new length.
+    Pages,
 }
 
 impl Tear {
     /// Every variant.
-    pub const ALL: [Tear; 6] = [
+    pub const ALL: [Tear; 7] = [
         Tear::None,
         Tear::All,
         Tear::Prefix,
         Tear::TornLast,
         Tear::ZeroTail,
         Tear::GarbageTail,
+        Tear::Pages,
     ];
 }
 
@@ -224,39 +229,11 @@ impl SimStorage {
         }
         for inode in &mut st.inodes {
             let pending = std::mem::take(&mut inode.pending);
-            let mut data = std::mem::take(&mut inode.durable);
-            let n = pending.len();
-            let (full, torn) = match tear {
-                Tear::None => (0, false),
-                Tear::All => (n, false),
-                Tear::Prefix => (rng.below(n as u64 + 1) as usize, false),
-                Tear::TornLast | Tear::ZeroTail | Tear::GarbageTail => {
-                    (rng.below(n as u64 + 1) as usize, true)
-                }
+            let durable = std::mem::take(&mut inode.durable);
+            let data = match tear {
+                Tear::Pages => some_pages(durable, &pending, rng),
+                _ => some_writes(durable, &pending, tear, rng),
             };
-            for op in pending.iter().take(full) {
-                apply_file_op(&mut data, op);
-            }
-            if torn {
-                if let Some(FileOp::Write { offset, bytes }) = pending.get(full) {
-                    let cut = rng.below(bytes.len() as u64) as usize;
-                    let mut partial = bytes[..cut].to_vec();
-                    match tear {
-                        Tear::ZeroTail => partial.resize(bytes.len(), 0),
-                        Tear::GarbageTail => {
-                            partial.extend((cut..bytes.len()).map(|_| rng.next_u64() as u8))
-                        }
-                        _ => {}
-                    }
-                    apply_file_op(
-                        &mut data,
-                        &FileOp::Write {
-                            offset: *offset,
-                            bytes: partial,
-                        },
-                    );
-                }
-            }
             inode.durable = data.clone();
             inode.data = data;
         }
@@ -319,6 +296,79 @@ impl SimStorage {
         apply_file_op(&mut st.inodes[i].durable, &op);
         Ok(())
     }
+}
+
+/// What survives of `durable` and the unsynced `pending` writes under a tear that keeps a
+/// prefix of the writes (and, as `tear` says, part of the next).
+fn some_writes(mut data: Vec<u8>, pending: &[FileOp], tear: Tear, rng: &mut SimRng) -> Vec<u8> {
+    let n = pending.len();
+    let (full, torn) = match tear {
+        Tear::None => (0, false),
+        Tear::All => (n, false),
+        Tear::Prefix | Tear::Pages => (rng.below(n as u64 + 1) as usize, false),
+        Tear::TornLast | Tear::ZeroTail | Tear::GarbageTail => {
+            (rng.below(n as u64 + 1) as usize, true)
+        }
+    };
+    for op in pending.iter().take(full) {
+        apply_file_op(&mut data, op);
+    }
+    if torn {
+        if let Some(FileOp::Write { offset, bytes }) = pending.get(full) {
+            let cut = rng.below(bytes.len() as u64) as usize;
+            let mut partial = bytes[..cut].to_vec();
+            match tear {
+                Tear::ZeroTail => partial.resize(bytes.len(), 0),
+                Tear::GarbageTail => {
+                    partial.extend((cut..bytes.len()).map(|_| rng.next_u64() as u8))
+                }
+                _ => {}
+            }
+            apply_file_op(
+                &mut data,
+                &FileOp::Write {
+                    offset: *offset,
+                    bytes: partial,
+                },
+            );
+        }
+    }
+    data
+}
+
+/// The unit [`Tear::Pages`] keeps or drops: a 512-byte sector. A 4 KiB page is 8 of them, so
+/// every outcome of pages reaching the disk out of order is among the outcomes it draws, and
+/// small test segments span several.
+const PAGE: usize = 512;
+
+/// What survives of `durable` and the unsynced `pending` writes when each changed page reaches
+/// the disk or not, at random and independently.
+fn some_pages(durable: Vec<u8>, pending: &[FileOp], rng: &mut SimRng) -> Vec<u8> {
+    if pending.is_empty() {
+        return durable;
+    }
+    let mut written = durable.clone();
+    for op in pending {
+        apply_file_op(&mut written, op);
+    }
+    // A length change is metadata: it survives or not on its own too.
+    let len = if rng.below(2) == 0 || written.len() > durable.len() {
+        written.len()
+    } else {
+        durable.len()
+    };
+    let mut out = durable;
+    out.resize(len, 0);
+    for start in (0..len).step_by(PAGE) {
+        let end = (start + PAGE).min(len);
+        let Some(new) = written.get(start..end.min(written.len())) else {
+            continue;
+        };
+        if out[start..start + new.len()] != *new && rng.below(2) == 0 {
+            out[start..start + new.len()].copy_from_slice(new);
+        }
+    }
+    out
 }
 
 fn apply_file_op(data: &mut Vec<u8>, op: &FileOp) {

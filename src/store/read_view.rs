@@ -16,8 +16,8 @@ use super::live::{caught_up, load_sidecar, sidecar_path, utf8};
 use super::stored::stored_event;
 use crate::error::{Error, Result};
 use crate::format::{
-    decode_frame, FrameCursor, FrameDecode, RecordKind, Tail, FOOTER_LEN, HEADER_LEN,
-    MAX_PAYLOAD_LIMIT,
+    decode_frame, FrameCursor, FrameDecode, FrameLayout, RecordKind, SegmentHeader, Tail,
+    FOOTER_LEN, HEADER_LEN, MAX_FRAME_OVERHEAD, MAX_PAYLOAD_LIMIT,
 };
 use crate::index::{
     decode_sidecar_header, decode_sidecar_state, find_ids, id_hash, invocations_from_log, rebuild,
@@ -80,6 +80,8 @@ struct Vouched {
     /// Bytes of the last segment from offset `from` on.
     bytes: Vec<u8>,
     from: u64,
+    /// How the last segment's frames are laid out.
+    layout: FrameLayout,
 }
 
 impl Vouched {
@@ -90,7 +92,7 @@ impl Vouched {
             let here = (at.ordinal == self.last_ordinal && at.offset >= self.from)
                 .then(|| (at.offset - self.from) as usize)
                 .and_then(|i| self.bytes.get(i..))
-                .and_then(|b| payload_of(b, at.record_seq));
+                .and_then(|b| payload_of(b, self.layout, at.record_seq));
             let payload = match here {
                 Some(p) => p,
                 None => frames.payload(at.ordinal, at.offset, at.record_seq)?,
@@ -112,8 +114,7 @@ fn read_from(file: &dyn StorageFile, at: u64) -> std::io::Result<Vec<u8>> {
     let mut buf = vec![0u8; FIRST_READ];
     let mut done = 0;
     loop {
-        let n = file.read_at(&mut buf[done..], at + done as u64)?;
-        done += n;
+        done += file.read_full_at(&mut buf[done..], at + done as u64)?;
         if done < buf.len() {
             break;
         }
@@ -171,9 +172,7 @@ fn vouched_view(storage: &dyn Storage, session_id: &str, bytes: &[u8]) -> Result
         return Ok(None);
     };
     let frame_len = last.data_end.checked_sub(last.last_frame_offset);
-    if frame_len
-        .is_none_or(|n| n > crate::format::FRAME_OVERHEAD as u64 + u64::from(MAX_PAYLOAD_LIMIT))
-    {
+    if frame_len.is_none_or(|n| n > MAX_FRAME_OVERHEAD as u64 + u64::from(MAX_PAYLOAD_LIMIT)) {
         return Ok(None);
     }
     let read_err = |e| Error::io(&path, "read", e);
@@ -183,7 +182,7 @@ fn vouched_view(storage: &dyn Storage, session_id: &str, bytes: &[u8]) -> Result
         (whole[..HEADER_LEN.min(whole.len())].to_vec(), 0, whole)
     } else {
         let mut head = vec![0u8; HEADER_LEN];
-        let n = file.read_at(&mut head, 0).map_err(read_err)?;
+        let n = file.read_full_at(&mut head, 0).map_err(read_err)?;
         head.truncate(n);
         let from = last.last_frame_offset;
         (head, from, read_from(&*file, from).map_err(read_err)?)
@@ -195,8 +194,15 @@ fn vouched_view(storage: &dyn Storage, session_id: &str, bytes: &[u8]) -> Result
         .get((last.last_frame_offset - bytes_from) as usize..)
         .unwrap_or(&[]);
     let covered = (last.data_end - last.last_frame_offset) as usize;
+    let Ok((header_seen, _)) = SegmentHeader::decode(&head) else {
+        return Ok(None);
+    };
     let in_place = matches!(
-        decode_frame::<RecordKind>(from_last.get(..covered).unwrap_or(&[]), u32::MAX),
+        decode_frame::<RecordKind>(
+            from_last.get(..covered).unwrap_or(&[]),
+            header_seen.layout(),
+            u32::MAX
+        ),
         Ok(FrameDecode::Frame(f, used))
             if used == covered && f.seq == last.last_seq && f.chain == last.chain
     );
@@ -224,19 +230,13 @@ fn vouched_view(storage: &dyn Storage, session_id: &str, bytes: &[u8]) -> Result
                 .any(|e| stored_event(storage, session_id, e, id).is_ok_and(|p| p.is_some()))
         })
     };
-    let mut cursor = FrameCursor::<RecordKind>::new(
-        0,
-        scan.header.max_payload,
-        resume.last_seq + 1,
-        resume.chain,
-        true,
-    )
-    .at_base(resume.data_end)
-    .counted_from(scan.header.first_seq);
+    let mut cursor =
+        FrameCursor::resuming(&scan.header, resume.last_seq, resume.chain, resume.data_end);
     while let Some((offset, frame)) = cursor.next_frame(tail) {
         let at = RecordRef {
             ordinal: last.ordinal,
             offset,
+            end: cursor.data_end(),
             seq: frame.seq,
             chain: frame.chain,
             kind: frame.kind,
@@ -251,5 +251,6 @@ fn vouched_view(storage: &dyn Storage, session_id: &str, bytes: &[u8]) -> Result
         last_ordinal: last.ordinal,
         bytes: last_bytes,
         from: bytes_from,
+        layout: scan.header.layout(),
     }))
 }

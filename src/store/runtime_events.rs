@@ -144,7 +144,7 @@ impl RuntimeEventStore {
         let payload = event.canonical_json().as_bytes();
         let ack = session.writer.enqueue(RecordKind::RuntimeEvent, payload)?;
         st.view
-            .cover(ack.ordinal, ack.offset, payload.len(), ack.seq, ack.chain);
+            .cover(ack.ordinal, ack.offset, ack.end, ack.seq, ack.chain);
         let facts = EventFacts::of(event);
         let at = StoredAt {
             record_seq: ack.seq,
@@ -190,7 +190,7 @@ impl RuntimeEventStore {
         let mut st = lock(&session.state);
         let ack = session.writer.enqueue(kind, payload)?;
         st.view
-            .cover(ack.ordinal, ack.offset, payload.len(), ack.seq, ack.chain);
+            .cover(ack.ordinal, ack.offset, ack.end, ack.seq, ack.chain);
         st.dirty = true;
         drop(st);
         session.writer.wait_durable(ack.seq)?;

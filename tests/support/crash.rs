@@ -1091,7 +1091,7 @@ pub fn random_sessions_scenario(seed: u64) -> (Vec<Op>, Scenario) {
 fn scenario_of(ops: Vec<Op>, seed: u64, mut rng: SimRng) -> (Vec<Op>, Scenario) {
     let points = count_points(&ops);
     let crash_point = 1 + rng.below(points + 1);
-    let tear = Tear::ALL[rng.below(6) as usize];
+    let tear = Tear::ALL[rng.below(Tear::ALL.len() as u64) as usize];
     (
         ops,
         Scenario {
@@ -1179,7 +1179,10 @@ pub fn check_scenario(ops: &[Op], s: Scenario) -> Result<(), String> {
     let before = replay.persistence_points();
     replay.crash_before_point(before + 1 + rng.below(8));
     let _ = recover(&replay);
-    replay.crash(Tear::ALL[rng.below(6) as usize], &mut rng);
+    replay.crash(
+        Tear::ALL[rng.below(Tear::ALL.len() as u64) as usize],
+        &mut rng,
+    );
     match recover(&replay) {
         Ok(r) if r == first => Ok(()),
         Ok(r) => match check(&model, &r) {
@@ -1235,7 +1238,7 @@ pub fn check_fault(ops: &[Op], fault: Fault, seed: u64) -> Result<(bool, usize),
     let hit = storage.operations() >= fault.nth;
     storage.clear_faults();
     let mut rng = SimRng::new(seed);
-    let tear = Tear::ALL[rng.below(6) as usize];
+    let tear = Tear::ALL[rng.below(Tear::ALL.len() as u64) as usize];
     storage.crash(tear, &mut rng);
     let got = recover(&storage).map_err(|e| format!("{fault:?}: recovery failed: {e}"))?;
     check(&model, &got).map_err(|e| format!("{fault:?} then {tear:?} (seed {seed}): {e}"))?;

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// A fresh root with its marker, and storage rooted at it.
+/// Bytes a frame adds to its payload in a new root.
+pub const OVERHEAD: u64 = makalog::format::FrameLayout::NEW.overhead() as u64;
+
 /// A new root on simulated storage.
 pub fn sim_root() -> Arc<makalog::storage::SimStorage> {
     let storage = Arc::new(makalog::storage::SimStorage::new());
@@ -17,6 +19,7 @@ pub fn sim_root() -> Arc<makalog::storage::SimStorage> {
     storage
 }
 
+/// A fresh root with its marker, and storage rooted at it.
 pub fn temp_root() -> (tempfile::TempDir, Arc<RealStorage>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let storage = Arc::new(RealStorage::new(dir.path().join("root")));

@@ -2,7 +2,7 @@
 //! Shared by `tests/vectors.rs` (which checks both ways) and `examples/write_vectors.rs`
 //! (which writes a new version's vectors once, and refuses to overwrite existing ones).
 
-use makalog::format::{hex, RecordKind, FORMAT_VERSION};
+use makalog::format::{hex, RecordKind, FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 use makalog::root::{Owner, RootMarker, MARKER_FILE, ROOT_KIND};
 use makalog::segment::{Durability, SegmentWriter, SessionReader, WriterConfig};
 use makalog::storage::RealStorage;
@@ -11,11 +11,15 @@ use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::sync::Arc;
 
-/// The vectors of the current format version live in `format/vectors/v<version>/`.
-pub fn vectors_dir() -> std::path::PathBuf {
+/// Every format version with vectors: each this build reads (and continues) as it was written.
+pub const VERSIONS: std::ops::RangeInclusive<u16> = OLDEST_FORMAT_VERSION..=FORMAT_VERSION;
+
+/// The vectors of format version `version` live in `format/vectors/v<version>/`; their roots'
+/// markers name that version, so a writer continues them in it.
+pub fn vectors_dir(version: u16) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("format/vectors")
-        .join(format!("v{FORMAT_VERSION}"))
+        .join(format!("v{version}"))
 }
 
 /// `input.json` of one vector.
@@ -27,6 +31,9 @@ pub struct VectorInput {
     pub prealloc_step: u64,
     pub max_payload: u32,
     pub records: Vec<VectorRecord>,
+    /// Left as a crash leaves it: the writer is never closed, so the zeros ahead stay.
+    #[serde(default)]
+    pub crash: bool,
 }
 
 /// One record of a vector's input: its kind's name and its payload as JSON.
@@ -43,12 +50,12 @@ pub fn read_input(vector: &Path) -> VectorInput {
 }
 
 /// Writes a vector's marker, whose rootId is the SHA-256 of the vector's name.
-fn write_marker(dir: &Path, name: &str) {
+fn write_marker(dir: &Path, name: &str, version: u16) {
     let marker = RootMarker {
         schema_version: 1,
         kind: ROOT_KIND.into(),
         root_id: hex(&Sha256::digest(name.as_bytes())),
-        format_version: FORMAT_VERSION,
+        format_version: version,
     };
     let mut bytes = serde_json::to_vec(&marker).expect("marker");
     bytes.push(b'\n');
@@ -56,9 +63,9 @@ fn write_marker(dir: &Path, name: &str) {
     std::fs::write(dir.join(MARKER_FILE), bytes).expect("marker");
 }
 
-/// Writes the vector's root (marker and segments) under `dir` from its input.
-pub fn write_vector(dir: &Path, name: &str, input: &VectorInput) {
-    write_marker(dir, name);
+/// Writes the vector's root (marker and segments) in format `version` under `dir` from its input.
+pub fn write_vector(dir: &Path, name: &str, version: u16, input: &VectorInput) {
+    write_marker(dir, name, version);
     let storage = Arc::new(RealStorage::new(dir));
     let config = WriterConfig {
         segment_size: input.segment_size,
@@ -76,7 +83,12 @@ pub fn write_vector(dir: &Path, name: &str, input: &VectorInput) {
         w.append(kind, &payload, Durability::Durable)
             .expect("append");
     }
-    w.close().expect("close");
+    if input.crash {
+        // Every record is durable; what a crash leaves differs from a close only by the zeros.
+        std::mem::forget(w);
+    } else {
+        w.close().expect("close");
+    }
 }
 
 /// The dump of a vector's session: one JSON object per line, as `makalog dump` prints it.
@@ -142,9 +154,9 @@ fn outcome<T>(r: makalog::Result<T>, created: impl Fn(&T) -> bool) -> String {
     }
 }
 
-/// Writes a claims-log vector's root under `dir`, checking each operation's expected outcome.
-pub fn write_claims_vector(dir: &Path, name: &str, input: &ClaimsInput) {
-    write_marker(dir, name);
+/// Writes a claims-log vector's root in format `version` under `dir`, checking each operation's expected outcome.
+pub fn write_claims_vector(dir: &Path, name: &str, version: u16, input: &ClaimsInput) {
+    write_marker(dir, name, version);
     let storage = Arc::new(RealStorage::new(dir));
     let owner = Owner::try_acquire(storage)
         .expect("acquire")
@@ -225,10 +237,10 @@ pub fn read_events_input(vector: &Path) -> EventsInput {
 
 /// Writes a runtime-event vector: the events through the store (which writes the sidecar on
 /// close), the raw ones straight to the ledger, then the store once more to catch the sidecar up.
-pub fn write_events_vector(dir: &Path, name: &str, input: &EventsInput) {
+pub fn write_events_vector(dir: &Path, name: &str, version: u16, input: &EventsInput) {
     use makalog::event::RuntimeEvent;
     use makalog::store::RuntimeEventStore;
-    write_marker(dir, name);
+    write_marker(dir, name, version);
     let storage = Arc::new(RealStorage::new(dir));
     let owner = Owner::try_acquire(storage)
         .expect("acquire")

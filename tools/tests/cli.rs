@@ -333,7 +333,8 @@ fn verify_answers_at_once_on_fake_frame_headers_after_the_data_and_reports_them(
     let garbage = 2usize << 20;
     let mut fake = Vec::with_capacity(garbage);
     while fake.len() + 17 <= garbage {
-        let len = (garbage - fake.len()).saturating_sub(49) as u32;
+        let overhead = makalog::format::FrameLayout::NEW.overhead();
+        let len = (garbage - fake.len()).saturating_sub(overhead) as u32;
         fake.extend_from_slice(&len.to_le_bytes());
         fake.extend_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
         fake.extend_from_slice(&(last.seq + 1).to_le_bytes());

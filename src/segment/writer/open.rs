@@ -5,8 +5,7 @@ use super::{Head, SegmentSink, SegmentWriter, WriterConfig};
 use crate::commit::{AppendFile, GroupCommit};
 use crate::error::{Error, Result};
 use crate::format::{
-    validate_session_id, SegmentHeader, Tail, FOOTER_LEN, FORMAT_VERSION, HEADER_LEN,
-    MAX_PAYLOAD_LIMIT,
+    validate_session_id, SegmentHeader, Tail, FOOTER_LEN, HEADER_LEN, MAX_PAYLOAD_LIMIT,
 };
 use crate::recovery::{apply, plan, RecoveryReport};
 use crate::root::Owner;
@@ -109,6 +108,7 @@ impl SegmentWriter {
                     frames: scan.frame_count,
                     len: scan.data_end,
                     max_payload: scan.header.max_payload,
+                    layout: scan.header.layout(),
                 };
                 (file, head)
             }
@@ -129,7 +129,7 @@ impl SegmentWriter {
                     ));
                 };
                 let header = SegmentHeader {
-                    version: FORMAT_VERSION,
+                    version: owner.marker().format_version,
                     max_payload: config.max_payload,
                     ordinal,
                     first_seq,
@@ -145,6 +145,7 @@ impl SegmentWriter {
                     frames: 0,
                     len: HEADER_LEN as u64,
                     max_payload: config.max_payload,
+                    layout: header.layout(),
                 };
                 (file, head)
             }
@@ -168,6 +169,7 @@ impl SegmentWriter {
                 config,
                 session_id: session_id.to_owned(),
                 dir,
+                version: owner.marker().format_version,
                 _hold: hold,
             },
             report,

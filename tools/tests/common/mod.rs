@@ -61,6 +61,6 @@ pub fn last_record(root: &Path, session: &str) -> (makalog::segment::Record, Pat
         .expect("a record")
         .expect("valid");
     let seg = root.join(&last.file);
-    let data_end = last.offset + 49 + last.payload.len() as u64;
+    let data_end = last.end;
     (last, seg, data_end)
 }
