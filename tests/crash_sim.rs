@@ -92,7 +92,12 @@ fn io_errors_at_every_operation_once_and_forever() {
     ops.extend(random_workload(&mut rng, 20));
     let mut cases = 0;
     let mut calls_after_failure = 0;
-    for kind in [FaultKind::Eio, FaultKind::ShortWrite, FaultKind::NoSpace] {
+    for kind in [
+        FaultKind::Eio,
+        FaultKind::ShortWrite,
+        FaultKind::NoSpace,
+        FaultKind::SyncLost,
+    ] {
         for forever in [false, true] {
             let mut nth = 1;
             loop {

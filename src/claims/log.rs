@@ -14,7 +14,7 @@ use crate::format::{
     next_chain, ChainValue, ClaimsHeader, FrameBatch, FrameKind, FrameLayout, DEFAULT_MAX_PAYLOAD,
 };
 use crate::recovery::{apply, plan, RecoveryReport, Repair};
-use crate::root::{LogHold, Owner};
+use crate::root::{FailureMark, LogHold, Owner};
 use crate::storage::Storage;
 use std::path::{Path, PathBuf};
 use std::sync::MutexGuard;
@@ -57,19 +57,40 @@ struct ClaimsState {
 
 struct ClaimsSink {
     file: AppendFile,
+    /// Where a failed write or sync is told, so the log's next open writes it again.
+    failures: FailureMark,
+}
+
+impl ClaimsSink {
+    fn failed_if(&self, result: Result<()>) -> Result<()> {
+        if result.is_err() {
+            self.failures
+                .failed_in(self.file.path(), self.file.synced_end());
+        }
+        result
+    }
+
+    fn cut(&mut self) -> Result<()> {
+        let result = self.file.cut();
+        self.failed_if(result)
+    }
 }
 
 impl Sink for ClaimsSink {
     type Chunk = FrameBatch;
 
     fn write_out(&mut self, chunks: Vec<FrameBatch>, sync: bool, durable_seq: u64) -> Result<()> {
-        for chunk in chunks {
-            self.file.append(&chunk.stamped(durable_seq))?;
-        }
-        if sync {
-            self.file.sync()?;
-        }
-        Ok(())
+        let write = || {
+            for chunk in chunks {
+                self.file.append(&chunk.stamped(durable_seq))?;
+            }
+            if sync {
+                self.file.sync()?;
+            }
+            Ok(())
+        };
+        let result = write();
+        self.failed_if(result)
     }
 
     fn current_path(&self) -> PathBuf {
@@ -84,6 +105,23 @@ impl ClaimsLog {
     /// is quarantined and cut; a contradicting or damaged record refuses with nothing written.
     pub fn open(owner: &Owner) -> Result<(ClaimsLog, RecoveryReport)> {
         let hold = owner.hold_log("the claims log")?;
+        let path = Path::new(CLAIMS_FILE);
+        let failures = hold.failures();
+        if let Some(failed) = hold.take_failed() {
+            crate::commit::rewrite_and_sync(
+                &**owner.storage(),
+                &[(failed.file.clone(), failed.offset)],
+            )
+            .inspect_err(|_| failures.failed_in(&failed.file, failed.offset))?;
+        }
+        ClaimsLog::open_held(owner, hold).inspect_err(|e| {
+            if matches!(e, Error::Io { .. }) {
+                failures.failed_in(path, 0);
+            }
+        })
+    }
+
+    fn open_held(owner: &Owner, hold: LogHold) -> Result<(ClaimsLog, RecoveryReport)> {
         let storage = owner.storage().clone();
         let root_id = owner.marker().root_id_bytes()?;
         let path = Path::new(CLAIMS_FILE);
@@ -113,7 +151,7 @@ impl ClaimsLog {
                     let file = create(&*storage, &root_id, root_version)?;
                     (file, DEFAULT_MAX_PAYLOAD, root_version)
                 } else {
-                    let file = AppendFile::open(&*storage, path, replay.data_end, PREALLOC)?;
+                    let mut file = AppendFile::open(&*storage, path, replay.data_end, PREALLOC)?;
                     // Claims a dead process wrote may still sit in the page cache: make them
                     // durable before one is answered from them.
                     file.sync()?;
@@ -130,7 +168,14 @@ impl ClaimsLog {
         let state = ClaimsState { tables, chain };
         Ok((
             ClaimsLog {
-                commit: GroupCommit::new(state, ClaimsSink { file }, head_seq),
+                commit: GroupCommit::new(
+                    state,
+                    ClaimsSink {
+                        file,
+                        failures: hold.failures(),
+                    },
+                    head_seq,
+                ),
                 max_payload,
                 layout: crate::format::layout_of(version),
                 _hold: hold,
@@ -141,7 +186,7 @@ impl ClaimsLog {
 
     /// Syncs what is queued, cuts the zeros after the last claim and makes that durable.
     pub fn close(self) -> Result<()> {
-        self.commit.finish(|sink| sink.file.cut())
+        self.commit.finish(ClaimsSink::cut)
     }
 
     /// Claims an agent-graph intent now (§9). The same work again returns the stored claim with
@@ -335,7 +380,7 @@ impl Drop for ClaimsLog {
     /// A dropped log closes as [`ClaimsLog::close`] does, unless it failed.
     fn drop(&mut self) {
         if self.commit.is_healthy() {
-            let _ = self.commit.finish(|sink| sink.file.cut());
+            let _ = self.commit.finish(ClaimsSink::cut);
         }
     }
 }

@@ -52,6 +52,9 @@ pub(crate) struct AppendFile {
     file: Box<dyn StorageFile>,
     path: PathBuf,
     pos: u64,
+    /// Every byte before this offset is durable: the end of data at the last sync that
+    /// succeeded (or that the opener vouched for).
+    synced: u64,
     allocated: u64,
     prealloc: Prealloc,
 }
@@ -86,12 +89,14 @@ impl AppendFile {
             file,
             path: path.to_owned(),
             pos,
+            synced: pos,
             allocated,
             prealloc,
         })
     }
 
-    /// Opens an existing file whose data ends at `data_end` (everything after it is zeros).
+    /// Opens an existing file whose data ends at `data_end` (everything after it is zeros);
+    /// the caller makes the data durable (or knows it is) before anything builds on it.
     pub fn open(
         storage: &dyn Storage,
         path: &Path,
@@ -106,6 +111,7 @@ impl AppendFile {
             file,
             path: path.to_owned(),
             pos: data_end,
+            synced: data_end,
             allocated: allocated.max(data_end),
             prealloc,
         })
@@ -114,6 +120,11 @@ impl AppendFile {
     /// The file, relative to the root.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The offset before which every byte is durable (see the field).
+    pub fn synced_end(&self) -> u64 {
+        self.synced
     }
 
     /// Writes `bytes` after the data; small batches also zero-fill ahead. Not durable until synced.
@@ -161,6 +172,8 @@ impl AppendFile {
             head.len() as u64,
             "only a file holding just its header"
         );
+        // The old header is being overwritten: nothing is known durable until the sync.
+        self.synced = 0;
         self.file
             .write_all_at(head, 0)
             .map_err(|e| Error::io(&self.path, "write header", e))?;
@@ -182,10 +195,12 @@ impl AppendFile {
     }
 
     /// `fdatasync`.
-    pub fn sync(&self) -> Result<()> {
+    pub fn sync(&mut self) -> Result<()> {
         self.file
             .sync_data()
-            .map_err(|e| Error::io(&self.path, "fdatasync", e))
+            .map_err(|e| Error::io(&self.path, "fdatasync", e))?;
+        self.synced = self.pos;
+        Ok(())
     }
 }
 

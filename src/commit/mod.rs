@@ -5,7 +5,9 @@
 mod append_file;
 mod dir_sync;
 mod group;
+mod rewrite;
 
 pub(crate) use append_file::{AppendFile, Prealloc};
 pub(crate) use dir_sync::SharedDirSync;
 pub(crate) use group::{GroupCommit, Pending, Sink};
+pub(crate) use rewrite::rewrite_and_sync;

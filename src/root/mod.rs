@@ -6,3 +6,4 @@ mod owner;
 
 pub use marker::{create_or_open_root, read_marker, RootMarker, MARKER_FILE, ROOT_KIND};
 pub use owner::{try_acquire_owner, Lease, LogHold, Owner, LOCK_FILE};
+pub(crate) use owner::{FailureMark, Unsynced};

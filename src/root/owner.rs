@@ -26,6 +26,10 @@ pub struct Lease {
     open_logs: Mutex<HashSet<String>>,
     /// Directories of the root made sure of under this lease, with their shared syncs.
     dirs: Mutex<HashMap<PathBuf, Arc<SharedDirSync>>>,
+    /// Logs whose writing failed in this process, by name, with where in which file: their page
+    /// cache may hold bytes no sync will persist after it (a failed `fsync` can mark them
+    /// clean), so their next open writes those again and syncs before reading them.
+    failed: Mutex<HashMap<String, Unsynced>>,
 }
 
 impl Lease {
@@ -40,6 +44,62 @@ impl Lease {
 pub struct LogHold {
     lease: Arc<Lease>,
     name: String,
+}
+
+impl LogHold {
+    /// What the log's writer tells of a failed write or sync.
+    pub(crate) fn failures(&self) -> FailureMark {
+        FailureMark {
+            lease: self.lease.clone(),
+            name: self.name.clone(),
+        }
+    }
+
+    /// Where a failure in this process left the log unsynced (see [`FailureMark`]), if it did:
+    /// the opener writes back what follows and syncs it before reading it.
+    pub(crate) fn take_failed(&self) -> Option<Unsynced> {
+        lock(&self.lease.failed).remove(&self.name)
+    }
+}
+
+/// Marks a log whose write or sync failed. After a failed `fsync` the kernel may have marked
+/// the unsynced pages clean: they stay readable but no later sync writes them, so reading them
+/// back as durable (reopening in this process) would build on bytes a power loss takes away.
+#[derive(Clone)]
+pub(crate) struct FailureMark {
+    lease: Arc<Lease>,
+    name: String,
+}
+
+/// Where a log stopped being known durable: every byte of `file` from `offset` on, and every
+/// later file of the log, may sit in the page cache unsynced. A log's directory as `file`
+/// means all of its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unsynced {
+    pub file: PathBuf,
+    pub offset: u64,
+}
+
+impl FailureMark {
+    /// Records that a write or sync of the log failed with `file` known durable up to `offset`;
+    /// the earliest point marked is kept.
+    pub fn failed_in(&self, file: &Path, offset: u64) {
+        let point = Unsynced {
+            file: file.to_owned(),
+            offset,
+        };
+        let mut failed = lock(&self.lease.failed);
+        let kept = failed
+            .entry(self.name.clone())
+            .or_insert_with(|| point.clone());
+        if (point.file.as_path(), point.offset) < (kept.file.as_path(), kept.offset) {
+            *kept = point;
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Drop for LogHold {
@@ -113,6 +173,7 @@ impl Owner {
                 _lock: lock,
                 open_logs: Mutex::new(HashSet::new()),
                 dirs: Mutex::new(HashMap::new()),
+                failed: Mutex::new(HashMap::new()),
             }),
         }))
     }

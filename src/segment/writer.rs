@@ -14,7 +14,7 @@ use crate::format::{
     next_chain, ChainValue, FrameBatch, FrameLayout, RecordKind, SealFooter, SegmentHeader,
     DEFAULT_MAX_PAYLOAD, FOOTER_LEN, HEADER_LEN,
 };
-use crate::root::LogHold;
+use crate::root::{FailureMark, LogHold};
 use crate::storage::Storage;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -132,12 +132,12 @@ struct SegmentSink {
     storage: Arc<dyn Storage>,
     file: AppendFile,
     config: WriterConfig,
+    /// Where a failed write or sync is told, so the session's next open writes it again.
+    failures: FailureMark,
 }
 
-impl Sink for SegmentSink {
-    type Chunk = Chunk;
-
-    fn write_out(&mut self, chunks: Vec<Chunk>, sync: bool, durable_seq: u64) -> Result<()> {
+impl SegmentSink {
+    fn write_chunks(&mut self, chunks: Vec<Chunk>, sync: bool, durable_seq: u64) -> Result<()> {
         for chunk in chunks {
             if let Some(header) = &chunk.rewrite {
                 self.file.rewrite_header(&header.encode())?;
@@ -159,6 +159,29 @@ impl Sink for SegmentSink {
             self.file.sync()?;
         }
         Ok(())
+    }
+
+    /// Cuts the zeros after the data and syncs (a clean close).
+    fn cut(&mut self) -> Result<()> {
+        let result = self.file.cut();
+        self.failed_if(result)
+    }
+
+    fn failed_if(&self, result: Result<()>) -> Result<()> {
+        if result.is_err() {
+            self.failures
+                .failed_in(self.file.path(), self.file.synced_end());
+        }
+        result
+    }
+}
+
+impl Sink for SegmentSink {
+    type Chunk = Chunk;
+
+    fn write_out(&mut self, chunks: Vec<Chunk>, sync: bool, durable_seq: u64) -> Result<()> {
+        let result = self.write_chunks(chunks, sync, durable_seq);
+        self.failed_if(result)
     }
 
     fn current_path(&self) -> PathBuf {
@@ -258,6 +281,12 @@ impl SegmentWriter {
         self.commit.next_seq()
     }
 
+    /// False once a write or sync failed: the writer acknowledges nothing more, and the
+    /// session's next open (in this process too) writes back and syncs what it had written.
+    pub fn is_healthy(&self) -> bool {
+        self.commit.is_healthy()
+    }
+
     /// The highest sequence number known durable.
     pub fn durable_seq(&self) -> u64 {
         self.commit.durable_seq()
@@ -277,7 +306,7 @@ impl SegmentWriter {
     }
 
     fn finish(&self) -> Result<()> {
-        self.commit.finish(|sink| sink.file.cut())
+        self.commit.finish(SegmentSink::cut)
     }
 
     /// Gives the current segment, which holds no record, this writer's payload bound: its header

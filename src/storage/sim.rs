@@ -51,11 +51,14 @@ pub enum Tear {
     All,
     /// A prefix of each file's unsynced writes survives, chosen at random.
     Prefix,
-    /// A prefix survives, and the next write survives cut at a random byte.
+    /// A prefix survives, and the next write survives cut at a random byte (bytes it would
+    /// have overwritten keep what they held).
     TornLast,
-    /// As `TornLast`, but the cut write's missing bytes read as zeros.
+    /// As `TornLast`, but the cut write's missing bytes past the old end of the file read as
+    /// zeros (within it, as what they held).
     ZeroTail,
-    /// As `TornLast`, but the cut write's missing bytes read as garbage.
+    /// As `TornLast`, but the cut write's missing bytes read as garbage, even where they
+    /// overwrote bytes (a disk that does not write sectors whole).
     GarbageTail,
     /// Each 512-byte sector the unsynced writes changed survives or not on its own, in no
     /// order: a later page of a batch may reach the disk while an earlier one reads as it was
@@ -85,6 +88,10 @@ pub enum FaultKind {
     ShortWrite,
     /// A write fails with ENOSPC and does nothing.
     NoSpace,
+    /// A sync fails with EIO and the kernel forgets the writes it was to make durable
+    /// (fsyncgate): they stay readable, but no later sync makes them durable and a crash loses
+    /// them. On any other operation, as `Eio`.
+    SyncLost,
 }
 
 /// Which operations fail: the `nth` operation (counting from 1, every call on the storage or a
@@ -317,12 +324,21 @@ fn some_writes(mut data: Vec<u8>, pending: &[FileOp], tear: Tear, rng: &mut SimR
         if let Some(FileOp::Write { offset, bytes }) = pending.get(full) {
             let cut = rng.below(bytes.len() as u64) as usize;
             let mut partial = bytes[..cut].to_vec();
-            match tear {
-                Tear::ZeroTail => partial.resize(bytes.len(), 0),
-                Tear::GarbageTail => {
-                    partial.extend((cut..bytes.len()).map(|_| rng.next_u64() as u8))
-                }
-                _ => {}
+            // Bytes the write did not reach keep what they held (a disk persists whole
+            // sectors, so an overwrite cut short leaves the old ones), except under
+            // `GarbageTail`, which models sectors that do not; past the old end of the file
+            // they read as zeros (or garbage).
+            let start = *offset as usize;
+            for i in cut..bytes.len() {
+                let old = data.get(start + i).copied();
+                partial.push(match (tear, old) {
+                    (Tear::GarbageTail, _) => rng.next_u64() as u8,
+                    (_, Some(b)) => b,
+                    (_, None) => 0,
+                });
+            }
+            if tear == Tear::TornLast {
+                partial.truncate(cut.max(data.len().saturating_sub(start).min(bytes.len())));
             }
             apply_file_op(
                 &mut data,
@@ -406,6 +422,16 @@ fn begin(
     generation: Option<u64>,
     persistence: bool,
 ) -> io::Result<Option<FaultKind>> {
+    begin_op(st, generation, persistence, false)
+}
+
+/// [`begin`] for an operation that is a file sync (`sync`), which a `SyncLost` fault hits.
+fn begin_op(
+    st: &mut State,
+    generation: Option<u64>,
+    persistence: bool,
+    sync: bool,
+) -> io::Result<Option<FaultKind>> {
     if st.dead {
         return Err(err(io::ErrorKind::Other, "simulated process is dead"));
     }
@@ -432,6 +458,7 @@ fn begin(
     match hit {
         None => Ok(None),
         Some(f) if f.kind == FaultKind::ShortWrite => Ok(Some(FaultKind::ShortWrite)),
+        Some(f) if f.kind == FaultKind::SyncLost && sync => Ok(Some(FaultKind::SyncLost)),
         Some(f) if f.kind == FaultKind::NoSpace => Err(io::Error::from_raw_os_error(28)),
         Some(_) => Err(io::Error::from_raw_os_error(5)),
     }
@@ -497,10 +524,16 @@ impl StorageFile for SimFile {
 
     fn sync_data(&self) -> io::Result<()> {
         let mut st = lock(&self.state);
-        begin(&mut st, Some(self.generation), true)?;
+        let fault = begin_op(&mut st, Some(self.generation), true, true)?;
         let inode = &mut st.inodes[self.inode];
-        inode.pending.clear();
-        inode.durable = inode.data.clone();
+        let pending = std::mem::take(&mut inode.pending);
+        if fault == Some(FaultKind::SyncLost) {
+            // Marked clean without reaching the disk: reads see them, nothing persists them.
+            return Err(io::Error::from_raw_os_error(5));
+        }
+        for op in &pending {
+            apply_file_op(&mut inode.durable, op);
+        }
         Ok(())
     }
 

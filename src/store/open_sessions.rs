@@ -73,12 +73,15 @@ impl<T> OpenSessions<T> {
         session
     }
 
-    /// The open session, opened with `open` if it is not; `close` closes an evicted one.
+    /// The open session, opened with `open` if it is not; `close` closes an evicted one. An
+    /// open session that is not `usable` (its writer failed) and that nobody is using is
+    /// dropped and opened again: the open recovers it from its files.
     pub fn get_or_open(
         &self,
         id: &str,
         open: impl FnOnce() -> Result<T>,
         close: &dyn Fn(T) -> Result<()>,
+        usable: &dyn Fn(&T) -> bool,
     ) -> Result<Arc<T>> {
         let slot = lock(&self.slots)
             .entry(id.to_owned())
@@ -92,7 +95,11 @@ impl<T> OpenSessions<T> {
         let mut guard = lock(&slot.session);
         self.touch(&slot);
         if let Some(s) = guard.as_ref() {
-            return Ok(s.clone());
+            if usable(s) || Arc::strong_count(s) > 1 {
+                return Ok(s.clone());
+            }
+            *guard = None;
+            self.open.fetch_sub(1, Ordering::SeqCst);
         }
         // Evict before opening, so descriptors stay within the cap. Every other slot is only
         // try-locked while this one is held, so evictors cannot deadlock.

@@ -81,6 +81,7 @@ impl RuntimeEventStore {
             session_id,
             || open_for_writing(&self.owner, &self.config, session_id),
             &|s| close_session(storage, s),
+            &|s| s.writer.is_healthy(),
         )
     }
 

@@ -8,7 +8,7 @@ use crate::format::{
     validate_session_id, SegmentHeader, Tail, FOOTER_LEN, HEADER_LEN, MAX_PAYLOAD_LIMIT,
 };
 use crate::recovery::{apply, plan, RecoveryReport};
-use crate::root::Owner;
+use crate::root::{LogHold, Owner, Unsynced};
 use crate::segment::check::check_session;
 use crate::segment::layout::{segment_file_name, session_dir, SESSIONS_DIR};
 use crate::segment::load::scan_session_files;
@@ -57,6 +57,30 @@ impl SegmentWriter {
             )));
         }
         let hold = owner.hold_log(&format!("session {session_id}"))?;
+        let dir = session_dir(session_id);
+        let failures = hold.failures();
+        if let Some(failed) = hold.take_failed() {
+            rewrite_failed(&**owner.storage(), session_id, &failed)
+                .inspect_err(|_| failures.failed_in(&failed.file, failed.offset))?;
+        }
+        SegmentWriter::open_held(owner, session_id, config, resume, durable, hold).inspect_err(
+            |e| {
+                // Whatever the open wrote may sit unsynced: the next open writes it all again.
+                if matches!(e, Error::Io { .. } | Error::Poisoned { .. }) {
+                    failures.failed_in(&dir, 0);
+                }
+            },
+        )
+    }
+
+    fn open_held(
+        owner: &Owner,
+        session_id: &str,
+        config: WriterConfig,
+        resume: Option<Resume>,
+        durable: Option<Resume>,
+        hold: LogHold,
+    ) -> Result<(SegmentWriter, RecoveryReport)> {
         let storage = owner.storage().clone();
         let dir = session_dir(session_id);
         owner.ensure_root_dir(Path::new(SESSIONS_DIR))?;
@@ -96,7 +120,8 @@ impl SegmentWriter {
         });
         let (file, head) = match last {
             Some((path, scan)) if !matches!(scan.end, Tail::Sealed { .. }) => {
-                let file = AppendFile::open(&*storage, &path, scan.data_end, config.prealloc())?;
+                let mut file =
+                    AppendFile::open(&*storage, &path, scan.data_end, config.prealloc())?;
                 // The bytes recovery adopted may still sit in the page cache of a process
                 // that died: make them durable before anything builds on them.
                 if !vouched {
@@ -162,6 +187,7 @@ impl SegmentWriter {
             storage,
             file,
             config: config.clone(),
+            failures: hold.failures(),
         };
         Ok((
             SegmentWriter {
@@ -175,6 +201,31 @@ impl SegmentWriter {
             report,
         ))
     }
+}
+
+/// Writes again, and syncs, what a failure in this process left unsynced: `failed.file` from
+/// its offset and every later segment, or every segment when the file is the session's
+/// directory.
+fn rewrite_failed(storage: &dyn Storage, session_id: &str, failed: &Unsynced) -> Result<()> {
+    let dir = session_dir(session_id);
+    let present = storage
+        .entry_kind(&dir)
+        .map_err(|e| Error::io(&dir, "stat", e))?;
+    if present.is_none() {
+        return Ok(());
+    }
+    let segments = crate::segment::layout::list_session(storage, session_id)?.segments;
+    let from_dir = failed.file == session_dir(session_id);
+    let files: Vec<_> = segments
+        .into_iter()
+        .filter_map(|s| match s.path.cmp(&failed.file) {
+            _ if from_dir => Some((s.path, 0)),
+            std::cmp::Ordering::Less => None,
+            std::cmp::Ordering::Equal => Some((s.path, failed.offset)),
+            std::cmp::Ordering::Greater => Some((s.path, 0)),
+        })
+        .collect();
+    crate::commit::rewrite_and_sync(storage, &files)
 }
 
 /// Refuses a repair that would drop bytes before `durable`, the point a sidecar recorded as

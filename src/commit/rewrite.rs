@@ -1,0 +1,52 @@
+//! Writing a log's files again after a write or sync of them failed in this process, so that
+//! what reads back from the page cache is what the disk holds.
+//!
+//! After a failed `fsync` the kernel may mark the unsynced pages clean: they stay readable,
+//! but no later sync writes them, and a power loss takes them away (fsyncgate). Reopening such
+//! a log in the same process would read them as if durable and acknowledge records after them.
+//! Writing every byte back makes the pages dirty again, and a sync that succeeds then persists
+//! what reads see; recovery then judges those bytes as it judges any tail.
+
+use crate::error::{Error, Result};
+use crate::storage::{OpenMode, Storage};
+use std::path::{Path, PathBuf};
+
+/// Bytes copied per read and write.
+const CHUNK: usize = 1 << 20;
+
+/// Rewrites in place, and syncs, each file's bytes from its offset on, then syncs the
+/// directories that hold them. Files that no longer exist are skipped.
+pub(crate) fn rewrite_and_sync(storage: &dyn Storage, files: &[(PathBuf, u64)]) -> Result<()> {
+    let mut dirs: Vec<&Path> = Vec::new();
+    for (path, from) in files {
+        let file = match storage.open(path, OpenMode::ReadWrite) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(path, "open", e)),
+        };
+        let size = file.size().map_err(|e| Error::io(path, "stat", e))?;
+        let mut buf = vec![0u8; CHUNK.min(size.saturating_sub(*from) as usize)];
+        let mut at = *from;
+        while at < size {
+            let n = CHUNK.min((size - at) as usize);
+            let chunk = &mut buf[..n];
+            file.read_exact_at(chunk, at)
+                .map_err(|e| Error::io(path, "read", e))?;
+            file.write_all_at(chunk, at)
+                .map_err(|e| Error::io(path, "write", e))?;
+            at += n as u64;
+        }
+        file.sync_data()
+            .map_err(|e| Error::io(path, "fdatasync", e))?;
+        let dir = path.parent().unwrap_or(Path::new(""));
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    for dir in dirs {
+        storage
+            .sync_dir(dir)
+            .map_err(|e| Error::io(dir, "fsync directory", e))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,150 @@
+//! A sync that fails may leave the kernel believing the unsynced pages clean (fsyncgate): they
+//! stay readable, but no later sync writes them and a power loss takes them away. A log whose
+//! write or sync failed is poisoned; when it is opened again in the same process, what its
+//! failed writer had written is written back and synced before it is read, so nothing is
+//! acknowledged on top of bytes the disk may not hold. The store opens such a session again
+//! by itself.
+
+mod support;
+
+use makalog::claims::ClaimsLog;
+use makalog::error::Error;
+use makalog::format::RecordKind;
+use makalog::root::Owner;
+use makalog::segment::{Durability, SegmentWriter, WriterConfig};
+use makalog::storage::{Fault, FaultKind, SimRng, SimStorage, Tear};
+use makalog::store::RuntimeEventStore;
+use std::sync::Arc;
+use support::{payload, read_all, sim_root};
+
+const S: &str = "fsyncgate";
+
+fn owner(storage: &Arc<SimStorage>) -> Owner {
+    Owner::try_acquire(storage.clone())
+        .expect("lease")
+        .expect("free")
+}
+
+/// No zeros ahead: a durable append is one write and one sync.
+fn config() -> WriterConfig {
+    WriterConfig {
+        prealloc_step: 0,
+        ..WriterConfig::default()
+    }
+}
+
+/// The next sync fails and loses the writes it was to make durable.
+fn lose_next_sync(storage: &SimStorage) {
+    storage.inject(Fault {
+        nth: storage.operations() + 2,
+        forever: false,
+        kind: FaultKind::SyncLost,
+    });
+}
+
+#[test]
+fn a_writer_reopened_after_a_lost_sync_never_builds_on_the_lost_bytes() {
+    let storage = sim_root();
+    let owner = owner(&storage);
+    let (w, _) = SegmentWriter::open(&owner, S, config()).expect("open");
+    for i in 1..=2 {
+        w.append(RecordKind::Message, &payload(i, 200), Durability::Durable)
+            .expect("append");
+    }
+    lose_next_sync(&storage);
+    let failed = w.append(RecordKind::Message, &payload(3, 200), Durability::Durable);
+    assert!(matches!(failed, Err(Error::Io { .. })), "{failed:?}");
+    assert!(!w.is_healthy());
+    drop(w);
+    // Opened again by the same process: the lost record reads back from the page cache.
+    let (w, _) = SegmentWriter::open(&owner, S, config()).expect("reopen");
+    let next = w.next_seq();
+    w.append(
+        RecordKind::Message,
+        &payload(next, 200),
+        Durability::Durable,
+    )
+    .expect("acknowledged after the reopen");
+    drop(w);
+    drop(owner);
+    storage.crash(Tear::None, &mut SimRng::new(1));
+    let (w, _) = SegmentWriter::open(&self::owner(&storage), S, config())
+        .expect("every acknowledged record survives the power loss");
+    drop(w);
+    let recs = read_all(&*storage, S).expect("read");
+    assert_eq!(
+        recs.len() as u64,
+        next,
+        "the records before and the one after"
+    );
+    for r in &recs {
+        assert_eq!(r.payload, payload(r.seq, 200));
+    }
+}
+
+#[test]
+fn the_store_opens_a_session_whose_sync_failed_again_by_itself() {
+    let storage = sim_root();
+    let owner = owner(&storage);
+    let store = RuntimeEventStore::open(&owner, config());
+    let ev = |i: u32| {
+        support::events::text(
+            S,
+            "run-1",
+            "turn-1",
+            &format!("text-{i}"),
+            f64::from(i),
+            "words",
+        )
+    };
+    store.append(&ev(0), Durability::Durable).expect("first");
+    store.append(&ev(1), Durability::Durable).expect("second");
+    lose_next_sync(&storage);
+    assert!(store.append(&ev(2), Durability::Durable).is_err());
+    // The next call opens the session again; it was poisoned, never refused for good.
+    let later = store
+        .append(&ev(3), Durability::Durable)
+        .expect("after the failure");
+    assert!(later.created);
+    drop(store);
+    drop(owner);
+    storage.crash(Tear::None, &mut SimRng::new(2));
+    let owner = self::owner(&storage);
+    let store = RuntimeEventStore::open(&owner, config());
+    let ids: Vec<String> = store
+        .read_session_runtime_events(S)
+        .expect("the session opens after the power loss")
+        .iter()
+        .map(|e| e.id().to_owned())
+        .collect();
+    for want in ["text-0", "text-1", "text-3"] {
+        assert!(
+            ids.iter().any(|id| id == want),
+            "{want} missing from {ids:?}"
+        );
+    }
+}
+
+#[test]
+fn a_claims_log_reopened_after_a_lost_sync_keeps_every_acknowledged_claim() {
+    let storage = sim_root();
+    let owner = owner(&storage);
+    let (log, _) = ClaimsLog::open(&owner).expect("open");
+    log.claim_session_create_at("one", 1).expect("claim");
+    lose_next_sync(&storage);
+    assert!(log.claim_session_create_at("two", 2).is_err());
+    drop(log);
+    let (log, _) = ClaimsLog::open(&owner).expect("reopen");
+    log.claim_session_create_at("three", 3)
+        .expect("claim after");
+    drop(log);
+    drop(owner);
+    storage.crash(Tear::None, &mut SimRng::new(3));
+    let (log, _) = ClaimsLog::open(&self::owner(&storage)).expect("open after the power loss");
+    for id in ["one", "three"] {
+        assert!(
+            log.read_session_claim(id).expect("read").is_some(),
+            "{id} lost"
+        );
+    }
+}
