@@ -7,10 +7,12 @@
 
 mod atomic;
 mod real;
+#[cfg(feature = "test")]
 pub mod sim;
 
 pub use atomic::write_atomically;
 pub use real::RealStorage;
+#[cfg(feature = "test")]
 pub use sim::{Fault, FaultKind, SimRng, SimStorage, Tear};
 
 use std::io;

@@ -1,8 +1,10 @@
 //! Typed stores over the session ledger.
 
+mod identity;
 mod live;
 mod open_sessions;
 mod read_view;
+mod reads;
 mod runtime_events;
 mod stored;
 

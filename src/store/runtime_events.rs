@@ -7,16 +7,15 @@
 //! number of sessions stay open for writing; reads of a session that is not open go through a
 //! read-only view.
 
+use super::identity::check_identity;
 use super::live::{close_session, lock, open_for_writing, SessionEvents};
 use super::open_sessions::{OpenSessions, DEFAULT_MAX_OPEN_SESSIONS};
-use super::read_view::read_only_invocations;
-use super::stored::{read_events, stored_event};
+use super::stored::stored_event;
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
 use crate::format::RecordKind;
-use crate::index::{read_order, EventFacts, RuntimeInvocation, SessionIndex, StoredAt};
+use crate::index::{EventFacts, StoredAt};
 use crate::root::Owner;
-use crate::segment::layout::session_dir;
 use crate::segment::{Durability, WriterConfig};
 use crate::storage::Storage;
 use std::sync::Arc;
@@ -34,11 +33,11 @@ pub struct AppendedEvent {
 
 /// The runtime-event store of a root, open for writing under the owner's lease.
 pub struct RuntimeEventStore {
-    owner: Owner,
+    pub(super) owner: Owner,
     config: WriterConfig,
     /// The sessions open for writing: a session's open (its recovery) holds only its own slot,
     /// so appends to other sessions go on meanwhile.
-    sessions: OpenSessions<SessionEvents>,
+    pub(super) sessions: OpenSessions<SessionEvents>,
 }
 
 impl RuntimeEventStore {
@@ -60,7 +59,7 @@ impl RuntimeEventStore {
         }
     }
 
-    fn storage(&self) -> &dyn Storage {
+    pub(super) fn storage(&self) -> &dyn Storage {
         &**self.owner.storage()
     }
 
@@ -83,25 +82,6 @@ impl RuntimeEventStore {
             &|s| close_session(storage, s),
             &|s| s.writer.is_healthy(),
         )
-    }
-
-    /// How a read sees a session: open here (its live view, waited on until what it shows is
-    /// durable), absent (never written: empty, nothing created), or as its files hold it.
-    fn reading(&self, session_id: &str) -> Result<Reading> {
-        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        if let Some(s) = self.sessions.get_open(session_id) {
-            return Ok(Reading::Open(s));
-        }
-        let dir = session_dir(session_id);
-        if self
-            .storage()
-            .entry_kind(&dir)
-            .map_err(|e| Error::io(&dir, "stat", e))?
-            .is_none()
-        {
-            return Ok(Reading::Absent);
-        }
-        Ok(Reading::Files)
     }
 
     /// Appends a canonical event to its session. An event for a run that already has a terminal
@@ -198,62 +178,6 @@ impl RuntimeEventStore {
         Ok(ack.seq)
     }
 
-    /// The session's immutable events in read order: ts, runId, sequence, id.
-    pub fn read_session_runtime_events(&self, session_id: &str) -> Result<Vec<RuntimeEvent>> {
-        let mut events = self.durable_events(session_id)?;
-        events.sort_by(|a, b| read_order((&a.0, a.1), (&b.0, b.1)));
-        Ok(events.into_iter().map(|(e, _)| e).collect())
-    }
-
-    /// A run's immutable events in sequence order (then id).
-    pub fn read_immutable_runtime_events(
-        &self,
-        session_id: &str,
-        run_id: &str,
-    ) -> Result<Vec<RuntimeEvent>> {
-        let mut events: Vec<(RuntimeEvent, u64)> = self
-            .durable_events(session_id)?
-            .into_iter()
-            .filter(|(e, _)| e.run_id() == run_id)
-            .collect();
-        events.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.id().cmp(b.0.id())));
-        Ok(events.into_iter().map(|(e, _)| e).collect())
-    }
-
-    /// The session's immutable events in commit order, read from its files: of a session open
-    /// here, those up to its last immutable event once that is durable.
-    fn durable_events(&self, session_id: &str) -> Result<Vec<(RuntimeEvent, u64)>> {
-        let upto = match self.reading(session_id)? {
-            Reading::Absent => return Ok(Vec::new()),
-            Reading::Files => u64::MAX,
-            Reading::Open(s) => {
-                let upto = lock(&s.state).fact_seq;
-                s.writer.wait_synced(upto)?;
-                upto
-            }
-        };
-        read_events(self.storage(), session_id, upto)
-    }
-
-    /// The session's invocations, from its index: opened, in order of openedAt then id, each
-    /// with its first terminal event. A session open here answers from its view in memory once
-    /// the facts it shows are durable; another from a read-only view of its files.
-    pub fn list_session_invocations(&self, session_id: &str) -> Result<Vec<RuntimeInvocation>> {
-        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        let Some(session) = self.sessions.get_open(session_id) else {
-            return read_only_invocations(self.storage(), session_id);
-        };
-        let (listed, upto) = {
-            let mut st = lock(&session.state);
-            if st.listed.is_none() {
-                st.listed = Some(st.invocations(self.storage())?);
-            }
-            (st.listed.clone().unwrap_or_default(), st.fact_seq)
-        };
-        session.writer.wait_synced(upto)?;
-        Ok(listed)
-    }
-
     /// Syncs every session, writes the sidecars that are behind their logs and cuts the zeros
     /// ahead of each log's data; reports the first failure, including one met while closing an
     /// evicted session.
@@ -273,47 +197,4 @@ impl RuntimeEventStore {
         }
         first.map_or(Ok(()), Err)
     }
-}
-
-/// How a read finds a session.
-enum Reading {
-    Open(Arc<SessionEvents>),
-    Absent,
-    Files,
-}
-
-/// Refuses an event for a sealed run, or one whose ids contradict the stored identity of its
-/// run or invocation (§1.1).
-fn check_identity(view: &SessionIndex, event: &RuntimeEvent) -> Result<()> {
-    if let Some(run) = view.runs.get(event.run_id()) {
-        if run.sealed {
-            return Err(Error::RunSealed {
-                session_id: event.session_id().to_owned(),
-                run_id: event.run_id().to_owned(),
-            });
-        }
-        if run.invocation_id != event.invocation_id() || run.turn_id != event.turn_id() {
-            return Err(Error::IdentityConflict {
-                what: format!(
-                    "run {} belongs to invocation {} turn {}",
-                    event.run_id(),
-                    run.invocation_id,
-                    run.turn_id
-                ),
-            });
-        }
-    }
-    if let Some(inv) = view.invocations.get(event.invocation_id()) {
-        if inv.run_id != event.run_id() || inv.turn_id != event.turn_id() {
-            return Err(Error::IdentityConflict {
-                what: format!(
-                    "invocation {} belongs to run {} turn {}",
-                    event.invocation_id(),
-                    inv.run_id,
-                    inv.turn_id
-                ),
-            });
-        }
-    }
-    Ok(())
 }

@@ -1,0 +1,97 @@
+//! Reading the runtime-event store: a session's immutable events and its invocations, each
+//! answered from the session's view in memory when it is open here (once what it shows is
+//! durable), and otherwise from its files, without opening it for writing.
+
+use super::live::{lock, SessionEvents};
+use super::read_view::read_only_invocations;
+use super::runtime_events::RuntimeEventStore;
+use super::stored::read_events;
+use crate::error::{Error, Result};
+use crate::event::RuntimeEvent;
+use crate::index::{read_order, RuntimeInvocation};
+use crate::segment::layout::session_dir;
+use std::sync::Arc;
+
+impl RuntimeEventStore {
+    /// The session's immutable events in read order: ts, runId, sequence, id.
+    pub fn read_session_runtime_events(&self, session_id: &str) -> Result<Vec<RuntimeEvent>> {
+        let mut events = self.durable_events(session_id)?;
+        events.sort_by(|a, b| read_order((&a.0, a.1), (&b.0, b.1)));
+        Ok(events.into_iter().map(|(e, _)| e).collect())
+    }
+
+    /// A run's immutable events in sequence order (then id).
+    pub fn read_immutable_runtime_events(
+        &self,
+        session_id: &str,
+        run_id: &str,
+    ) -> Result<Vec<RuntimeEvent>> {
+        let mut events: Vec<(RuntimeEvent, u64)> = self
+            .durable_events(session_id)?
+            .into_iter()
+            .filter(|(e, _)| e.run_id() == run_id)
+            .collect();
+        events.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.id().cmp(b.0.id())));
+        Ok(events.into_iter().map(|(e, _)| e).collect())
+    }
+
+    /// The session's immutable events in commit order, read from its files: of a session open
+    /// here, those up to its last immutable event once that is durable.
+    fn durable_events(&self, session_id: &str) -> Result<Vec<(RuntimeEvent, u64)>> {
+        let upto = match self.reading(session_id)? {
+            Reading::Absent => return Ok(Vec::new()),
+            Reading::Files => u64::MAX,
+            Reading::Open(s) => {
+                let upto = lock(&s.state).fact_seq;
+                s.writer.wait_synced(upto)?;
+                upto
+            }
+        };
+        read_events(self.storage(), session_id, upto)
+    }
+
+    /// The session's invocations, from its index: opened, in order of openedAt then id, each
+    /// with its first terminal event. A session open here answers from its view in memory once
+    /// the facts it shows are durable; another from a read-only view of its files.
+    pub fn list_session_invocations(&self, session_id: &str) -> Result<Vec<RuntimeInvocation>> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        let Some(session) = self.sessions.get_open(session_id) else {
+            return read_only_invocations(self.storage(), session_id);
+        };
+        let (listed, upto) = {
+            let mut st = lock(&session.state);
+            if st.listed.is_none() {
+                st.listed = Some(st.invocations(self.storage())?);
+            }
+            (st.listed.clone().unwrap_or_default(), st.fact_seq)
+        };
+        session.writer.wait_synced(upto)?;
+        Ok(listed)
+    }
+
+    /// How a read sees a session: open here (its live view, waited on until what it shows is
+    /// durable), absent (never written: empty, nothing created), or as its files hold it.
+    fn reading(&self, session_id: &str) -> Result<Reading> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        if let Some(s) = self.sessions.get_open(session_id) {
+            return Ok(Reading::Open(s));
+        }
+        let dir = session_dir(session_id);
+        if self
+            .storage()
+            .entry_kind(&dir)
+            .map_err(|e| Error::io(&dir, "stat", e))?
+            .is_none()
+        {
+            return Ok(Reading::Absent);
+        }
+        Ok(Reading::Files)
+    }
+}
+
+/// How a read finds a session.
+enum Reading {
+    Open(Arc<SessionEvents>),
+    Absent,
+    Files,
+}
