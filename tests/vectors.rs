@@ -1,123 +1,18 @@
-//! Golden vectors checked both ways, and every truncation and single-bit flip of them.
+//! Golden vectors checked both ways: the reader produces what each vector expects, and the
+//! writer reproduces each vector's files from its input. Their truncations are in
+//! `truncation.rs`, their bit flips in `bitflip.rs`.
 
 mod support;
-#[path = "support/vectors.rs"]
-mod vectors;
 
-use makalog::format::{hex, FrameDecode, FrameLayout};
-use makalog::format::{FrameCursor, RecordKind, Tail};
+use makalog::format::{hex, FrameDecode, FrameLayout, RecordKind};
 use makalog::recovery::Problem;
-use makalog::segment::layout::SegmentFile;
-use makalog::segment::{
-    check_session, scan_segment, ScanResult, ScannedSegment, SegmentWriter, WriterConfig,
-};
+use makalog::segment::{scan_segment, ScanResult, SegmentWriter, WriterConfig};
 use makalog::storage::RealStorage;
 use makalog::verify::verify_root;
 use sha2::{Digest, Sha256};
 use std::path::Path;
-use std::sync::Arc;
-
-/// The directories of every version's vectors that hold sessions (those with an `input.json`),
-/// with their version and name.
-fn session_vectors() -> Vec<(u16, String, std::path::PathBuf)> {
-    let mut all = Vec::new();
-    for version in vectors::VERSIONS {
-        for name in vector_names(version) {
-            all.push((
-                version,
-                name.clone(),
-                vectors::vectors_dir(version).join(&name),
-            ));
-        }
-    }
-    all
-}
-
-/// Names of the vectors of `version` that hold sessions (those with an `input.json`).
-fn vector_names(version: u16) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(vectors::vectors_dir(version))
-        .expect("vectors")
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().join("input.json").exists())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert!(names.len() >= 3, "vectors: {names:?}");
-    names
-}
-
-/// The segment files of a vector's session, in order, with their bytes.
-fn segments(vector: &Path, session: &str) -> Vec<(SegmentFile, Vec<u8>)> {
-    let rel_dir = Path::new("sessions").join(session);
-    let mut names: Vec<String> = std::fs::read_dir(vector.join(&rel_dir))
-        .expect("session dir")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-        .into_iter()
-        .map(|name| {
-            let bytes = std::fs::read(vector.join(&rel_dir).join(&name)).expect("read");
-            let first_seq =
-                makalog::segment::layout::parse_segment_name(&name).expect("segment name");
-            (
-                SegmentFile {
-                    path: rel_dir.join(&name),
-                    name,
-                    first_seq,
-                },
-                bytes,
-            )
-        })
-        .collect()
-}
-
-/// (seq, kind code, payload) of every record the expected dump lists.
-fn expected_records(vector: &Path) -> Vec<(u64, String, serde_json::Value)> {
-    std::fs::read_to_string(vector.join("expected.jsonl"))
-        .expect("expected.jsonl")
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).expect("json line");
-            (
-                v["seq"].as_u64().expect("seq"),
-                v["kind"].as_str().expect("kind").to_owned(),
-                v["payload"].clone(),
-            )
-        })
-        .collect()
-}
-
-/// Records decoded from segment bytes by the pure cursor, in order, stopping at the first
-/// segment that does not end cleanly or sealed.
-fn decode_all(segs: &[(SegmentFile, Vec<u8>)]) -> Vec<(u64, String, serde_json::Value)> {
-    let mut out = Vec::new();
-    for (_, bytes) in segs {
-        let ScanResult::Scanned(scan) = scan_segment(bytes) else {
-            break;
-        };
-        let mut cursor = FrameCursor::for_segment(&scan.header);
-        while let Some((_, f)) = cursor.next_frame(bytes) {
-            let payload = serde_json::from_slice(f.payload).unwrap_or(serde_json::Value::Null);
-            out.push((f.seq, f.kind.name().to_owned(), payload));
-        }
-        if !matches!(cursor.end(), Some(Tail::Sealed { .. })) {
-            break;
-        }
-    }
-    out
-}
-
-fn check(session: &str, segs: &[(SegmentFile, Vec<u8>)]) -> Vec<Problem> {
-    let scanned: Vec<ScannedSegment> = segs
-        .iter()
-        .map(|(file, bytes)| ScannedSegment {
-            file: file.clone(),
-            result: scan_segment(bytes),
-        })
-        .collect();
-    check_session(session, &scanned, None).problems
-}
+use support::vector_files::*;
+use support::vectors;
 
 #[test]
 fn the_manifest_lists_every_vector_file_with_its_sha256() {
@@ -193,138 +88,6 @@ fn the_writer_reproduces_each_vector_byte_for_byte() {
             );
         }
     }
-}
-
-/// True when `written` (by a writer that closed cleanly, cutting its zeros ahead) equals the
-/// vector's file: byte for byte, except that the vector may keep zeros after the end of data.
-/// How many zeros a writer keeps ahead is its preallocation policy, not the format: a reader
-/// takes any number of zeros after the data as its end.
-fn same_data(vector: &[u8], written: &[u8]) -> bool {
-    vector.len() >= written.len()
-        && vector[..written.len()] == *written
-        && vector[written.len()..].iter().all(|&b| b == 0)
-}
-
-/// Copies a vector's session into a fresh root, with `file` replaced by `bytes`.
-fn root_with(
-    vector: &Path,
-    session: &str,
-    file: &Path,
-    bytes: &[u8],
-) -> (tempfile::TempDir, Arc<RealStorage>) {
-    let (t, storage) = support::temp_root();
-    let root = t.path().join("root");
-    let dir = root.join("sessions").join(session);
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    for (seg, seg_bytes) in segments(vector, session) {
-        let data = if seg.path == file {
-            bytes
-        } else {
-            &seg_bytes[..]
-        };
-        std::fs::write(root.join(&seg.path), data).expect("write");
-    }
-    (t, storage)
-}
-
-#[test]
-fn every_truncation_of_the_last_segment_recovers_a_valid_prefix() {
-    for (_, name, dir) in session_vectors() {
-        let input = vectors::read_input(&dir);
-        let expected = expected_records(&dir);
-        let segs = segments(&dir, &input.session_id);
-        let (last, bytes) = segs.last().expect("segments").clone();
-        let sealed = decode_all(&segs[..segs.len() - 1]).len();
-        for len in 0..bytes.len() {
-            let (_t, storage) = root_with(&dir, &input.session_id, &last.path, &bytes[..len]);
-            let (w, _) = SegmentWriter::open(
-                &support::owner(&storage),
-                &input.session_id,
-                WriterConfig::default(),
-            )
-            .unwrap_or_else(|e| panic!("{name} cut at {len}: {e}"));
-            drop(w);
-            let got: Vec<_> = support::read_all(&*storage, &input.session_id)
-                .unwrap_or_else(|e| panic!("{name} cut at {len}: {e}"))
-                .into_iter()
-                .map(|r| {
-                    (
-                        r.seq,
-                        r.kind.name().to_owned(),
-                        serde_json::from_slice(&r.payload).expect("json"),
-                    )
-                })
-                .collect();
-            assert!(
-                got.len() <= expected.len() && got[..] == expected[..got.len()],
-                "{name} cut at {len}"
-            );
-            assert!(
-                got.len() >= sealed,
-                "{name} cut at {len}: records of sealed segments lost"
-            );
-        }
-    }
-}
-
-#[test]
-fn every_truncation_of_a_sealed_segment_is_found_and_a_valid_prefix_still_reads() {
-    for version in vectors::VERSIONS {
-        truncations_of_sealed_segments(&vectors::vectors_dir(version).join("rolled"));
-    }
-}
-
-fn truncations_of_sealed_segments(dir: &Path) {
-    let input = vectors::read_input(dir);
-    let expected = expected_records(dir);
-    let segs = segments(dir, &input.session_id);
-    assert!(segs.len() >= 3);
-    for i in 0..segs.len() - 1 {
-        for len in 0..segs[i].1.len() {
-            let mut cut = segs.clone();
-            cut[i].1.truncate(len);
-            assert!(
-                !check(&input.session_id, &cut).is_empty(),
-                "segment {i} cut at {len} not found"
-            );
-            let got = decode_all(&cut);
-            assert!(
-                got.len() < expected.len() && got[..] == expected[..got.len()],
-                "segment {i} cut at {len}"
-            );
-        }
-    }
-}
-
-#[test]
-fn every_single_bit_flip_is_detected_and_never_decodes_a_different_record() {
-    let mut flips = 0u64;
-    for (_, name, dir) in session_vectors() {
-        let input = vectors::read_input(&dir);
-        let expected = expected_records(&dir);
-        let segs = segments(&dir, &input.session_id);
-        assert!(
-            check(&input.session_id, &segs).is_empty(),
-            "{name} is clean"
-        );
-        for i in 0..segs.len() {
-            for bit in 0..segs[i].1.len() * 8 {
-                let mut flipped = segs.clone();
-                flipped[i].1[bit / 8] ^= 1 << (bit % 8);
-                assert!(
-                    !check(&input.session_id, &flipped).is_empty(),
-                    "{name}: flip of bit {bit} in segment {i} not detected"
-                );
-                let got = decode_all(&flipped);
-                assert!(
-                    got.len() <= expected.len() && got[..] == expected[..got.len()],
-                    "{name}: flip of bit {bit} in segment {i} decoded a different record"
-                );
-                flips += 1;
-            }
-        }
-    }
-    assert!(flips > 10_000, "{flips} flips");
 }
 
 #[test]
@@ -426,50 +189,6 @@ fn claims_vector_both_ways(version: u16) {
         "five claims and two status changes"
     );
 }
-
-#[test]
-fn every_truncation_of_the_claims_vector_replays_to_a_valid_prefix() {
-    for version in vectors::VERSIONS {
-        claims_truncations(&vectors::vectors_dir(version).join("claims"));
-    }
-}
-
-fn claims_truncations(dir: &Path) {
-    let bytes = std::fs::read(dir.join("claims.log")).expect("claims.log");
-    let id = makalog::root::read_marker(&RealStorage::new(dir))
-        .expect("marker")
-        .root_id_bytes()
-        .expect("id");
-    let full = makalog::claims::replay_claims(&bytes, &id);
-    let end = full.data_end as usize;
-    let mut last = 0;
-    for len in 0..=(end + 128).min(bytes.len()) {
-        let r = makalog::claims::replay_claims(&bytes[..len], &id);
-        assert!(
-            r.problems
-                .iter()
-                .all(|p| matches!(p, Problem::TornTail { .. } | Problem::TornCreate { .. })),
-            "cut at {len}: {:?}",
-            r.problems
-        );
-        assert!(r.record_count >= last, "cut at {len}");
-        last = r.record_count;
-        // The prefix's records are the full log's first records: replaying them again from the
-        // full log's bytes up to the prefix's end gives the same head.
-        let again = makalog::claims::replay_claims(&bytes[..r.data_end.max(128) as usize], &id);
-        assert_eq!(again.head, r.head, "cut at {len}");
-    }
-    assert_eq!(last, full.record_count);
-}
-
-/// The runtime-event vectors as (format version, name, sidecar version): in format 1, `events`
-/// keeps the version 1 sidecar its writer left, `events-sidecar-v2` the version 2 one, over
-/// the same segments; format 2's `events` has a version 2 sidecar.
-const EVENT_VECTORS: [(u16, &str, u16); 3] = [
-    (1, "events", 1),
-    (1, "events-sidecar-v2", 2),
-    (2, "events", 2),
-];
 
 #[test]
 fn the_events_vectors_read_and_write_both_ways() {
@@ -584,39 +303,4 @@ fn copy_tree(from: &Path, to: &Path) {
             std::fs::copy(e.path(), target).expect("copy");
         }
     }
-}
-
-#[test]
-fn every_single_bit_flip_of_the_vector_sidecars_is_caught_and_never_panics() {
-    for (format, name, _) in EVENT_VECTORS {
-        bit_flips_of_the_sidecar(&vectors::vectors_dir(format).join(name));
-    }
-}
-
-fn bit_flips_of_the_sidecar(dir: &Path) {
-    use makalog::index::{decode_sidecar_header, decode_sidecar_state, find_ids, section};
-    let input = vectors::read_events_input(dir);
-    let good =
-        std::fs::read(dir.join("sessions").join(&input.session_id).join("index")).expect("index");
-    let mut refused = 0;
-    for bit in 0..good.len() * 8 {
-        let mut bad = good.clone();
-        bad[bit / 8] ^= 1 << (bit % 8);
-        let Ok(header) = decode_sidecar_header(&bad) else {
-            refused += 1;
-            continue;
-        };
-        let state = decode_sidecar_state(&bad, &header);
-        let ids = section(&bad, &header, 2).map(|body| find_ids(body, 42));
-        assert!(
-            state.is_err() || ids.is_err(),
-            "flip of bit {bit} went unnoticed"
-        );
-        refused += 1;
-    }
-    assert_eq!(
-        refused,
-        good.len() * 8,
-        "every flip is caught by the header's or a section's CRC"
-    );
 }

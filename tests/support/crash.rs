@@ -17,7 +17,7 @@ use makalog::format::RecordKind;
 use makalog::index::{encode_sidecar, rebuild, runtime_invocations_from_session_events};
 use makalog::root::{create_or_open_root, Owner};
 use makalog::segment::{Durability, SegmentWriter, SessionReader, WriterConfig};
-use makalog::storage::{Fault, SimRng, SimStorage, Storage, Tear};
+use makalog::storage::{Fault, FaultKind, SimRng, SimStorage, Storage, Tear};
 use makalog::store::RuntimeEventStore;
 use makalog::Error;
 use std::collections::BTreeMap;
@@ -1242,6 +1242,26 @@ pub fn restore(storage: &Arc<SimStorage>, files: &BTreeMap<std::path::PathBuf, V
 /// Fails the `nth` operation (once or from then on) while running `ops`, then checks that no
 /// writer acknowledged anything after its failure and that recovery is correct. Returns whether
 /// the fault was reached and how many calls went to writers that had failed.
+/// Runs the fault workload with `kind` injected at every operation in turn, once and for ever,
+/// checking each; returns the cases run and the calls failed writers refused.
+pub fn every_operation_failing(kind: FaultKind) -> Result<(u64, usize), String> {
+    let mut ops = small_workloads().concat();
+    let mut rng = SimRng::new(7);
+    ops.extend(random_workload(&mut rng, 20));
+    let (mut cases, mut calls_after_failure) = (0, 0);
+    for forever in [false, true] {
+        for nth in 1.. {
+            let fault = Fault { nth, forever, kind };
+            match check_fault(&ops, fault, nth)? {
+                (true, calls) => calls_after_failure += calls,
+                (false, _) => break,
+            }
+            cases += 1;
+        }
+    }
+    Ok((cases, calls_after_failure))
+}
+
 pub fn check_fault(ops: &[Op], fault: Fault, seed: u64) -> Result<(bool, usize), String> {
     let storage = Arc::new(SimStorage::new());
     storage.inject(fault);

@@ -110,3 +110,5 @@ pub mod child;
 pub mod counting;
 pub mod crash;
 pub mod events;
+pub mod vector_files;
+pub mod vectors;
