@@ -199,6 +199,10 @@ impl AppendFile {
         self.file
             .sync_data()
             .map_err(|e| Error::io(&self.path, "fdatasync", e))?;
+        debug_assert!(
+            self.synced <= self.pos,
+            "a file's durable part only grows by syncs"
+        );
         self.synced = self.pos;
         Ok(())
     }

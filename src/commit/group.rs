@@ -178,6 +178,10 @@ impl<T, S: Sink> GroupCommit<T, S> {
         mut st: Guard<'a, T, S::Chunk>,
         sync: bool,
     ) -> Result<Guard<'a, T, S::Chunk>> {
+        debug_assert!(
+            st.synced <= st.assigned,
+            "nothing is durable before it is queued"
+        );
         st.flushing = true;
         let chunks = std::mem::take(&mut st.chunks);
         st.bytes = 0;

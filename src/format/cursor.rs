@@ -213,6 +213,10 @@ impl<K: FrameKind> FrameCursor<K> {
                     return None;
                 }
                 self.durable = durable;
+                debug_assert!(
+                    durable < frame.seq,
+                    "decode_frame refuses a frame durable before it"
+                );
                 self.pos += used;
                 self.next_seq += 1;
                 self.chain = frame.chain;

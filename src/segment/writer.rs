@@ -258,6 +258,10 @@ impl SegmentWriter {
         st.log.chain = chain;
         st.log.frames += 1;
         st.log.len += frame_len;
+        debug_assert!(
+            st.log.frames == 1 || st.log.len + FOOTER_LEN as u64 <= self.config.segment_size,
+            "a segment rolls before its frames and footer pass the size, unless one frame does"
+        );
         Ok(ack)
     }
 
