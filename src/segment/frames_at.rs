@@ -85,8 +85,9 @@ impl<'s> FramesAt<'s> {
         };
         // Most openings and terminals fit in one read of this size; a longer frame takes a second.
         let mut frame = vec![0u8; FIRST_READ];
+        // One system call: a short read (a frame near the end of the file) is completed below.
         let got = file
-            .read_full_at(&mut frame, offset)
+            .read_at(&mut frame, offset)
             .map_err(|e| Error::io(&path, "read", e))?;
         frame.truncate(got);
         if frame.len() < layout.header_len() {

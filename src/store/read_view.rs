@@ -114,7 +114,9 @@ fn read_from(file: &dyn StorageFile, at: u64) -> std::io::Result<Vec<u8>> {
     let mut buf = vec![0u8; FIRST_READ];
     let mut done = 0;
     loop {
-        done += file.read_full_at(&mut buf[done..], at + done as u64)?;
+        // One read a round: a short read is the end (see above), so a small file costs one
+        // system call, not a second one to see the end.
+        done += file.read_at(&mut buf[done..], at + done as u64)?;
         if done < buf.len() {
             break;
         }
