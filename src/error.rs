@@ -50,6 +50,14 @@ pub enum Error {
     /// Input the caller supplied breaks a rule (bad id, oversized record, …). Nothing was written.
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// A record (a session header, a stored message, …) breaks a rule of MAKA-MODEL; `field` is
+    /// its JSON path (`subagentParent.spawnedBy.toolCallId`), `<record>` the record itself.
+    #[error("invalid {record}: {field}: {why}")]
+    InvalidRecord {
+        record: &'static str,
+        field: String,
+        why: String,
+    },
     /// The path is not a makalog root (no marker, or a marker of another kind).
     #[error("{path}: not a makalog root: {why}", path = path.display())]
     NotARoot { path: PathBuf, why: String },

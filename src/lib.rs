@@ -14,6 +14,7 @@ pub mod error;
 pub mod event;
 pub mod format;
 pub mod index;
+pub mod model;
 pub mod recovery;
 pub mod root;
 pub mod segment;

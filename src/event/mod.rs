@@ -26,10 +26,10 @@
 mod canonical;
 mod error;
 mod kind;
-mod number;
-mod parse;
-mod path;
-mod schema;
+pub(crate) mod number;
+pub(crate) mod parse;
+pub(crate) mod path;
+pub(crate) mod schema;
 
 pub use canonical::canonical_string;
 pub use error::EventError;

@@ -1,9 +1,9 @@
 //! The strict RuntimeEvent decoder of MAKA-MODEL §1: exact shapes at every level, enums matched
 //! exactly, and the normalizations HEAD's decode applies, producing the decoded event as a value.
 
-mod actions;
+pub(crate) mod actions;
 mod content;
-mod fields;
+pub(crate) mod fields;
 mod message;
 mod opening;
 mod projection;

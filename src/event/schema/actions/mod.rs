@@ -10,7 +10,7 @@ mod handoff;
 mod interaction;
 mod permission;
 mod recovery;
-mod usage;
+pub(crate) mod usage;
 mod workspace;
 
 pub use handoff::check_handoff_seal;

@@ -43,7 +43,13 @@ const CHANGE_REASONS: &[&str] = &[
 
 /// Decodes `tokenUsage`.
 pub fn decode(value: &Value, path: &Path) -> Result<Value> {
-    decode_object(value, path, |usage| {
+    decode_object(value, path, read_fields)
+}
+
+/// Reads the token-usage fields into `usage` (a `tokenUsage` object, or a stored `token_usage`
+/// message, which carries them beside its own).
+pub(crate) fn read_fields(usage: &mut Obj) -> Result<()> {
+    {
         usage.number("input")?;
         usage.number("output")?;
         for &key in NUMBERS {
@@ -62,7 +68,7 @@ pub fn decode(value: &Value, path: &Path) -> Result<Value> {
         usage.opt_decoded("contextBudget", budget::decode)?;
         usage.opt_object("lastRequestAnchor", read_anchor)?;
         Ok(())
-    })
+    }
 }
 
 /// PromptSegmentEstimate: the estimated size of one part of the prompt.
