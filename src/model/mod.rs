@@ -1,5 +1,5 @@
 //! The records of the session ledger besides runtime events (MAKA-MODEL §5–§8): session
-//! headers with their subagent objects, and stored messages. Each is decoded strictly from JSON
+//! headers with their subagent objects, stored messages, run headers and run events, and root-turn admissions. Each is decoded strictly from JSON
 //! (every field checked, unknown keys refused, a typed [`Error::InvalidRecord`] naming the
 //! field) and kept as its canonical JSON (keys sorted, numbers in one form), which is what a
 //! store writes. Pure: no I/O.
@@ -13,11 +13,15 @@
 //! - A legacy `permissionMode` of `execute` is stored as `ask`, as the original reads it.
 //! - Lone UTF-16 surrogates are refused, as for runtime events.
 
+mod admission;
 mod fields;
 mod message;
+mod run;
 mod session;
 
+pub use admission::{RootTurnAdmission, DESCRIPTOR_KINDS};
 pub use message::StoredMessage;
+pub use run::{transition_allowed, RunEvent, RunHeader, RUN_STATUSES, TERMINAL_RUN_STATUSES};
 pub use session::SessionHeader;
 
 use crate::error::Error;
