@@ -167,6 +167,11 @@ pub fn trusted_sidecar(
     let Ok(header) = decode_sidecar_header(bytes) else {
         return Ok(None);
     };
+    // A sidecar of an older version was written by a build that did not read session records:
+    // its view may lack them, so it is rebuilt (its covers still say what was durable).
+    if header.version != super::SIDECAR_VERSION {
+        return Ok(None);
+    }
     let Ok(view) = decode_sidecar_state(bytes, &header) else {
         return Ok(None);
     };

@@ -3,9 +3,11 @@
 //!
 //! Layout (little-endian; format/FORMAT.md describes every byte):
 //! magic[8] version u16 reserved u16 header_len u32 cover_count u32 covers[cover_count × 72]
-//! sections[4 × 20] header_crc u32, then the sections: runs, invocations, ids (bincode) and
-//! the session id. The ids section is a sorted array of fixed 40-byte entries, searched in place.
+//! sections[5 × 20] header_crc u32, then the sections: runs, invocations, ids (bincode), the
+//! session id, and the session records' state (bincode; version 3). The ids section is a
+//! sorted array of fixed 40-byte entries, searched in place. Versions 1 and 2 have 4 sections.
 
+use super::session_state::SessionState;
 use super::view::{Cover, IdEntry, InvocationEntry, RunEntry, SessionIndex};
 use crate::format::{u32_at, u64_at, FormatError};
 use std::collections::BTreeMap;
@@ -13,16 +15,27 @@ use std::collections::BTreeMap;
 /// The first eight bytes of a sidecar.
 pub const SIDECAR_MAGIC: [u8; 8] = *b"MKLGIDX\0";
 
-/// The sidecar version this build writes. It reads this one and version 1 (whose opening and
-/// terminal events hold their JSON instead of where they lie: see `sidecar_v1`).
-pub const SIDECAR_VERSION: u16 = 2;
+/// The sidecar version this build writes. It also reads versions 2 (no session state: their
+/// writer did not read session records, so they never vouch for a log) and 1 (whose opening and
+/// terminal events also hold their JSON instead of where they lie: see `sidecar_v1`).
+pub const SIDECAR_VERSION: u16 = 3;
 
 pub use crate::segment::layout::SIDECAR_FILE;
 
 const FIXED: usize = 20;
 const COVER_LEN: usize = 72;
 const SECTION_LEN: usize = 20;
-const SECTIONS: usize = 4;
+/// Sections of a version 3 sidecar; versions 1 and 2 have the first four.
+const SECTIONS: usize = 5;
+
+/// How many sections a sidecar of `version` has.
+fn sections_of(version: u16) -> usize {
+    if version >= 3 {
+        SECTIONS
+    } else {
+        SECTIONS - 1
+    }
+}
 /// Bytes of one id entry as bincode encodes it.
 pub const ID_ENTRY_LEN: usize = 40;
 
@@ -39,8 +52,8 @@ pub struct Section {
 pub struct SidecarHeader {
     pub version: u16,
     pub covers: Vec<Cover>,
-    /// runs, invocations, ids, session id.
-    pub sections: [Section; SECTIONS],
+    /// runs, invocations, ids, session id, and (version 3) session state.
+    pub sections: Vec<Section>,
 }
 
 pub(super) fn bincode_err(e: bincode::Error) -> FormatError {
@@ -65,6 +78,7 @@ pub fn encode_sidecar(view: &SessionIndex, base_ids: &[IdEntry]) -> Result<Vec<u
         bincode::serialize(&invocations).map_err(bincode_err)?,
         bincode::serialize(&ids).map_err(bincode_err)?,
         view.session_id.as_bytes().to_vec(),
+        bincode::serialize(&view.session).map_err(bincode_err)?,
     ];
     let header_len = FIXED + COVER_LEN * view.covers.len() + SECTION_LEN * SECTIONS + 4;
     let mut out = Vec::with_capacity(header_len + bodies.iter().map(Vec::len).sum::<usize>());
@@ -108,7 +122,7 @@ pub fn decode_sidecar_header(bytes: &[u8]) -> Result<SidecarHeader, FormatError>
         return Err(FormatError::new(0, "bad sidecar magic"));
     }
     let version = u16::from_le_bytes([bytes[8], bytes[9]]);
-    if version != SIDECAR_VERSION && version != 1 {
+    if !(1..=SIDECAR_VERSION).contains(&version) {
         return Err(FormatError::new(
             8,
             format!("unsupported sidecar version {version}"),
@@ -119,9 +133,10 @@ pub fn decode_sidecar_header(bytes: &[u8]) -> Result<SidecarHeader, FormatError>
     }
     let header_len = u32_at(bytes, 12) as usize;
     let covers = u32_at(bytes, 16) as usize;
+    let n_sections = sections_of(version);
     let expected = covers
         .checked_mul(COVER_LEN)
-        .and_then(|n| n.checked_add(FIXED + SECTION_LEN * SECTIONS + 4));
+        .and_then(|n| n.checked_add(FIXED + SECTION_LEN * n_sections + 4));
     if expected != Some(header_len) || header_len > bytes.len() {
         return Err(FormatError::new(
             12,
@@ -154,14 +169,10 @@ pub fn decode_sidecar_header(bytes: &[u8]) -> Result<SidecarHeader, FormatError>
             chain,
         });
     }
-    let mut sections = [Section {
-        offset: 0,
-        len: 0,
-        crc: 0,
-    }; SECTIONS];
-    for (i, s) in sections.iter_mut().enumerate() {
+    let mut sections = Vec::with_capacity(n_sections);
+    for i in 0..n_sections {
         let at = FIXED + covers * COVER_LEN + i * SECTION_LEN;
-        *s = Section {
+        let s = Section {
             offset: u64_at(bytes, at),
             len: u64_at(bytes, at + 8),
             crc: u32_at(bytes, at + 16),
@@ -173,6 +184,7 @@ pub fn decode_sidecar_header(bytes: &[u8]) -> Result<SidecarHeader, FormatError>
                 "sidecar section lies outside the file",
             ));
         }
+        sections.push(s);
     }
     Ok(SidecarHeader {
         version,
@@ -222,12 +234,17 @@ pub fn decode_sidecar_state(
     let session_id = std::str::from_utf8(section(bytes, header, 3)?)
         .map_err(|_| FormatError::new(0, "sidecar session id is not UTF-8"))?
         .to_owned();
+    let session = match header.sections.get(4) {
+        Some(_) => bincode::deserialize(section(bytes, header, 4)?).map_err(bincode_err)?,
+        None => SessionState::default(),
+    };
     Ok(SessionIndex {
         session_id,
         covers: header.covers.clone(),
         runs: runs.into_iter().collect::<BTreeMap<_, _>>(),
         invocations: invocations.into_iter().collect::<BTreeMap<_, _>>(),
         ids: Default::default(),
+        session,
     })
 }
 

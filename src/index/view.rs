@@ -4,6 +4,7 @@
 
 use super::facts::EventFacts;
 use super::invocations::{sort_invocations, utf16_cmp, RuntimeInvocation};
+use super::session_state::SessionState;
 use crate::format::{ChainValue, RecordKind};
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -157,6 +158,8 @@ pub struct SessionIndex {
     /// Event ids, when the view holds them (a rebuild does; a live store keeps only those
     /// added since its sidecar, the rest stay in the sidecar).
     pub ids: HashMap<String, IdEntry, IdHasher>,
+    /// What its session header and message records make.
+    pub session: SessionState,
 }
 
 impl SessionIndex {
@@ -178,20 +181,24 @@ impl SessionIndex {
         known_id: &dyn Fn(&str) -> bool,
     ) -> Result<(), String> {
         self.cover(r.ordinal, r.offset, r.end, r.seq, r.chain);
-        if r.kind != RecordKind::RuntimeEvent {
-            return Ok(());
-        }
-        let json =
-            std::str::from_utf8(r.payload).map_err(|_| "runtime event is not UTF-8".to_owned())?;
-        let facts = EventFacts::peek(json)?;
-        let known = known_id(&facts.id);
         let at = StoredAt {
             record_seq: r.seq,
             ordinal: r.ordinal,
             offset: r.offset,
         };
-        self.apply_event(at, &facts, known);
-        Ok(())
+        match r.kind {
+            RecordKind::RuntimeEvent => {
+                let json = std::str::from_utf8(r.payload)
+                    .map_err(|_| "runtime event is not UTF-8".to_owned())?;
+                let facts = EventFacts::peek(json)?;
+                let known = known_id(&facts.id);
+                self.apply_event(at, &facts, known);
+                Ok(())
+            }
+            RecordKind::SessionHeader => self.session.apply_header(r.payload, &self.session_id),
+            RecordKind::Message => self.session.apply_message(r.payload, at),
+            _ => Ok(()),
+        }
     }
 
     /// Records that the log now ends with the frame at `offset` of segment `ordinal` (which

@@ -133,6 +133,10 @@ fn vouched_view(storage: &dyn Storage, session_id: &str, bytes: &[u8]) -> Result
     let Ok(header) = decode_sidecar_header(bytes) else {
         return Ok(None);
     };
+    // An older sidecar holds no session state, so it vouches for nothing.
+    if header.version != crate::index::SIDECAR_VERSION {
+        return Ok(None);
+    }
     let Ok(mut view) = decode_sidecar_state(bytes, &header) else {
         return Ok(None);
     };

@@ -14,7 +14,7 @@ use super::stored::stored_event;
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
 use crate::format::RecordKind;
-use crate::index::{EventFacts, StoredAt};
+use crate::index::{EventFacts, RecordRef, StoredAt};
 use crate::root::Owner;
 use crate::segment::{Durability, WriterConfig};
 use crate::storage::Storage;
@@ -167,11 +167,23 @@ impl RuntimeEventStore {
                 "runtime events are appended with RuntimeEventStore::append".into(),
             ));
         }
+        // The records the view reads are checked first, by the rules it reads them with: one it
+        // would refuse is refused here, with nothing written.
+        check_session_record(session_id, kind, payload)?;
         let session = self.session(session_id)?;
         let mut st = lock(&session.state);
         let ack = session.writer.enqueue(kind, payload)?;
-        st.view
-            .cover(ack.ordinal, ack.offset, ack.end, ack.seq, ack.chain);
+        let at = RecordRef {
+            ordinal: ack.ordinal,
+            offset: ack.offset,
+            end: ack.end,
+            seq: ack.seq,
+            chain: ack.chain,
+            kind,
+            payload,
+        };
+        let applied = st.view.apply_record(&at, &|_| false);
+        debug_assert!(applied.is_ok(), "the probe accepted it: {applied:?}");
         st.dirty = true;
         drop(st);
         session.writer.wait_durable(ack.seq)?;
@@ -196,5 +208,32 @@ impl RuntimeEventStore {
             }
         }
         first.map_or(Ok(()), Err)
+    }
+}
+
+/// Checks a session header or stored message as the session's view will read it (a header
+/// names its own session); other kinds are not read by the view.
+fn check_session_record(session_id: &str, kind: RecordKind, payload: &[u8]) -> Result<()> {
+    let text = || {
+        std::str::from_utf8(payload).map_err(|_| Error::InvalidRecord {
+            record: kind.name(),
+            field: "<record>".into(),
+            why: "is not UTF-8".into(),
+        })
+    };
+    match kind {
+        RecordKind::SessionHeader => {
+            let header = crate::model::SessionHeader::decode(text()?)?;
+            if header.id() != session_id {
+                return Err(Error::InvalidRecord {
+                    record: "session header",
+                    field: "id".into(),
+                    why: format!("names session {:?}, not {session_id:?}", header.id()),
+                });
+            }
+            Ok(())
+        }
+        RecordKind::Message => crate::model::StoredMessage::decode(text()?).map(|_| ()),
+        _ => Ok(()),
     }
 }

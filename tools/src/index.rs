@@ -40,8 +40,9 @@ pub fn check(root: &Path) -> ExitCode {
                 Ok(got) if got == want => None,
                 Ok(got) if older_but_equal(&got, &want) => {
                     say!(
-                        "{}: equals a rebuild (sidecar version 1: the next write, or index rebuild, makes it version {SIDECAR_VERSION})",
-                        path.display()
+                        "{}: equals a rebuild (sidecar version {}: the next write, or index rebuild, makes it version {SIDECAR_VERSION})",
+                        path.display(),
+                        u16::from_le_bytes([got[8], got[9]])
                     );
                     continue;
                 }

@@ -312,8 +312,8 @@ fn index_check_accepts_a_version_1_sidecar_that_reads_as_a_rebuild_and_rebuild_u
     let after = std::fs::read(&index).expect("index");
     assert_eq!(
         u16::from_le_bytes([after[8], after[9]]),
-        2,
-        "rebuilt as version 2"
+        makalog::index::SIDECAR_VERSION,
+        "rebuilt in this build's version"
     );
     let out = makalog(&["index", "check", r]);
     assert_eq!(out.status.code(), Some(0));

@@ -1,0 +1,52 @@
+//! The part of a session's view that its session records make (MAKA-MODEL §5, §6): the latest
+//! session header, kept whole so a listing reads no segment, and where every stored message
+//! lies, with its id and turn. A pure function of the records, as the rest of the view is.
+
+use super::view::StoredAt;
+use crate::model::{SessionHeader, StoredMessage};
+use serde::{Deserialize, Serialize};
+
+/// One stored message: its id and turn, and where its frame lies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageEntry {
+    pub id: String,
+    pub turn_id: Option<String>,
+    pub at: StoredAt,
+}
+
+/// The session records' state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionState {
+    /// The canonical JSON of the latest session header record.
+    pub header: Option<String>,
+    /// Every stored message in append order.
+    pub messages: Vec<MessageEntry>,
+}
+
+impl SessionState {
+    /// Applies a session header record of session `session_id`.
+    pub fn apply_header(&mut self, payload: &[u8], session_id: &str) -> Result<(), String> {
+        let json = std::str::from_utf8(payload).map_err(|_| "session header is not UTF-8")?;
+        let header = SessionHeader::decode(json).map_err(|e| e.to_string())?;
+        if header.id() != session_id {
+            return Err(format!(
+                "the session header is session {:?}'s, in session {session_id:?}",
+                header.id()
+            ));
+        }
+        self.header = Some(header.canonical_json().to_owned());
+        Ok(())
+    }
+
+    /// Applies a stored message record stored `at`.
+    pub fn apply_message(&mut self, payload: &[u8], at: StoredAt) -> Result<(), String> {
+        let json = std::str::from_utf8(payload).map_err(|_| "stored message is not UTF-8")?;
+        let message = StoredMessage::decode(json).map_err(|e| e.to_string())?;
+        self.messages.push(MessageEntry {
+            id: message.id().to_owned(),
+            turn_id: message.turn_id().map(str::to_owned),
+            at,
+        });
+        Ok(())
+    }
+}
