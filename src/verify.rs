@@ -130,8 +130,9 @@ pub fn verify_root(storage: &dyn Storage) -> Result<VerifyReport> {
 }
 
 /// Reads every record of the valid prefix as the stores will: a runtime event must be UTF-8
-/// and decode as a canonical RuntimeEvent, or the session could not be read by the store
-/// though its frames are sound. One finding per record that does not.
+/// and decode as a canonical RuntimeEvent, a session header or message as MAKA-MODEL §5 and §6
+/// say, or the session could not be read by the store though its frames are sound. One finding
+/// per record that does not.
 fn check_payloads(storage: &dyn Storage, session_id: &str, findings: &mut Vec<String>) {
     let Ok(reader) = SessionReader::open(storage, session_id, 1) else {
         return;
@@ -141,17 +142,32 @@ fn check_payloads(storage: &dyn Storage, session_id: &str, findings: &mut Vec<St
         let Ok(r) = record else {
             return;
         };
-        if r.kind != RecordKind::RuntimeEvent {
-            continue;
-        }
-        let decoded = std::str::from_utf8(&r.payload)
-            .map_err(|_| "it is not UTF-8".to_owned())
-            .and_then(|text| RuntimeEvent::decode(text).map_err(|e| e.to_string()));
+        // The same checks the session's view applies when it reads the record.
+        let mut scratch = crate::index::SessionState::default();
+        let at = crate::index::StoredAt {
+            record_seq: r.seq,
+            ordinal: r.ordinal,
+            offset: r.offset,
+        };
+        let decoded = match r.kind {
+            RecordKind::RuntimeEvent => std::str::from_utf8(&r.payload)
+                .map_err(|_| "it is not UTF-8".to_owned())
+                .and_then(|text| {
+                    RuntimeEvent::decode(text)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                }),
+            _ if r.format_version < 2 => continue,
+            RecordKind::SessionHeader => scratch.apply_header(&r.payload, session_id),
+            RecordKind::Message => scratch.apply_message(&r.payload, at),
+            _ => continue,
+        };
         if let Err(why) = decoded {
             findings.push(format!(
-                "{} at byte {}: runtime event {} does not decode: {why}",
+                "{} at byte {}: {} record {} does not decode: {why}",
                 r.file.display(),
                 r.offset,
+                r.kind.name(),
                 r.seq
             ));
         }

@@ -525,9 +525,9 @@ fn a_larger_record_on_an_empty_segment_rewrites_its_header_instead_of_rolling_on
         ..WriterConfig::default()
     };
     let (w, _) = SegmentWriter::open(&owner(&storage), S, large.clone()).expect("reopen");
-    w.append(RecordKind::Message, &payload(1, 4096), Durability::Durable)
+    w.append(RecordKind::RunSeal, &payload(1, 4096), Durability::Durable)
         .expect("a record above the empty segment's bound");
-    w.append(RecordKind::Message, &payload(2, 100), Durability::Durable)
+    w.append(RecordKind::RunSeal, &payload(2, 100), Durability::Durable)
         .expect("and one after it");
     drop(w);
     let (w, _) = SegmentWriter::open(&owner(&storage), S, large).expect("open again");

@@ -202,6 +202,17 @@ fn the_events_vectors_read_and_write_both_ways() {
             .expect("index");
         let header = makalog::index::decode_sidecar_header(&stored).expect("header");
         assert_eq!(header.version, version, "{name}");
+        // The session records the input appends before its events are in the view.
+        let state = makalog::index::decode_sidecar_state(&stored, &header).expect("state");
+        assert_eq!(state.session, view.session, "{name}");
+        assert_eq!(
+            (view.session.header.is_some(), view.session.messages.len()),
+            (
+                !input.records.is_empty(),
+                input.records.len().saturating_sub(1)
+            ),
+            "v{format} {name}: the header and every message"
+        );
         if version == makalog::index::SIDECAR_VERSION {
             assert!(
                 rebuilt == stored,

@@ -43,6 +43,14 @@ impl FrameLayout {
         }
     }
 
+    /// The file version that lays frames out this way.
+    pub const fn version(self) -> u16 {
+        match self {
+            FrameLayout::V1 => 1,
+            FrameLayout::V2 => 2,
+        }
+    }
+
     /// Bytes before the payload.
     pub const fn header_len(self) -> usize {
         match self {

@@ -46,6 +46,7 @@ fn apply_all(
         let r = record?;
         let at = RecordRef {
             ordinal: r.ordinal,
+            format_version: r.format_version,
             offset: r.offset,
             end: r.end,
             seq: r.seq,

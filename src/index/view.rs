@@ -139,6 +139,9 @@ pub struct StoredAt {
 /// One record as the view sees it.
 pub struct RecordRef<'a> {
     pub ordinal: u64,
+    /// The format version of the segment holding it: in version 1, session header and message
+    /// records are opaque to the view (their writers never checked them).
+    pub format_version: u16,
     pub offset: u64,
     /// Offset just past the record's frame.
     pub end: u64,
@@ -195,6 +198,7 @@ impl SessionIndex {
                 self.apply_event(at, &facts, known);
                 Ok(())
             }
+            _ if r.format_version < 2 => Ok(()),
             RecordKind::SessionHeader => self.session.apply_header(r.payload, &self.session_id),
             RecordKind::Message => self.session.apply_message(r.payload, at),
             _ => Ok(()),

@@ -17,6 +17,8 @@ use std::path::PathBuf;
 pub struct Record {
     /// Ordinal of the segment holding it.
     pub ordinal: u64,
+    /// The format version of that segment.
+    pub format_version: u16,
     pub seq: u64,
     pub kind: RecordKind,
     pub payload: Vec<u8>,
@@ -68,6 +70,8 @@ pub struct SessionReader<'s> {
 
 struct Open {
     ordinal: u64,
+    /// The segment's format version.
+    version: u16,
     file: SegmentFile,
     bytes: FileBytes,
     cursor: FrameCursor,
@@ -134,6 +138,7 @@ impl<'s> SessionReader<'s> {
                 .0;
             self.current = Some(Open {
                 ordinal: header.ordinal,
+                version: header.version,
                 cursor: FrameCursor::resuming(&header, r.last_seq, r.chain, r.data_end),
                 file,
                 bytes: FileBytes::Owned(tail),
@@ -175,6 +180,7 @@ impl<'s> SessionReader<'s> {
         }
         self.current = Some(Open {
             ordinal: header.ordinal,
+            version: header.version,
             cursor: FrameCursor::for_segment(&header),
             file,
             bytes,
@@ -245,6 +251,7 @@ impl<'s> SessionReader<'s> {
                 let open = self.current.as_ref()?;
                 Some(Ok(RecordView {
                     ordinal: open.ordinal,
+                    format_version: open.version,
                     seq: at.seq,
                     kind: at.kind,
                     chain: at.chain,
@@ -280,6 +287,8 @@ struct Located {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordView<'a> {
     pub ordinal: u64,
+    /// The format version of the segment holding it.
+    pub format_version: u16,
     pub seq: u64,
     pub kind: RecordKind,
     pub chain: ChainValue,
@@ -296,6 +305,7 @@ impl RecordView<'_> {
     pub fn to_record(&self) -> Record {
         Record {
             ordinal: self.ordinal,
+            format_version: self.format_version,
             seq: self.seq,
             kind: self.kind,
             payload: self.payload.to_vec(),

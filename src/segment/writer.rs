@@ -87,6 +87,8 @@ pub struct Appended {
     pub offset: u64,
     /// Offset just past its frame.
     pub end: u64,
+    /// The format version of that segment.
+    pub format_version: u16,
 }
 
 /// The one writer of a session's segments. It holds a share of the owner's lease.
@@ -254,6 +256,7 @@ impl SegmentWriter {
             ordinal: st.log.ordinal,
             offset: st.log.len,
             end: st.log.len + frame_len,
+            format_version: layout.version(),
         };
         st.log.chain = chain;
         st.log.frames += 1;

@@ -241,6 +241,7 @@ fn vouched_view(storage: &dyn Storage, session_id: &str, bytes: &[u8]) -> Result
     while let Some((offset, frame)) = cursor.next_frame(tail) {
         let at = RecordRef {
             ordinal: last.ordinal,
+            format_version: scan.header.version,
             offset,
             end: cursor.data_end(),
             seq: frame.seq,

@@ -175,6 +175,7 @@ impl RuntimeEventStore {
         let ack = session.writer.enqueue(kind, payload)?;
         let at = RecordRef {
             ordinal: ack.ordinal,
+            format_version: ack.format_version,
             offset: ack.offset,
             end: ack.end,
             seq: ack.seq,

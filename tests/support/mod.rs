@@ -75,8 +75,9 @@ pub fn write_n(
     let (w, _) =
         SegmentWriter::open(&owner(storage), session, config.clone()).expect("open writer");
     for i in first..first + n {
-        // Opaque bytes: a message record (verify reads runtime events as the store does).
-        w.append(RecordKind::Message, &payload(i, len), Durability::Durable)
+        // Opaque bytes: a run seal, which no reader decodes (verify reads events, headers and
+        // messages as the stores do).
+        w.append(RecordKind::RunSeal, &payload(i, len), Durability::Durable)
             .expect("append");
     }
     w.close().expect("close");

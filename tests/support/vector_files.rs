@@ -146,9 +146,9 @@ pub fn root_with(
 
 /// The runtime-event vectors as (format version, name, sidecar version): in format 1, `events`
 /// keeps the version 1 sidecar its writer left, `events-sidecar-v2` the version 2 one, over
-/// the same segments; format 2's `events` has a version 2 sidecar.
+/// the same segments; format 2's `events` has a version 3 sidecar.
 pub const EVENT_VECTORS: [(u16, &str, u16); 3] = [
     (1, "events", 1),
     (1, "events-sidecar-v2", 2),
-    (2, "events", 2),
+    (2, "events", 3),
 ];

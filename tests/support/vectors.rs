@@ -226,6 +226,9 @@ pub fn claims_dump(dir: &Path) -> String {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EventsInput {
     pub session_id: String,
+    /// Session records (a header, messages) appended through the store before the events.
+    #[serde(default)]
+    pub records: Vec<VectorRecord>,
     pub events: Vec<serde_json::Value>,
     pub raw: Vec<serde_json::Value>,
 }
@@ -250,6 +253,13 @@ pub fn write_events_vector(dir: &Path, name: &str, version: u16, input: &EventsI
         ..WriterConfig::default()
     };
     let store = RuntimeEventStore::open(&owner, config.clone());
+    for r in &input.records {
+        let kind = RecordKind::from_name(&r.kind).expect("known kind");
+        let payload = serde_json::to_vec(&r.payload).expect("payload");
+        store
+            .append_record(&input.session_id, kind, &payload)
+            .expect("session record");
+    }
     for v in &input.events {
         let e = RuntimeEvent::from_value(v.clone()).expect("vector event");
         store.append(&e, Durability::Durable).expect("append");

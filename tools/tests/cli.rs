@@ -381,6 +381,15 @@ fn verify_reports_a_runtime_event_the_store_could_not_read_though_its_frame_is_s
                 makalog::segment::Durability::Durable,
             )
             .expect("append");
+        // A stored message without its turn and text: the session's view refuses it too.
+        let message = w
+            .append(
+                makalog::format::RecordKind::Message,
+                br#"{"type":"user","id":"m","ts":1}"#,
+                makalog::segment::Durability::Durable,
+            )
+            .expect("append");
+        assert_eq!(message.ordinal, ack.ordinal, "both in the last segment");
         let name = makalog::segment::layout::segment_file_name(1);
         let files: Vec<_> = std::fs::read_dir(root.join("sessions/demo-1"))
             .expect("dir")
@@ -388,14 +397,19 @@ fn verify_reports_a_runtime_event_the_store_could_not_read_though_its_frame_is_s
             .filter(|n| n.ends_with(".seg"))
             .collect();
         let last = files.iter().max().cloned().unwrap_or(name);
-        (ack.offset, format!("sessions/demo-1/{last}"))
+        (
+            (ack.offset, message.offset),
+            format!("sessions/demo-1/{last}"),
+        )
     };
+    let (offset, message_offset) = offset;
     let out = makalog(&["verify", r]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
-        stdout.contains(&format!("{file} at byte {offset}: runtime event"))
-            && stdout.contains("does not decode"),
+        stdout.contains(&format!("{file} at byte {offset}: runtime_event record"))
+            && stdout.contains(&format!("{file} at byte {message_offset}: message record"))
+            && stdout.contains("turnId"),
         "{stdout}"
     );
     // And the store indeed cannot read it.
