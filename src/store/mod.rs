@@ -1,12 +1,16 @@
 //! Typed stores over the session ledger.
 
+mod execution;
 mod identity;
 mod live;
 mod open_sessions;
 mod read_view;
 mod reads;
 mod runtime_events;
+mod sessions;
 mod stored;
 
+pub use execution::{open_execution_stores_for_write, open_execution_stores_with, ExecutionStores};
 pub use open_sessions::DEFAULT_MAX_OPEN_SESSIONS;
 pub use runtime_events::{AppendedEvent, RuntimeEventStore};
+pub use sessions::SessionStore;

@@ -184,7 +184,9 @@ impl RuntimeEventStore {
             payload,
         };
         let applied = st.view.apply_record(&at, &|_| false);
-        debug_assert!(applied.is_ok(), "the probe accepted it: {applied:?}");
+        debug_assert!(applied.is_ok(), "checked before it was queued: {applied:?}");
+        // Readers of the view wait until what it shows is durable.
+        st.fact_seq = ack.seq;
         st.dirty = true;
         drop(st);
         session.writer.wait_durable(ack.seq)?;

@@ -1,0 +1,55 @@
+//! The stores of one root opened together for writing under its owner's lease: the claims log,
+//! the runtime-event store, and the session store over them.
+
+use super::{RuntimeEventStore, SessionStore};
+use crate::claims::ClaimsLog;
+use crate::error::{Error, Result};
+use crate::root::Owner;
+use crate::segment::WriterConfig;
+use std::sync::Arc;
+
+/// The execution stores of a root.
+pub struct ExecutionStores {
+    pub sessions: SessionStore,
+    pub runtime_events: Arc<RuntimeEventStore>,
+    pub claims: Arc<ClaimsLog>,
+}
+
+/// Opens the claims log (recovering it) and the stores over the owner's root; sessions are
+/// opened, and recovered, on first use.
+pub fn open_execution_stores_for_write(owner: &Owner) -> Result<ExecutionStores> {
+    open_execution_stores_with(owner, WriterConfig::default())
+}
+
+/// [`open_execution_stores_for_write`] with the sessions' writer configuration given.
+pub fn open_execution_stores_with(owner: &Owner, config: WriterConfig) -> Result<ExecutionStores> {
+    let (claims, _) = ClaimsLog::open(owner)?;
+    let claims = Arc::new(claims);
+    let runtime_events = Arc::new(RuntimeEventStore::open(owner, config));
+    Ok(ExecutionStores {
+        sessions: SessionStore::new(runtime_events.clone(), claims.clone()),
+        runtime_events,
+        claims,
+    })
+}
+
+impl ExecutionStores {
+    /// Closes every store: sessions synced, their sidecars written and zeros cut, the claims
+    /// log closed; reports the first failure after trying all.
+    pub fn close(self) -> Result<()> {
+        let ExecutionStores {
+            sessions,
+            runtime_events,
+            claims,
+        } = self;
+        drop(sessions);
+        let in_use = || Error::InvalidInput("a store is still in use while it closes".into());
+        let events = Arc::try_unwrap(runtime_events)
+            .map_err(|_| in_use())
+            .and_then(RuntimeEventStore::close);
+        let claims = Arc::try_unwrap(claims)
+            .map_err(|_| in_use())
+            .and_then(ClaimsLog::close);
+        events.and(claims)
+    }
+}

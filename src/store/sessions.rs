@@ -1,0 +1,202 @@
+//! The session store (MAKA-MODEL §5, §6): session headers and stored messages, written to each
+//! session's own ledger through the runtime-event store's open sessions (one writer per
+//! session), and answered from the session's view: its sidecar, caught up, or its live view.
+//!
+//! Not yet here (issue 10): subagent creation with its spawn claim, and the run and admission
+//! stores.
+
+use super::live::{caught_up, load_sidecar, lock};
+use super::runtime_events::RuntimeEventStore;
+use crate::claims::ClaimsLog;
+use crate::error::{Error, Result};
+use crate::format::RecordKind;
+use crate::index::{rebuild, MessageEntry, SessionState};
+use crate::model::{SessionHeader, StoredMessage};
+use crate::segment::layout::{session_dir, SESSIONS_DIR};
+use crate::segment::FramesAt;
+use crate::storage::EntryKind;
+use serde_json::Value;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Sessions and their messages over one root, sharing the runtime-event store's sessions.
+pub struct SessionStore {
+    events: Arc<RuntimeEventStore>,
+    claims: Arc<ClaimsLog>,
+}
+
+impl SessionStore {
+    /// A session store writing through `events` and taking session ids in `claims`.
+    pub fn new(events: Arc<RuntimeEventStore>, claims: Arc<ClaimsLog>) -> SessionStore {
+        SessionStore { events, claims }
+    }
+
+    /// Creates a session from its header (§5): the header is checked field by field, may not
+    /// carry a subagent spawn (subagents are created with their spawn claim), and its id is
+    /// taken for good in the claims log first, so an id is never used twice, not even after a
+    /// crash between the claim and the header (a retry uses a fresh id).
+    pub fn create(&self, header: Value) -> Result<SessionHeader> {
+        let header = SessionHeader::from_value(header)?;
+        if header.has_subagent_spawn() {
+            return Err(Error::InvalidRecord {
+                record: "session header",
+                field: "subagentSpawn".into(),
+                why: "a subagent is created with create_subagent, under its spawn claim".into(),
+            });
+        }
+        if self.read_session(header.id())?.is_some() {
+            return Err(Error::ClaimConflict {
+                what: format!("session {} already exists", header.id()),
+            });
+        }
+        self.claims.claim_session_create(header.id())?;
+        self.write_header(&header)?;
+        Ok(header)
+    }
+
+    /// Writes a new version of an existing session's header (a status change, a rename, a new
+    /// `lastUsedAt`): checked as at creation, for the same session, keeping what §5 makes
+    /// immutable (the subagent objects).
+    pub fn update_session(&self, header: Value) -> Result<SessionHeader> {
+        let header = SessionHeader::from_value(header)?;
+        let Some(stored) = self.read_session(header.id())? else {
+            return Err(Error::InvalidInput(format!(
+                "no session {} to update",
+                header.id()
+            )));
+        };
+        for key in ["subagentParent", "subagentRuntime", "subagentSpawn"] {
+            if stored.value().get(key) != header.value().get(key) {
+                return Err(Error::InvalidRecord {
+                    record: "session header",
+                    field: key.into(),
+                    why: "is immutable once the session exists".into(),
+                });
+            }
+        }
+        self.write_header(&header)?;
+        Ok(header)
+    }
+
+    fn write_header(&self, header: &SessionHeader) -> Result<()> {
+        self.events
+            .append_record(
+                header.id(),
+                RecordKind::SessionHeader,
+                header.canonical_json().as_bytes(),
+            )
+            .map(|_| ())
+    }
+
+    /// The session's latest header, or `None` if it has none.
+    pub fn read_session(&self, session_id: &str) -> Result<Option<SessionHeader>> {
+        let state = self.state(session_id)?;
+        state
+            .header
+            .as_deref()
+            .map(SessionHeader::decode)
+            .transpose()
+    }
+
+    /// Appends a stored message (§6) to an existing session, durably. The message is checked
+    /// field by field first; nothing is written for one that is refused.
+    pub fn append_message(&self, session_id: &str, message: Value) -> Result<StoredMessage> {
+        let message = StoredMessage::from_value(message)?;
+        if self.read_session(session_id)?.is_none() {
+            return Err(Error::InvalidInput(format!(
+                "no session {session_id} to append a message to"
+            )));
+        }
+        self.events.append_record(
+            session_id,
+            RecordKind::Message,
+            message.canonical_json().as_bytes(),
+        )?;
+        Ok(message)
+    }
+
+    /// The session's messages in append order, or only those of `turn_id`.
+    pub fn read_messages(
+        &self,
+        session_id: &str,
+        turn_id: Option<&str>,
+    ) -> Result<Vec<StoredMessage>> {
+        let state = self.state(session_id)?;
+        let storage = self.events.storage();
+        let mut frames = FramesAt::new(storage, session_id);
+        let wanted = |m: &&MessageEntry| turn_id.is_none_or(|t| m.turn_id.as_deref() == Some(t));
+        state
+            .messages
+            .iter()
+            .filter(wanted)
+            .map(|m| {
+                let payload = frames.payload(m.at.ordinal, m.at.offset, m.at.record_seq)?;
+                let text = std::str::from_utf8(&payload).map_err(|_| {
+                    Error::corrupt(session_dir(session_id), m.at.offset, "message is not UTF-8")
+                })?;
+                StoredMessage::decode(text)
+            })
+            .collect()
+    }
+
+    /// Every session's latest header, ordered by `createdAt` then id; each from its view, whose
+    /// session state holds the header whole (no segment is read for a closed session).
+    pub fn list_sessions(&self) -> Result<Vec<SessionHeader>> {
+        let storage = self.events.storage();
+        let root = Path::new(SESSIONS_DIR);
+        let entries = match storage.list_dir(root) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(root, "list", e)),
+        };
+        let mut headers = Vec::new();
+        for entry in entries {
+            if entry.kind != EntryKind::Dir
+                || crate::format::validate_session_id(&entry.name).is_err()
+            {
+                continue;
+            }
+            if let Some(header) = self.read_session(&entry.name)? {
+                headers.push(header);
+            }
+        }
+        let created = |h: &SessionHeader| h.value()["createdAt"].as_f64().unwrap_or(0.0);
+        headers.sort_by(|a, b| {
+            created(a)
+                .total_cmp(&created(b))
+                .then_with(|| a.id().cmp(b.id()))
+        });
+        Ok(headers)
+    }
+
+    /// The session state of `session_id`: its live view's when it is open here (once what it
+    /// shows is durable), its files' otherwise.
+    fn state(&self, session_id: &str) -> Result<SessionState> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        if let Some(open) = self.events.sessions.get_open(session_id) {
+            let (state, upto) = {
+                let st = lock(&open.state);
+                (st.view.session.clone(), st.fact_seq)
+            };
+            open.writer.wait_synced(upto)?;
+            return Ok(state);
+        }
+        let storage = self.events.storage();
+        let dir = session_dir(session_id);
+        if storage
+            .entry_kind(&dir)
+            .map_err(|e| Error::io(&dir, "stat", e))?
+            .is_none()
+        {
+            return Ok(SessionState::default());
+        }
+        let view = match load_sidecar(storage, session_id)? {
+            Some(mut live) => {
+                caught_up(storage, &mut live)?;
+                live.view
+            }
+            None => rebuild(storage, session_id)?,
+        };
+        Ok(view.session)
+    }
+}
