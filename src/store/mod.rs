@@ -13,4 +13,4 @@ mod stored;
 pub use execution::{open_execution_stores_for_write, open_execution_stores_with, ExecutionStores};
 pub use open_sessions::DEFAULT_MAX_OPEN_SESSIONS;
 pub use runtime_events::{AppendedEvent, RuntimeEventStore};
-pub use sessions::SessionStore;
+pub use sessions::{ReadOnlySessions, SessionStore};

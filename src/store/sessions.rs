@@ -14,7 +14,7 @@ use crate::index::{rebuild, MessageEntry, SessionState};
 use crate::model::{SessionHeader, StoredMessage};
 use crate::segment::layout::{session_dir, SESSIONS_DIR};
 use crate::segment::FramesAt;
-use crate::storage::EntryKind;
+use crate::storage::{EntryKind, Storage};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
@@ -90,12 +90,7 @@ impl SessionStore {
 
     /// The session's latest header, or `None` if it has none.
     pub fn read_session(&self, session_id: &str) -> Result<Option<SessionHeader>> {
-        let state = self.state(session_id)?;
-        state
-            .header
-            .as_deref()
-            .map(SessionHeader::decode)
-            .transpose()
+        header_of(&self.state(session_id)?)
     }
 
     /// Appends a stored message (§6) to an existing session, durably. The message is checked
@@ -122,51 +117,13 @@ impl SessionStore {
         turn_id: Option<&str>,
     ) -> Result<Vec<StoredMessage>> {
         let state = self.state(session_id)?;
-        let storage = self.events.storage();
-        let mut frames = FramesAt::new(storage, session_id);
-        let wanted = |m: &&MessageEntry| turn_id.is_none_or(|t| m.turn_id.as_deref() == Some(t));
-        state
-            .messages
-            .iter()
-            .filter(wanted)
-            .map(|m| {
-                let payload = frames.payload(m.at.ordinal, m.at.offset, m.at.record_seq)?;
-                let text = std::str::from_utf8(&payload).map_err(|_| {
-                    Error::corrupt(session_dir(session_id), m.at.offset, "message is not UTF-8")
-                })?;
-                StoredMessage::decode(text)
-            })
-            .collect()
+        messages_of(self.events.storage(), session_id, &state, turn_id)
     }
 
     /// Every session's latest header, ordered by `createdAt` then id; each from its view, whose
-    /// session state holds the header whole (no segment is read for a closed session).
+    /// session state holds the header whole.
     pub fn list_sessions(&self) -> Result<Vec<SessionHeader>> {
-        let storage = self.events.storage();
-        let root = Path::new(SESSIONS_DIR);
-        let entries = match storage.list_dir(root) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(root, "list", e)),
-        };
-        let mut headers = Vec::new();
-        for entry in entries {
-            if entry.kind != EntryKind::Dir
-                || crate::format::validate_session_id(&entry.name).is_err()
-            {
-                continue;
-            }
-            if let Some(header) = self.read_session(&entry.name)? {
-                headers.push(header);
-            }
-        }
-        let created = |h: &SessionHeader| h.value()["createdAt"].as_f64().unwrap_or(0.0);
-        headers.sort_by(|a, b| {
-            created(a)
-                .total_cmp(&created(b))
-                .then_with(|| a.id().cmp(b.id()))
-        });
-        Ok(headers)
+        list_with(self.events.storage(), &|id| self.state(id))
     }
 
     /// The session state of `session_id`: its live view's when it is open here (once what it
@@ -181,22 +138,124 @@ impl SessionStore {
             open.writer.wait_synced(upto)?;
             return Ok(state);
         }
-        let storage = self.events.storage();
-        let dir = session_dir(session_id);
-        if storage
-            .entry_kind(&dir)
-            .map_err(|e| Error::io(&dir, "stat", e))?
-            .is_none()
-        {
-            return Ok(SessionState::default());
-        }
-        let view = match load_sidecar(storage, session_id)? {
-            Some(mut live) => {
-                caught_up(storage, &mut live)?;
-                live.view
-            }
-            None => rebuild(storage, session_id)?,
-        };
-        Ok(view.session)
+        files_state(self.events.storage(), session_id)
     }
+}
+
+/// Sessions read from a root's files: no lease taken, nothing written. What the CLI uses on a
+/// root it may not own.
+pub struct ReadOnlySessions<'s> {
+    storage: &'s dyn Storage,
+}
+
+impl<'s> ReadOnlySessions<'s> {
+    /// Sessions of the root `storage` is rooted at.
+    pub fn new(storage: &'s dyn Storage) -> Self {
+        ReadOnlySessions { storage }
+    }
+
+    /// The session's latest header, or `None` if it has none.
+    pub fn read_session(&self, session_id: &str) -> Result<Option<SessionHeader>> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        header_of(&files_state(self.storage, session_id)?)
+    }
+
+    /// Every session's latest header, by `createdAt`, then id.
+    pub fn list_sessions(&self) -> Result<Vec<SessionHeader>> {
+        list_with(self.storage, &|id| files_state(self.storage, id))
+    }
+
+    /// The session's messages in append order, or only those of `turn_id`.
+    pub fn read_messages(
+        &self,
+        session_id: &str,
+        turn_id: Option<&str>,
+    ) -> Result<Vec<StoredMessage>> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        let state = files_state(self.storage, session_id)?;
+        messages_of(self.storage, session_id, &state, turn_id)
+    }
+}
+
+fn header_of(state: &SessionState) -> Result<Option<SessionHeader>> {
+    state
+        .header
+        .as_deref()
+        .map(SessionHeader::decode)
+        .transpose()
+}
+
+/// A session's state as its files hold it: its sidecar caught up, or a rebuild; empty when the
+/// session has no directory.
+fn files_state(storage: &dyn Storage, session_id: &str) -> Result<SessionState> {
+    let dir = session_dir(session_id);
+    if storage
+        .entry_kind(&dir)
+        .map_err(|e| Error::io(&dir, "stat", e))?
+        .is_none()
+    {
+        return Ok(SessionState::default());
+    }
+    let view = match load_sidecar(storage, session_id)? {
+        Some(mut live) => {
+            caught_up(storage, &mut live)?;
+            live.view
+        }
+        None => rebuild(storage, session_id)?,
+    };
+    Ok(view.session)
+}
+
+/// The headers of every session directory of the root, by `createdAt` then id, each session's
+/// state read with `state_of`.
+fn list_with(
+    storage: &dyn Storage,
+    state_of: &dyn Fn(&str) -> Result<SessionState>,
+) -> Result<Vec<SessionHeader>> {
+    let root = Path::new(SESSIONS_DIR);
+    let entries = match storage.list_dir(root) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(root, "list", e)),
+    };
+    let mut headers = Vec::new();
+    for entry in entries {
+        if entry.kind != EntryKind::Dir || crate::format::validate_session_id(&entry.name).is_err()
+        {
+            continue;
+        }
+        if let Some(header) = header_of(&state_of(&entry.name)?)? {
+            headers.push(header);
+        }
+    }
+    let created = |h: &SessionHeader| h.value()["createdAt"].as_f64().unwrap_or(0.0);
+    headers.sort_by(|a, b| {
+        created(a)
+            .total_cmp(&created(b))
+            .then_with(|| a.id().cmp(b.id()))
+    });
+    Ok(headers)
+}
+
+/// The messages `state` places, read back from the session's segments.
+fn messages_of(
+    storage: &dyn Storage,
+    session_id: &str,
+    state: &SessionState,
+    turn_id: Option<&str>,
+) -> Result<Vec<StoredMessage>> {
+    let mut frames = FramesAt::new(storage, session_id);
+    let wanted = |m: &&MessageEntry| turn_id.is_none_or(|t| m.turn_id.as_deref() == Some(t));
+    state
+        .messages
+        .iter()
+        .filter(wanted)
+        .map(|m| {
+            let payload = frames.payload(m.at.ordinal, m.at.offset, m.at.record_seq)?;
+            let text = std::str::from_utf8(&payload).map_err(|_| {
+                Error::corrupt(session_dir(session_id), m.at.offset, "message is not UTF-8")
+            })?;
+            StoredMessage::decode(text)
+        })
+        .collect()
 }

@@ -8,6 +8,8 @@ mod demo;
 mod dump;
 mod events;
 mod index;
+mod sessions;
+mod time;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -81,6 +83,28 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Every session, subagents under their parents: status, last activity, name.
+    Sessions {
+        /// The root directory.
+        root: PathBuf,
+        /// One canonical header per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A session's stored messages in append order.
+    Messages {
+        /// The root directory.
+        root: PathBuf,
+        /// The session.
+        #[arg(long)]
+        session: String,
+        /// Only this turn's.
+        #[arg(long)]
+        turn: Option<String>,
+        /// One canonical message per line.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -125,6 +149,13 @@ fn main() -> ExitCode {
             session,
             json,
         } => index::invocations(&root, &session, json),
+        Command::Sessions { root, json } => sessions::list(&root, json),
+        Command::Messages {
+            root,
+            session,
+            turn,
+            json,
+        } => sessions::messages(&root, &session, turn.as_deref(), json),
     }
 }
 

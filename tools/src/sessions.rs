@@ -1,0 +1,127 @@
+//! `makalog sessions ROOT` and `makalog messages ROOT --session ID [--turn T]`: the session tree
+//! and a session's messages, read from the root's files (no lease, nothing written).
+
+use crate::time::iso8601;
+use makalog::model::{SessionHeader, StoredMessage};
+use makalog::root::read_marker;
+use makalog::storage::RealStorage;
+use makalog::store::ReadOnlySessions;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::ExitCode;
+
+fn failed(e: makalog::Error) -> ExitCode {
+    eprintln!("makalog: {e}");
+    ExitCode::from(1)
+}
+
+/// Every session, subagents under their parents, with status, name and last activity.
+pub fn list(root: &Path, json: bool) -> ExitCode {
+    let storage = RealStorage::unmapped(root);
+    if let Err(e) = read_marker(&storage) {
+        return crate::usage_error(e);
+    }
+    let headers = match ReadOnlySessions::new(&storage).list_sessions() {
+        Ok(h) => h,
+        Err(e) => return failed(e),
+    };
+    if json {
+        for h in &headers {
+            say!("{}", h.canonical_json());
+        }
+        return ExitCode::SUCCESS;
+    }
+    // Children by parent, in listing order; a session whose parent is not here is a root.
+    let known: Vec<&str> = headers.iter().map(SessionHeader::id).collect();
+    let mut children: BTreeMap<&str, Vec<&SessionHeader>> = BTreeMap::new();
+    let mut roots = Vec::new();
+    for h in &headers {
+        match h.subagent_parent_session() {
+            Some(p) if known.contains(&p) && p != h.id() => children.entry(p).or_default().push(h),
+            _ => roots.push(h),
+        }
+    }
+    let width = known.iter().map(|id| id.len()).max().unwrap_or(2).max(2) + 2;
+    say!(
+        "{:<width$} {:<17} {:<24} NAME",
+        "SESSION",
+        "STATUS",
+        "LAST ACTIVITY (UTC)"
+    );
+    let mut stack: Vec<(&SessionHeader, usize)> = roots.into_iter().rev().map(|h| (h, 0)).collect();
+    while let Some((h, depth)) = stack.pop() {
+        let id = format!("{}{}", "  ".repeat(depth), h.id());
+        let last = h.value()["lastUsedAt"]
+            .as_f64()
+            .map(iso8601)
+            .unwrap_or_default();
+        let name = h.value()["name"].as_str().unwrap_or_default();
+        say!("{id:<width$} {:<17} {last:<24} {name}", h.status());
+        if let Some(kids) = children.get(h.id()) {
+            stack.extend(kids.iter().rev().map(|k| (*k, depth + 1)));
+        }
+    }
+    say!("{} sessions", headers.len());
+    ExitCode::SUCCESS
+}
+
+/// A session's messages in append order, or one turn's.
+pub fn messages(root: &Path, session: &str, turn: Option<&str>, json: bool) -> ExitCode {
+    let storage = RealStorage::unmapped(root);
+    if let Err(e) = read_marker(&storage) {
+        return crate::usage_error(e);
+    }
+    if let Err(why) = makalog::format::validate_session_id(session) {
+        return crate::usage_error(why);
+    }
+    let sessions = ReadOnlySessions::new(&storage);
+    match sessions.read_session(session) {
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            eprintln!("makalog: {}: no session {session}", root.display());
+            return ExitCode::from(1);
+        }
+        Err(e) => return failed(e),
+    }
+    let messages = match sessions.read_messages(session, turn) {
+        Ok(m) => m,
+        Err(e) => return failed(e),
+    };
+    for m in &messages {
+        if json {
+            say!("{}", m.canonical_json());
+        } else {
+            let ts = m.value()["ts"].as_f64().map(iso8601).unwrap_or_default();
+            say!(
+                "{ts:<24} {:<19} {:<14} {}",
+                m.message_type(),
+                m.turn_id().unwrap_or("-"),
+                summary(m)
+            );
+        }
+    }
+    if !json {
+        say!("{} messages", messages.len());
+    }
+    ExitCode::SUCCESS
+}
+
+/// One line about a message: its text, tool, decision or status.
+fn summary(m: &StoredMessage) -> String {
+    let v = m.value();
+    let s = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+    let text = match m.message_type() {
+        "user" | "assistant" => s("text"),
+        "tool_call" => s("toolName"),
+        "tool_result" => format!("{} error={}", s("toolUseId"), v["isError"]),
+        "permission_decision" => format!("{} {}", s("toolName"), s("decision")),
+        "token_usage" => format!("in {} out {}", v["input"], v["output"]),
+        "turn_state" => s("status"),
+        _ => s("kind"),
+    };
+    let line = text.replace('\n', " ");
+    match line.char_indices().nth(100) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    }
+}

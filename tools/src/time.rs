@@ -1,0 +1,48 @@
+//! Times as people read them: milliseconds since the Unix epoch as ISO 8601 in UTC.
+
+/// `2026-12-01T12:30:05.123Z` for `ms` milliseconds since the epoch; the number itself when it
+/// is not a whole, non-negative count of milliseconds within the years 0 to 9999.
+pub fn iso8601(ms: f64) -> String {
+    if !(0.0..=253_402_300_799_999.0).contains(&ms) || ms.fract() != 0.0 {
+        return ms.to_string();
+    }
+    let ms = ms as i64;
+    let (days, in_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    let (y, m, d) = civil_from_days(days);
+    let secs = in_day / 1000;
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        in_day % 1000
+    )
+}
+
+/// The proleptic Gregorian date of `days` since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::iso8601;
+
+    #[test]
+    fn known_instants_print_as_iso_8601_utc() {
+        assert_eq!(iso8601(0.0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(951_782_400_000.0), "2000-02-29T00:00:00.000Z");
+        assert_eq!(iso8601(1_796_128_205_123.0), "2026-12-01T12:30:05.123Z");
+        assert_eq!(iso8601(1.5), "1.5", "not a whole millisecond");
+        assert_eq!(iso8601(-1.0), "-1");
+    }
+}

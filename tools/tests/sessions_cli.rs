@@ -1,0 +1,83 @@
+//! `makalog sessions` and `makalog messages` on the demo root: text for people, canonical JSON
+//! lines, refusals with their exit codes, and nothing written.
+
+mod common;
+
+use common::{demo_root, makalog, snapshot, text};
+
+#[test]
+fn sessions_lists_every_session_with_its_status_and_last_activity() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let before = snapshot(&root);
+    let out = makalog(&["sessions", r]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("SESSION") && lines[0].contains("LAST ACTIVITY (UTC)"),
+        "{stdout}"
+    );
+    for (line, id) in lines[1..4].iter().zip(["demo-1", "demo-2", "demo-3"]) {
+        assert!(line.starts_with(id) && line.contains("running"), "{line}");
+        assert!(line.contains("T08:00:02.000Z"), "ISO 8601 UTC: {line}");
+    }
+    assert_eq!(lines.last().copied(), Some("3 sessions"));
+    let json = makalog(&["sessions", r, "--json"]);
+    let headers: Vec<serde_json::Value> = text(&json.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON header per line"))
+        .collect();
+    assert_eq!(headers.len(), 3);
+    assert_eq!(headers[0]["id"], "demo-1");
+    assert_eq!(before, snapshot(&root), "listing writes nothing");
+}
+
+#[test]
+fn messages_prints_a_session_or_one_turn_and_refuses_what_is_not_there() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let before = snapshot(&root);
+    let all = makalog(&["messages", r, "--session", "demo-1"]);
+    assert_eq!(all.status.code(), Some(0));
+    let stdout = text(&all.stdout);
+    assert!(
+        stdout.contains(" user ") && stdout.contains(" turn_state "),
+        "{stdout}"
+    );
+    assert_eq!(stdout.lines().last(), Some("6 messages"));
+    let json = makalog(&["messages", r, "--session", "demo-1", "--json"]);
+    let messages: Vec<serde_json::Value> = text(&json.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON message per line"))
+        .collect();
+    assert_eq!(messages.len(), 6);
+    let turn = messages[0]["turnId"].as_str().expect("turn").to_owned();
+    let one = makalog(&[
+        "messages",
+        r,
+        "--session",
+        "demo-1",
+        "--turn",
+        &turn,
+        "--json",
+    ]);
+    let one_text = text(&one.stdout);
+    let of_turn: Vec<&str> = one_text.lines().collect();
+    assert_eq!(
+        of_turn.len(),
+        2,
+        "the turn's user message and its turn state"
+    );
+    assert!(of_turn
+        .iter()
+        .all(|l| l.contains(&format!("\"turnId\":\"{turn}\""))));
+    let missing = makalog(&["messages", r, "--session", "nobody"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(text(&missing.stderr).contains("no session nobody"));
+    let bad = makalog(&["messages", r, "--session", "a/b"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let not_root = makalog(&["sessions", "/"]);
+    assert_eq!(not_root.status.code(), Some(2));
+    assert_eq!(before, snapshot(&root), "reading messages writes nothing");
+}
