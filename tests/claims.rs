@@ -314,6 +314,7 @@ fn spawn(tool: &str, fingerprint: char, child: &str) -> SubagentSpawnClaim {
         item_id: String::new(),
         request_fingerprint: fingerprint.to_string().repeat(64),
         child_session_id: child.into(),
+        child_header: None,
     }
 }
 

@@ -307,6 +307,44 @@ impl ClaimsLog {
         Ok(SpawnClaimOutcome { claim, created })
     }
 
+    /// The durable spawn claim of a spawn key (parent session, parent run, tool call, swarm id,
+    /// item id), if any.
+    pub fn read_subagent_spawn_claim(
+        &self,
+        key: &(String, String, String, String, String),
+    ) -> Result<Option<SubagentSpawnClaim>> {
+        let st = self.commit.lock()?;
+        let Some(seq) = st.log.tables.spawn_claim(key).map(|c| c.seq) else {
+            return Ok(None);
+        };
+        let st = self.commit.wait_durable(st, seq)?;
+        Ok(st.log.tables.spawn_claim(key).map(|c| c.claim.clone()))
+    }
+
+    /// Every durable spawn claim, in claim order.
+    pub fn list_subagent_spawn_claims(&self) -> Result<Vec<SubagentSpawnClaim>> {
+        let st = self.commit.lock()?;
+        let seq = st.next_seq() - 1;
+        let st = self.commit.wait_durable(st, seq)?;
+        Ok(st
+            .log
+            .tables
+            .spawn_claims()
+            .into_iter()
+            .map(|c| c.claim.clone())
+            .collect())
+    }
+
+    /// True when `session_id` is taken, by a session-create claim or as a spawn's child, once
+    /// what says so is durable.
+    pub fn is_session_id_taken(&self, session_id: &str) -> Result<bool> {
+        let st = self.commit.lock()?;
+        let seq = st.next_seq() - 1;
+        let st = self.commit.wait_durable(st, seq)?;
+        Ok(st.log.tables.session_claim(session_id).is_some()
+            || st.log.tables.spawn_of_child(session_id).is_some())
+    }
+
     /// Takes a session id for good; an id already taken is a conflict.
     pub fn claim_session_create(&self, session_id: &str) -> Result<SessionCreateClaim> {
         self.claim_session_create_at(session_id, now_ms())

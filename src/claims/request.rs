@@ -117,6 +117,11 @@ pub struct SubagentSpawnClaim {
     /// 64 lowercase hex digits.
     pub request_fingerprint: String,
     pub child_session_id: String,
+    /// The child's session header, written after the claim: kept here so that a crash between
+    /// the claim and the header is completed when the stores open again. Absent in claims made
+    /// without a session store (and in version 1 logs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_header: Option<serde_json::Value>,
 }
 
 impl SubagentSpawnClaim {

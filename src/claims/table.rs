@@ -94,6 +94,13 @@ impl ClaimTables {
         self.spawns.get(key)
     }
 
+    /// The spawn claim whose child is `session_id`, if any.
+    pub fn spawn_of_child(&self, session_id: &str) -> Option<&StoredSpawnClaim> {
+        self.spawn_children
+            .get(session_id)
+            .and_then(|key| self.spawns.get(key))
+    }
+
     /// The session-create claim of an id, if it is taken.
     pub fn session_claim(&self, session_id: &str) -> Option<&StoredSessionClaim> {
         self.sessions.get(session_id)

@@ -15,8 +15,9 @@ pub struct ExecutionStores {
     pub claims: Arc<ClaimsLog>,
 }
 
-/// Opens the claims log (recovering it) and the stores over the owner's root; sessions are
-/// opened, and recovered, on first use.
+/// Opens the claims log (recovering it) and the stores over the owner's root, and completes
+/// any subagent spawn a crash left without its child's header; sessions are opened, and
+/// recovered, on first use.
 pub fn open_execution_stores_for_write(owner: &Owner) -> Result<ExecutionStores> {
     open_execution_stores_with(owner, WriterConfig::default())
 }
@@ -26,8 +27,11 @@ pub fn open_execution_stores_with(owner: &Owner, config: WriterConfig) -> Result
     let (claims, _) = ClaimsLog::open(owner)?;
     let claims = Arc::new(claims);
     let runtime_events = Arc::new(RuntimeEventStore::open(owner, config));
+    let sessions = SessionStore::new(runtime_events.clone(), claims.clone());
+    // A crash between a spawn claim and its child's header is completed now.
+    sessions.complete_spawns()?;
     Ok(ExecutionStores {
-        sessions: SessionStore::new(runtime_events.clone(), claims.clone()),
+        sessions,
         runtime_events,
         claims,
     })

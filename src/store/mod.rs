@@ -9,8 +9,10 @@ mod reads;
 mod runtime_events;
 mod sessions;
 mod stored;
+mod subagents;
 
 pub use execution::{open_execution_stores_for_write, open_execution_stores_with, ExecutionStores};
 pub use open_sessions::DEFAULT_MAX_OPEN_SESSIONS;
 pub use runtime_events::{AppendedEvent, RuntimeEventStore};
 pub use sessions::{ReadOnlySessions, SessionStore};
+pub use subagents::SubagentCreated;

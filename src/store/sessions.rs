@@ -2,7 +2,7 @@
 //! session's own ledger through the runtime-event store's open sessions (one writer per
 //! session), and answered from the session's view: its sidecar, caught up, or its live view.
 //!
-//! Not yet here (issue 10): subagent creation with its spawn claim, and the run and admission
+//! Subagents are created in `subagents.rs`. Not yet here (issue 10): the run and admission
 //! stores.
 
 use super::live::{caught_up, load_sidecar, lock};
@@ -78,7 +78,12 @@ impl SessionStore {
         Ok(header)
     }
 
-    fn write_header(&self, header: &SessionHeader) -> Result<()> {
+    /// The claims log sessions and spawns are claimed in.
+    pub(super) fn claims(&self) -> &ClaimsLog {
+        &self.claims
+    }
+
+    pub(super) fn write_header(&self, header: &SessionHeader) -> Result<()> {
         self.events
             .append_record(
                 header.id(),

@@ -311,6 +311,7 @@ fn spawn_claim(n: u32) -> SubagentSpawnClaim {
         item_id: String::new(),
         request_fingerprint: format!("{n:064x}"),
         child_session_id: format!("child-{n}"),
+        child_header: None,
     }
 }
 

@@ -158,6 +158,7 @@ fn write_claims(claims: &ClaimsLog) -> makalog::Result<()> {
             item_id: String::new(),
             request_fingerprint: digest(&format!("spawn-{i}")),
             child_session_id: format!("demo-child-{i}"),
+            child_header: None,
         })?;
     }
     Ok(())

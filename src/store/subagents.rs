@@ -1,0 +1,172 @@
+//! Subagent sessions (MAKA-MODEL §5 createSubagent): a child session created under its spawn
+//! claim. The child's id is claimed first (as any session's), then the spawn, whose claim
+//! carries the child's header; the header is written after both. A crash between the two leaves a claim whose child has no header, which
+//! [`SessionStore::complete_spawns`] (run when the stores open) completes from the claim, so
+//! there is never a session without its claim, nor, once the stores are open, a claim without
+//! its session.
+
+use super::sessions::SessionStore;
+use crate::claims::SubagentSpawnClaim;
+use crate::error::{Error, Result};
+use crate::model::SessionHeader;
+use serde_json::Value;
+
+/// What [`SessionStore::create_subagent`] came to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubagentCreated {
+    /// The child's header: the one just created, or the existing child's.
+    pub header: SessionHeader,
+    /// True when this call created the child.
+    pub created: bool,
+}
+
+fn refused(field: &str, why: &str) -> Error {
+    Error::InvalidRecord {
+        record: "session header",
+        field: field.to_owned(),
+        why: why.to_owned(),
+    }
+}
+
+fn conflict(what: String) -> Error {
+    Error::ClaimConflict { what }
+}
+
+/// The spawn claim a subagent header asks for.
+fn spawn_claim_of(header: &SessionHeader) -> SubagentSpawnClaim {
+    let v = header.value();
+    let parent = &v["subagentParent"];
+    let s = |x: &Value| x.as_str().unwrap_or_default().to_owned();
+    SubagentSpawnClaim {
+        parent_session_id: s(&parent["parentSessionId"]),
+        parent_run_id: s(&parent["spawnedBy"]["parentRunId"]),
+        tool_call_id: s(&parent["spawnedBy"]["toolCallId"]),
+        swarm_id: s(&parent["swarm"]["swarmId"]),
+        item_id: s(&parent["swarm"]["itemId"]),
+        request_fingerprint: s(&v["subagentSpawn"]["requestFingerprint"]),
+        child_session_id: header.id().to_owned(),
+        child_header: Some(v.clone()),
+    }
+}
+
+impl SessionStore {
+    /// Creates a subagent session (§5): the header must carry `subagentParent` (not a graph
+    /// parent), `subagentRuntime` and `subagentSpawn`. A new id whose spawn key is free is
+    /// claimed and created (`created: true`). An id already in use is a conflict, so a retry
+    /// uses a fresh id; with the key taken, the request gets the existing child
+    /// (`created: false`), unless its fingerprint differs ("reused for different work"), the
+    /// child's `subagentParent` is not the request's, or the child's spawn block disagrees with
+    /// the claim: each a [`Error::ClaimConflict`]. Nothing is written for a refusal.
+    pub fn create_subagent(&self, header: Value) -> Result<SubagentCreated> {
+        let header = SessionHeader::from_value(header)?;
+        for key in ["subagentParent", "subagentRuntime", "subagentSpawn"] {
+            if header.value().get(key).is_none() {
+                return Err(refused(key, "a subagent's header carries it"));
+            }
+        }
+        if header.value()["subagentParent"].get("graph").is_some() {
+            return Err(refused(
+                "subagentParent.graph",
+                "create_subagent refuses graph parents",
+            ));
+        }
+        let id = header.id();
+        if self.read_session(id)?.is_some() || self.claims().is_session_id_taken(id)? {
+            return Err(conflict(format!(
+                "session {id} already exists: a retry uses a fresh id"
+            )));
+        }
+        let claim = spawn_claim_of(&header);
+        if let Some(stored) = self.claims().read_subagent_spawn_claim(&claim.key())? {
+            return self.existing_child(stored, &header);
+        }
+        // The id is taken for good first, as for any session; then the spawn is claimed.
+        self.claims().claim_session_create(id)?;
+        let outcome = self.claims().claim_subagent_spawn(claim)?;
+        if !outcome.created {
+            // Another call claimed the key first.
+            return self.existing_child(outcome.claim, &header);
+        }
+        self.write_header(&header)?;
+        Ok(SubagentCreated {
+            header,
+            created: true,
+        })
+    }
+
+    /// The child of a taken spawn key, for a request that asked for it again.
+    fn existing_child(
+        &self,
+        stored: SubagentSpawnClaim,
+        request: &SessionHeader,
+    ) -> Result<SubagentCreated> {
+        let fingerprint = request.value()["subagentSpawn"]["requestFingerprint"].as_str();
+        if fingerprint != Some(stored.request_fingerprint.as_str()) {
+            return Err(conflict(format!(
+                "subagent spawn of tool call {} in run {} was reused for different work",
+                stored.tool_call_id, stored.parent_run_id
+            )));
+        }
+        let child = match self.read_session(&stored.child_session_id)? {
+            Some(child) => child,
+            None => self.complete_spawn(&stored)?.ok_or_else(|| {
+                conflict(format!(
+                    "the spawn claim of session {} holds no header to complete it from",
+                    stored.child_session_id
+                ))
+            })?,
+        };
+        if child.value().get("subagentParent") != request.value().get("subagentParent") {
+            return Err(conflict(format!(
+                "session {} has another subagentParent than the request",
+                child.id()
+            )));
+        }
+        let spawned = child.value()["subagentSpawn"]["requestFingerprint"].as_str();
+        if spawned != Some(stored.request_fingerprint.as_str()) {
+            return Err(conflict(format!(
+                "session {}'s spawn block disagrees with its claim",
+                child.id()
+            )));
+        }
+        Ok(SubagentCreated {
+            header: child,
+            created: false,
+        })
+    }
+
+    /// Writes the child header a spawn claim carries, if the child has none yet.
+    fn complete_spawn(&self, claim: &SubagentSpawnClaim) -> Result<Option<SessionHeader>> {
+        let Some(value) = claim.child_header.clone() else {
+            return Ok(None);
+        };
+        let header = SessionHeader::from_value(value)?;
+        if header.id() != claim.child_session_id {
+            return Err(Error::corrupt(
+                crate::claims::CLAIMS_FILE,
+                0,
+                format!(
+                    "the spawn claim of session {} carries session {}'s header",
+                    claim.child_session_id,
+                    header.id()
+                ),
+            ));
+        }
+        self.write_header(&header)?;
+        Ok(Some(header))
+    }
+
+    /// Completes every spawn whose claim was made but whose child's header was not written (a
+    /// crash between the two); returns how many. The stores run it when they open.
+    pub fn complete_spawns(&self) -> Result<usize> {
+        let mut completed = 0;
+        for claim in self.claims().list_subagent_spawn_claims()? {
+            if self.read_session(&claim.child_session_id)?.is_none()
+                && self.complete_spawn(&claim)?.is_some()
+            {
+                completed += 1;
+            }
+        }
+        Ok(completed)
+    }
+}
