@@ -50,6 +50,9 @@ pub enum Error {
     /// Input the caller supplied breaks a rule (bad id, oversized record, …). Nothing was written.
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// What was asked for does not exist (a run, a session).
+    #[error("not found: {what}")]
+    NotFound { what: String },
     /// A record (a session header, a stored message, …) breaks a rule of MAKA-MODEL; `field` is
     /// its JSON path (`subagentParent.spawnedBy.toolCallId`), `<record>` the record itself.
     #[error("invalid {record}: {field}: {why}")]

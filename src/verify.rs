@@ -137,6 +137,8 @@ fn check_payloads(storage: &dyn Storage, session_id: &str, findings: &mut Vec<St
     let Ok(reader) = SessionReader::open(storage, session_id, 1) else {
         return;
     };
+    // Run events are checked against the runs before them, as the view applies them.
+    let mut state = crate::index::SessionState::default();
     for record in reader {
         // Damage to the frames was reported by the scan.
         let Ok(r) = record else {
@@ -160,6 +162,9 @@ fn check_payloads(storage: &dyn Storage, session_id: &str, findings: &mut Vec<St
             _ if r.format_version < 2 => continue,
             RecordKind::SessionHeader => scratch.apply_header(&r.payload, session_id),
             RecordKind::Message => scratch.apply_message(&r.payload, at),
+            RecordKind::Run | RecordKind::RunEvent => {
+                state.apply_run_record(r.kind, &r.payload, session_id, at)
+            }
             _ => continue,
         };
         if let Err(why) = decoded {

@@ -5,6 +5,7 @@
 mod build;
 mod facts;
 mod invocations;
+mod run_state;
 mod session_state;
 mod sidecar;
 mod sidecar_v1;
@@ -19,6 +20,7 @@ pub use invocations::{
     read_order, runtime_invocations_from_session_events, sort_invocations, utf16_cmp,
     RuntimeInvocation,
 };
+pub use run_state::{RunEventEntry, RunState, Runs};
 pub use session_state::{MessageEntry, SessionState};
 pub use sidecar::{
     decode_sidecar_header, decode_sidecar_state, encode_sidecar, find_ids, id_entries, section,

@@ -2,6 +2,7 @@
 //! session header, kept whole so a listing reads no segment, and where every stored message
 //! lies, with its id and turn. A pure function of the records, as the rest of the view is.
 
+use super::run_state::{apply_run, apply_run_event, check_run, check_run_event, Runs};
 use super::view::StoredAt;
 use crate::model::{SessionHeader, StoredMessage};
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,8 @@ pub struct SessionState {
     pub header: Option<String>,
     /// Every stored message in append order.
     pub messages: Vec<MessageEntry>,
+    /// The session's runs by id.
+    pub runs: Runs,
 }
 
 impl SessionState {
@@ -47,6 +50,44 @@ impl SessionState {
             turn_id: message.turn_id().map(str::to_owned),
             at,
         });
+        Ok(())
+    }
+
+    /// Checks a run or run event record as [`SessionState::apply_run_record`] would apply it,
+    /// changing nothing: what a store checks before it writes one.
+    pub fn check_run_record(
+        &self,
+        kind: crate::format::RecordKind,
+        payload: &[u8],
+        session_id: &str,
+    ) -> Result<(), String> {
+        match kind {
+            crate::format::RecordKind::Run => check_run(payload, session_id).map(|_| ()),
+            crate::format::RecordKind::RunEvent => {
+                check_run_event(payload, session_id, &self.runs).map(|_| ())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Applies a run header or run event record stored `at`.
+    pub fn apply_run_record(
+        &mut self,
+        kind: crate::format::RecordKind,
+        payload: &[u8],
+        session_id: &str,
+        at: StoredAt,
+    ) -> Result<(), String> {
+        match kind {
+            crate::format::RecordKind::Run => {
+                apply_run(&mut self.runs, &check_run(payload, session_id)?);
+            }
+            crate::format::RecordKind::RunEvent => {
+                let event = check_run_event(payload, session_id, &self.runs)?;
+                apply_run_event(&mut self.runs, &event, at);
+            }
+            _ => {}
+        }
         Ok(())
     }
 }

@@ -1,7 +1,7 @@
 //! The stores of one root opened together for writing under its owner's lease: the claims log,
 //! the runtime-event store, and the session store over them.
 
-use super::{RuntimeEventStore, SessionStore};
+use super::{AgentRunStore, RuntimeEventStore, SessionStore};
 use crate::claims::ClaimsLog;
 use crate::error::{Error, Result};
 use crate::root::Owner;
@@ -11,6 +11,7 @@ use std::sync::Arc;
 /// The execution stores of a root.
 pub struct ExecutionStores {
     pub sessions: SessionStore,
+    pub runs: AgentRunStore,
     pub runtime_events: Arc<RuntimeEventStore>,
     pub claims: Arc<ClaimsLog>,
 }
@@ -32,6 +33,7 @@ pub fn open_execution_stores_with(owner: &Owner, config: WriterConfig) -> Result
     sessions.complete_spawns()?;
     Ok(ExecutionStores {
         sessions,
+        runs: AgentRunStore::new(runtime_events.clone()),
         runtime_events,
         claims,
     })
@@ -43,10 +45,11 @@ impl ExecutionStores {
     pub fn close(self) -> Result<()> {
         let ExecutionStores {
             sessions,
+            runs,
             runtime_events,
             claims,
         } = self;
-        drop(sessions);
+        drop((sessions, runs));
         let in_use = || Error::InvalidInput("a store is still in use while it closes".into());
         let events = Arc::try_unwrap(runtime_events)
             .map_err(|_| in_use())

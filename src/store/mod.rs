@@ -6,6 +6,7 @@ mod live;
 mod open_sessions;
 mod read_view;
 mod reads;
+mod runs;
 mod runtime_events;
 mod sessions;
 mod stored;
@@ -13,6 +14,7 @@ mod subagents;
 
 pub use execution::{open_execution_stores_for_write, open_execution_stores_with, ExecutionStores};
 pub use open_sessions::DEFAULT_MAX_OPEN_SESSIONS;
+pub use runs::AgentRunStore;
 pub use runtime_events::{AppendedEvent, RuntimeEventStore};
 pub use sessions::{ReadOnlySessions, SessionStore};
 pub use subagents::SubagentCreated;

@@ -162,6 +162,19 @@ impl RuntimeEventStore {
     /// never buffered. Runtime events go through [`RuntimeEventStore::append`]. Returns the
     /// record's sequence number.
     pub fn append_record(&self, session_id: &str, kind: RecordKind, payload: &[u8]) -> Result<u64> {
+        self.append_record_if(session_id, kind, payload, &|_| Ok(()))
+    }
+
+    /// [`RuntimeEventStore::append_record`], if `precondition` holds for the session's state
+    /// under the session's lock (a run that must not exist yet, a header an update was made
+    /// from): nothing is written when it does not.
+    pub(super) fn append_record_if(
+        &self,
+        session_id: &str,
+        kind: RecordKind,
+        payload: &[u8],
+        precondition: &dyn Fn(&crate::index::SessionState) -> Result<()>,
+    ) -> Result<u64> {
         if kind == RecordKind::RuntimeEvent {
             return Err(Error::InvalidInput(
                 "runtime events are appended with RuntimeEventStore::append".into(),
@@ -172,6 +185,12 @@ impl RuntimeEventStore {
         check_session_record(session_id, kind, payload)?;
         let session = self.session(session_id)?;
         let mut st = lock(&session.state);
+        // What depends on the session's state (a run event's run) is checked under its lock.
+        st.view
+            .session
+            .check_run_record(kind, payload, session_id)
+            .map_err(Error::InvalidInput)?;
+        precondition(&st.view.session)?;
         let ack = session.writer.enqueue(kind, payload)?;
         let at = RecordRef {
             ordinal: ack.ordinal,
@@ -191,6 +210,21 @@ impl RuntimeEventStore {
         drop(st);
         session.writer.wait_durable(ack.seq)?;
         Ok(ack.seq)
+    }
+
+    /// The session records' state of `session_id`: its live view's when it is open here (once
+    /// what it shows is durable), its files' otherwise (nothing written).
+    pub(super) fn session_state(&self, session_id: &str) -> Result<crate::index::SessionState> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        if let Some(open) = self.sessions.get_open(session_id) {
+            let (state, upto) = {
+                let st = lock(&open.state);
+                (st.view.session.clone(), st.fact_seq)
+            };
+            open.writer.wait_synced(upto)?;
+            return Ok(state);
+        }
+        super::sessions::files_state(self.storage(), session_id)
     }
 
     /// Syncs every session, writes the sidecars that are behind their logs and cuts the zeros
@@ -214,8 +248,8 @@ impl RuntimeEventStore {
     }
 }
 
-/// Checks a session header or stored message as the session's view will read it (a header
-/// names its own session); other kinds are not read by the view.
+/// Checks a session header, stored message, run header or run event as the session's view
+/// will read it (a header names its own session); other kinds are not read by the view.
 fn check_session_record(session_id: &str, kind: RecordKind, payload: &[u8]) -> Result<()> {
     let text = || {
         std::str::from_utf8(payload).map_err(|_| Error::InvalidRecord {
@@ -237,6 +271,8 @@ fn check_session_record(session_id: &str, kind: RecordKind, payload: &[u8]) -> R
             Ok(())
         }
         RecordKind::Message => crate::model::StoredMessage::decode(text()?).map(|_| ()),
+        RecordKind::Run => crate::model::RunHeader::decode(text()?).map(|_| ()),
+        RecordKind::RunEvent => crate::model::RunEvent::decode(text()?).map(|_| ()),
         _ => Ok(()),
     }
 }

@@ -5,7 +5,7 @@
 //! Subagents are created in `subagents.rs`. Not yet here (issue 10): the run and admission
 //! stores.
 
-use super::live::{caught_up, load_sidecar, lock};
+use super::live::{caught_up, load_sidecar};
 use super::runtime_events::RuntimeEventStore;
 use crate::claims::ClaimsLog;
 use crate::error::{Error, Result};
@@ -131,19 +131,9 @@ impl SessionStore {
         list_with(self.events.storage(), &|id| self.state(id))
     }
 
-    /// The session state of `session_id`: its live view's when it is open here (once what it
-    /// shows is durable), its files' otherwise.
+    /// The session state of `session_id` (see [`RuntimeEventStore::session_state`]).
     fn state(&self, session_id: &str) -> Result<SessionState> {
-        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        if let Some(open) = self.events.sessions.get_open(session_id) {
-            let (state, upto) = {
-                let st = lock(&open.state);
-                (st.view.session.clone(), st.fact_seq)
-            };
-            open.writer.wait_synced(upto)?;
-            return Ok(state);
-        }
-        files_state(self.events.storage(), session_id)
+        self.events.session_state(session_id)
     }
 }
 
@@ -192,7 +182,7 @@ fn header_of(state: &SessionState) -> Result<Option<SessionHeader>> {
 
 /// A session's state as its files hold it: its sidecar caught up, or a rebuild; empty when the
 /// session has no directory.
-fn files_state(storage: &dyn Storage, session_id: &str) -> Result<SessionState> {
+pub(super) fn files_state(storage: &dyn Storage, session_id: &str) -> Result<SessionState> {
     let dir = session_dir(session_id);
     if storage
         .entry_kind(&dir)

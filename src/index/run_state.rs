@@ -1,0 +1,94 @@
+//! The runs of a session's view (MAKA-MODEL §7): each run's latest header, kept whole, and
+//! where each of its lifecycle events lies, in sequence order (a run's events are numbered from
+//! 0 by their order in the log). A pure function of the records, as the rest of the view is.
+
+use super::view::StoredAt;
+use crate::model::{RunEvent, RunHeader};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One run event: its type and where its frame lies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunEventEntry {
+    pub event_type: String,
+    pub at: StoredAt,
+}
+
+/// One run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunState {
+    /// The canonical JSON of the run's latest header record.
+    pub header: String,
+    /// Its events in sequence order: the event at index `n` has sequence number `n`.
+    pub events: Vec<RunEventEntry>,
+    /// True once a run_completed, run_failed or run_cancelled event is stored.
+    pub terminal: bool,
+}
+
+/// The runs of a session, by run id.
+pub type Runs = BTreeMap<String, RunState>;
+
+/// Checks a run header record of session `session_id`: it must decode and name the session.
+pub fn check_run(payload: &[u8], session_id: &str) -> Result<RunHeader, String> {
+    let json = std::str::from_utf8(payload).map_err(|_| "run header is not UTF-8")?;
+    let run = RunHeader::decode(json).map_err(|e| e.to_string())?;
+    if run.session_id() != session_id {
+        return Err(format!(
+            "run {} belongs to session {:?}, not {session_id:?}",
+            run.run_id(),
+            run.session_id()
+        ));
+    }
+    Ok(run)
+}
+
+/// Checks a run event record against `runs`: it must decode, name the session, belong to a
+/// run the session has, and not be a second terminal event of its run.
+pub fn check_run_event(payload: &[u8], session_id: &str, runs: &Runs) -> Result<RunEvent, String> {
+    let json = std::str::from_utf8(payload).map_err(|_| "run event is not UTF-8")?;
+    let event = RunEvent::decode(json).map_err(|e| e.to_string())?;
+    if event.value()["sessionId"].as_str() != Some(session_id) {
+        return Err(format!(
+            "the run event belongs to another session than {session_id:?}"
+        ));
+    }
+    let Some(run) = runs.get(event.run_id()) else {
+        return Err(format!("no run {} for the event", event.run_id()));
+    };
+    if event.is_terminal() && run.terminal {
+        return Err(format!(
+            "run {} already has its terminal event; a {} would be a second",
+            event.run_id(),
+            event.event_type()
+        ));
+    }
+    Ok(event)
+}
+
+/// Applies a checked run header: a new run, or a new version of one.
+pub fn apply_run(runs: &mut Runs, run: &RunHeader) {
+    match runs.get_mut(run.run_id()) {
+        Some(state) => state.header = run.canonical_json().to_owned(),
+        None => {
+            runs.insert(
+                run.run_id().to_owned(),
+                RunState {
+                    header: run.canonical_json().to_owned(),
+                    events: Vec::new(),
+                    terminal: false,
+                },
+            );
+        }
+    }
+}
+
+/// Applies a checked run event stored `at`; returns its sequence number.
+pub fn apply_run_event(runs: &mut Runs, event: &RunEvent, at: StoredAt) -> Option<u64> {
+    let run = runs.get_mut(event.run_id())?;
+    run.terminal |= event.is_terminal();
+    run.events.push(RunEventEntry {
+        event_type: event.event_type().to_owned(),
+        at,
+    });
+    Some(run.events.len() as u64 - 1)
+}

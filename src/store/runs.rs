@@ -1,0 +1,164 @@
+//! The agent-run store (MAKA-MODEL §7): run headers and their lifecycle events, written to the
+//! run's session ledger through the runtime-event store's open sessions and answered from the
+//! session's view (each run's latest header whole, and where its events lie).
+//!
+//! Not yet here (issue 10): the terminal commit (terminal runtime event, run status, exactly
+//! one terminal run event) as one operation.
+
+use super::runtime_events::RuntimeEventStore;
+use crate::error::{Error, Result};
+use crate::format::RecordKind;
+use crate::index::SessionState;
+use crate::model::{RunEvent, RunHeader};
+use crate::segment::FramesAt;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Runs and their events over one root.
+pub struct AgentRunStore {
+    events: Arc<RuntimeEventStore>,
+}
+
+fn not_found(session_id: &str, run_id: &str) -> Error {
+    Error::NotFound {
+        what: format!("run {run_id} of session {session_id}"),
+    }
+}
+
+impl AgentRunStore {
+    /// A run store writing through `events`.
+    pub fn new(events: Arc<RuntimeEventStore>) -> AgentRunStore {
+        AgentRunStore { events }
+    }
+
+    /// Creates a run in an existing session; a second run with the same id is refused.
+    pub fn create_run(&self, header: Value) -> Result<RunHeader> {
+        let run = RunHeader::from_value(header)?;
+        let session_id = run.session_id().to_owned();
+        if self.events.session_state(&session_id)?.header.is_none() {
+            return Err(Error::NotFound {
+                what: format!("session {session_id} for run {}", run.run_id()),
+            });
+        }
+        let run_id = run.run_id().to_owned();
+        self.events.append_record_if(
+            &session_id,
+            RecordKind::Run,
+            run.canonical_json().as_bytes(),
+            &|state| match state.runs.contains_key(&run_id) {
+                true => Err(Error::InvalidRecord {
+                    record: "run header",
+                    field: "runId".into(),
+                    why: format!("session {session_id} already has run {run_id}"),
+                }),
+                false => Ok(()),
+            },
+        )?;
+        Ok(run)
+    }
+
+    /// Changes a run as `update` says: only the members and status transitions §7 allows (see
+    /// [`RunHeader::updated`]). Concurrent updates of one run are serialized: one made from a
+    /// header that changed meanwhile is refused, with nothing written.
+    pub fn update_run(&self, session_id: &str, run_id: &str, update: &Value) -> Result<RunHeader> {
+        let current = self.read_run(session_id, run_id)?;
+        let next = current.updated(update)?;
+        let base = current.canonical_json().to_owned();
+        self.events.append_record_if(
+            session_id,
+            RecordKind::Run,
+            next.canonical_json().as_bytes(),
+            &|state| match state.runs.get(run_id) {
+                Some(run) if run.header == base => Ok(()),
+                _ => Err(Error::InvalidInput(format!(
+                    "run {run_id} changed while it was being updated; read it again"
+                ))),
+            },
+        )?;
+        Ok(next)
+    }
+
+    /// The run's latest header; [`Error::NotFound`] when the session has no such run.
+    pub fn read_run(&self, session_id: &str, run_id: &str) -> Result<RunHeader> {
+        let state = self.events.session_state(session_id)?;
+        let run = state
+            .runs
+            .get(run_id)
+            .ok_or_else(|| not_found(session_id, run_id))?;
+        RunHeader::decode(&run.header)
+    }
+
+    /// The session's runs, by `createdAt`, then run id.
+    pub fn list_session_runs(&self, session_id: &str) -> Result<Vec<RunHeader>> {
+        let state = self.events.session_state(session_id)?;
+        let mut runs = state
+            .runs
+            .values()
+            .map(|r| RunHeader::decode(&r.header))
+            .collect::<Result<Vec<_>>>()?;
+        let created = |r: &RunHeader| r.value()["createdAt"].as_f64().unwrap_or(0.0);
+        runs.sort_by(|a, b| {
+            created(a)
+                .total_cmp(&created(b))
+                .then_with(|| a.run_id().cmp(b.run_id()))
+        });
+        Ok(runs)
+    }
+
+    /// Appends a lifecycle event to its run (which must exist), durably; returns its sequence
+    /// number in the run, from 0. A run gets one terminal event (run_completed, run_failed or
+    /// run_cancelled): a second is refused.
+    pub fn append_event(&self, event: Value) -> Result<u64> {
+        let event = RunEvent::from_value(event)?;
+        let session_id = event.value()["sessionId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let state = self.events.session_state(&session_id)?;
+        if !state.runs.contains_key(event.run_id()) {
+            return Err(not_found(&session_id, event.run_id()));
+        }
+        // The sequence number is the run's event count, read under the session's lock just
+        // before the event is queued behind them.
+        let seq = std::cell::Cell::new(0u64);
+        self.events.append_record_if(
+            &session_id,
+            RecordKind::RunEvent,
+            event.canonical_json().as_bytes(),
+            &|state| {
+                let run = state
+                    .runs
+                    .get(event.run_id())
+                    .ok_or_else(|| not_found(&session_id, event.run_id()))?;
+                seq.set(run.events.len() as u64);
+                Ok(())
+            },
+        )?;
+        Ok(seq.get())
+    }
+
+    /// The run's events in sequence order, each with its sequence number.
+    pub fn read_events(&self, session_id: &str, run_id: &str) -> Result<Vec<(u64, RunEvent)>> {
+        let state: SessionState = self.events.session_state(session_id)?;
+        let run = state
+            .runs
+            .get(run_id)
+            .ok_or_else(|| not_found(session_id, run_id))?;
+        let mut frames = FramesAt::new(self.events.storage(), session_id);
+        run.events
+            .iter()
+            .enumerate()
+            .map(|(seq, e)| {
+                let payload = frames.payload(e.at.ordinal, e.at.offset, e.at.record_seq)?;
+                let text = std::str::from_utf8(&payload).map_err(|_| {
+                    Error::corrupt(
+                        crate::segment::layout::session_dir(session_id),
+                        e.at.offset,
+                        "run event is not UTF-8",
+                    )
+                })?;
+                Ok((seq as u64, RunEvent::decode(text)?))
+            })
+            .collect()
+    }
+}
