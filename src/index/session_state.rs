@@ -24,6 +24,9 @@ pub struct SessionState {
     pub messages: Vec<MessageEntry>,
     /// The session's runs by id.
     pub runs: Runs,
+    /// The canonical JSON of each admitted root turn's admission, by turn id: the first record
+    /// of a turn is its admission (a store answers a repeat from it and writes no second).
+    pub admissions: std::collections::BTreeMap<String, String>,
 }
 
 impl SessionState {
@@ -88,6 +91,31 @@ impl SessionState {
             }
             _ => {}
         }
+        Ok(())
+    }
+
+    /// Checks a root-turn admission record of session `session_id` (§8).
+    pub fn check_admission(
+        payload: &[u8],
+        session_id: &str,
+    ) -> Result<crate::model::RootTurnAdmission, String> {
+        let json = std::str::from_utf8(payload).map_err(|_| "admission is not UTF-8")?;
+        let admission = crate::model::RootTurnAdmission::decode(json).map_err(|e| e.to_string())?;
+        if admission.value()["sessionId"].as_str() != Some(session_id) {
+            return Err(format!(
+                "the admission of turn {} belongs to another session than {session_id:?}",
+                admission.turn_id()
+            ));
+        }
+        Ok(admission)
+    }
+
+    /// Applies an admission record: the first for its turn is kept.
+    pub fn apply_admission(&mut self, payload: &[u8], session_id: &str) -> Result<(), String> {
+        let admission = SessionState::check_admission(payload, session_id)?;
+        self.admissions
+            .entry(admission.turn_id().to_owned())
+            .or_insert_with(|| admission.canonical_json().to_owned());
         Ok(())
     }
 }

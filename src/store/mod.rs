@@ -1,5 +1,6 @@
 //! Typed stores over the session ledger.
 
+mod admissions;
 mod execution;
 mod identity;
 mod live;
@@ -12,6 +13,7 @@ mod sessions;
 mod stored;
 mod subagents;
 
+pub use admissions::Admission;
 pub use execution::{open_execution_stores_for_write, open_execution_stores_with, ExecutionStores};
 pub use open_sessions::DEFAULT_MAX_OPEN_SESSIONS;
 pub use runs::AgentRunStore;

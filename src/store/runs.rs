@@ -31,6 +31,10 @@ impl AgentRunStore {
         AgentRunStore { events }
     }
 
+    pub(super) fn events(&self) -> &RuntimeEventStore {
+        &self.events
+    }
+
     /// Creates a run in an existing session; a second run with the same id is refused.
     pub fn create_run(&self, header: Value) -> Result<RunHeader> {
         let run = RunHeader::from_value(header)?;

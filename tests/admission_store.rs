@@ -1,0 +1,111 @@
+//! Root-turn admissions through the store (MAKA-MODEL §8): admitted once, a repeat answered
+//! from the stored record as existing or conflict with nothing written, a new legacy
+//! automation refused, and the same answers after reopening and from the segments alone.
+
+mod support;
+
+use makalog::index::rebuild;
+use makalog::root::Owner;
+use makalog::storage::Storage;
+use makalog::store::{open_execution_stores_for_write, Admission, ExecutionStores};
+use makalog::Error;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use support::temp_root;
+
+fn session(id: &str) -> Value {
+    json!({
+        "schemaVersion": 1, "id": id, "workspaceRoot": "/work", "cwd": "/work",
+        "name": "admissions", "llmConnectionSlug": "fake", "model": "fake-model",
+        "createdAt": 1, "lastUsedAt": 1, "titleIsManual": false, "isFlagged": false,
+        "isArchived": false, "hasUnread": false, "connectionLocked": false, "labels": [],
+        "status": "active", "backend": "fake", "permissionMode": "ask"
+    })
+}
+
+fn admission(turn: &str, text: &str, at: u64) -> Value {
+    json!({
+        "schemaVersion": 1, "sessionId": "s", "turnId": turn, "runId": format!("run-{turn}"),
+        "userMessageId": format!("msg-{turn}"), "execution": {"kind": "external_message"},
+        "previousRootTurnId": null, "normalizedInput": {"text": text}, "sourceMessages": [],
+        "admittedAt": at
+    })
+}
+
+fn stores(storage: &Arc<makalog::storage::RealStorage>) -> (Owner, ExecutionStores) {
+    let owner = support::owner(storage);
+    let stores = open_execution_stores_for_write(&owner).expect("stores");
+    (owner, stores)
+}
+
+#[test]
+fn a_turn_is_admitted_once_and_a_repeat_is_answered_from_the_stored_record() {
+    let (_t, storage) = temp_root();
+    let (owner, s) = stores(&storage);
+    s.sessions.create(session("s")).expect("session");
+    let first = match s
+        .runs
+        .admit_root_turn(admission("t1", "go", 10))
+        .expect("admit")
+    {
+        Admission::Admitted(a) => a,
+        other => panic!("expected admitted, got {other:?}"),
+    };
+    let root = storage.describe_root();
+    let size = || -> u64 {
+        std::fs::read_dir(root.join("sessions/s"))
+            .expect("dir")
+            .map(|e| e.expect("entry").metadata().expect("meta").len())
+            .sum()
+    };
+    let before = size();
+    match s
+        .runs
+        .admit_root_turn(admission("t1", "go", 99))
+        .expect("repeat")
+    {
+        Admission::Existing(stored) => {
+            assert_eq!(stored, first, "the stored record wins");
+            assert_eq!(stored.value()["admittedAt"], json!(10));
+        }
+        other => panic!("expected existing, got {other:?}"),
+    }
+    match s
+        .runs
+        .admit_root_turn(admission("t1", "something else", 11))
+        .expect("differs")
+    {
+        Admission::Conflict(stored) => assert_eq!(stored, first),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(size(), before, "repeats write nothing");
+    let mut legacy = admission("t2", "go", 12);
+    legacy["execution"] = json!({"kind": "legacy_automation", "automationId": "auto-1"});
+    match s.runs.admit_root_turn(legacy) {
+        Err(Error::InvalidRecord { field, .. }) => assert_eq!(field, "execution.kind"),
+        other => panic!("a new legacy automation: {other:?}"),
+    }
+    let mut elsewhere = admission("t3", "go", 13);
+    elsewhere["sessionId"] = json!("nobody");
+    assert!(matches!(
+        s.runs.admit_root_turn(elsewhere),
+        Err(Error::NotFound { .. })
+    ));
+    assert_eq!(size(), before, "refusals write nothing");
+    assert!(s
+        .runs
+        .read_root_turn_admission("s", "t9")
+        .expect("read")
+        .is_none());
+    s.close().expect("close");
+    drop(owner);
+    let (_owner, s) = stores(&storage);
+    assert_eq!(
+        s.runs.read_root_turn_admission("s", "t1").expect("read"),
+        Some(first.clone()),
+        "after reopening"
+    );
+    let rebuilt = rebuild(&*storage, "s").expect("rebuild");
+    assert_eq!(rebuilt.session.admissions.len(), 1);
+    assert_eq!(rebuilt.session.admissions["t1"], first.canonical_json());
+}
