@@ -1,9 +1,7 @@
 //! `makalog demo [ROOT]`: writes a few agent sessions of realistic records across several
 //! segments through the library's writer, then verifies the root and prints a summary.
 
-use makalog::claims::{
-    AdmissionStatus, AgentGraphIntentClaimRequest, ClaimsLog, SubagentSpawnClaim,
-};
+use makalog::claims::{AdmissionStatus, AgentGraphIntentClaimRequest};
 use makalog::event::RuntimeEvent;
 use makalog::format::chain::chain_hex;
 use makalog::format::hex;
@@ -11,7 +9,7 @@ use makalog::format::RecordKind;
 use makalog::root::try_acquire_owner;
 use makalog::segment::{Durability, WriterConfig};
 use makalog::storage::RealStorage;
-use makalog::store::RuntimeEventStore;
+use makalog::store::{open_execution_stores_with, ExecutionStores};
 use makalog::verify::verify_root;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -87,26 +85,28 @@ fn write_demo(root: &Path) -> makalog::Result<()> {
         prealloc_step: 4 << 10,
         ..WriterConfig::default()
     };
-    let (claims, _) = ClaimsLog::open(&owner)?;
-    let store = RuntimeEventStore::open(&owner, config);
+    let stores = open_execution_stores_with(&owner, config)?;
     for (i, prompt) in PROMPTS.iter().enumerate() {
         let session = format!("demo-{}", i + 1);
-        if claims.read_session_claim(&session)?.is_none() {
-            claims.claim_session_create(&session)?;
-        }
-        let done = store.list_session_invocations(&session)?.len() as u64;
+        let done = stores
+            .runtime_events
+            .list_session_invocations(&session)?
+            .len() as u64;
         for turn in 0..TURNS_PER_SESSION {
             let base = 1_800_000_000_000 + (done + turn) * 1_000;
-            write_journey(&store, &session, prompt, base)?;
+            write_journey(&stores, &session, prompt, base)?;
         }
     }
-    store.close()?;
-    write_claims(&claims)
+    write_claims(&stores)?;
+    stores.close()
 }
 
 /// A graph that fans one intent out to each demo session: the first runs, the second is
-/// executing, the third was cancelled. Re-running the demo finds every claim already stored.
-fn write_claims(claims: &ClaimsLog) -> makalog::Result<()> {
+/// executing, the third was cancelled; and three helper subagents of demo-1, each created
+/// under its spawn claim. Re-running the demo finds every claim already stored (and touches
+/// each helper's header).
+fn write_claims(stores: &ExecutionStores) -> makalog::Result<()> {
+    let claims = &*stores.claims;
     let digest = |s: &str| hex(&Sha256::digest(s.as_bytes()));
     for (i, status) in [
         AdmissionStatus::Claimed,
@@ -150,42 +150,80 @@ fn write_claims(claims: &ClaimsLog) -> makalog::Result<()> {
                 Some("superseded by a newer plan"),
             )?;
         }
-        claims.claim_subagent_spawn(SubagentSpawnClaim {
-            parent_session_id: "demo-1".into(),
-            parent_run_id: "parent-run".into(),
-            tool_call_id: format!("spawn-tool-{i}"),
-            swarm_id: String::new(),
-            item_id: String::new(),
-            request_fingerprint: digest(&format!("spawn-{i}")),
-            child_session_id: format!("demo-child-{i}"),
-            child_header: None,
-        })?;
+        let helper = format!("helper-{i}");
+        let header = helper_header(&helper, i, &digest(&format!("spawn-{i}")));
+        match stores.sessions.read_session(&helper)? {
+            None => drop(stores.sessions.create_subagent(header)?),
+            Some(_) => drop(stores.sessions.update_session(header)?),
+        }
     }
     Ok(())
 }
 
-/// Appends a record: runtime events through the store's strict decoding and sealing, the rest
-/// as they are.
+/// The header of demo-1's helper subagent `id`, spawned by tool call `spawn-tool-{i}`.
+fn helper_header(id: &str, i: usize, fingerprint: &str) -> Value {
+    json!({
+        "id": id, "cwd": "/work/project", "workspaceRoot": "/work/project",
+        "name": format!("helper {i} of demo-1"), "backend": "fake", "llmConnectionSlug": "fake",
+        "model": "fake-model", "permissionMode": "ask", "status": "active",
+        "createdAt": 1_800_000_000_500u64 + i as u64, "lastUsedAt": 1_800_000_000_500u64 + i as u64,
+        "titleIsManual": false, "isFlagged": false, "isArchived": false, "hasUnread": false,
+        "connectionLocked": true, "labels": ["helper"], "schemaVersion": 1,
+        "subagentParent": {
+            "kind": "subagent", "parentSessionId": "demo-1", "lifecycle": "foreground",
+            "spawnedBy": {"parentRunId": "parent-run", "parentTurnId": "parent-turn",
+                          "toolCallId": format!("spawn-tool-{i}")}
+        },
+        "subagentRuntime": {
+            "schemaVersion": 1, "definitionVersion": 1, "agentId": "demo-helper",
+            "agentName": "Demo helper", "profile": "read-only",
+            "systemPrompt": "Read what the parent asks about and report back.",
+            "toolNames": ["Read"], "categoryPolicy": {"filesystem": "allow"}
+        },
+        "subagentSpawn": {
+            "schemaVersion": 1, "requestFingerprint": fingerprint,
+            "initialTurnId": format!("helper-turn-{i}"), "initialRunId": format!("helper-run-{i}")
+        }
+    })
+}
+
+/// Appends a record through the store of its kind: a session header (created the first time,
+/// a new version after), a message, a run, a run event, or a runtime event with its strict
+/// decoding and sealing.
 fn append(
-    store: &RuntimeEventStore,
+    stores: &ExecutionStores,
     session: &str,
     kind: RecordKind,
     v: &Value,
     d: Durability,
 ) -> makalog::Result<()> {
-    if kind == RecordKind::RuntimeEvent {
-        let event = RuntimeEvent::from_value(v.clone())
-            .map_err(|e| makalog::Error::InvalidInput(e.to_string()))?;
-        return store.append(&event, d).map(|_| ());
+    match kind {
+        RecordKind::RuntimeEvent => {
+            let event = RuntimeEvent::from_value(v.clone())
+                .map_err(|e| makalog::Error::InvalidInput(e.to_string()))?;
+            stores.runtime_events.append(&event, d).map(|_| ())
+        }
+        RecordKind::SessionHeader => match stores.sessions.read_session(session)? {
+            None => stores.sessions.create(v.clone()).map(|_| ()),
+            Some(_) => stores.sessions.update_session(v.clone()).map(|_| ()),
+        },
+        RecordKind::Message => stores
+            .sessions
+            .append_message(session, v.clone())
+            .map(|_| ()),
+        RecordKind::Run => stores.runs.create_run(v.clone()).map(|_| ()),
+        RecordKind::RunEvent => stores.runs.append_event(v.clone()).map(|_| ()),
+        _ => Err(makalog::Error::InvalidInput(format!(
+            "the demo writes no {} records",
+            kind.name()
+        ))),
     }
-    let bytes = serde_json::to_vec(v).map_err(|e| makalog::Error::InvalidInput(e.to_string()))?;
-    store.append_record(session, kind, &bytes).map(|_| ())
 }
 
 /// One turn of a coding agent: header, user message, run lifecycle, streamed text, a tool call
 /// and its result, the terminal event, and the closing records.
 fn write_journey(
-    store: &RuntimeEventStore,
+    store: &ExecutionStores,
     session: &str,
     prompt: &str,
     base: u64,
@@ -211,7 +249,7 @@ fn write_journey(
         &json!({
             "id": session, "cwd": "/work/project", "workspaceRoot": "/work/project", "name": prompt,
             "backend": "fake", "llmConnectionSlug": "fake", "model": "fake-model",
-            "permissionMode": "ask", "status": "running", "createdAt": base, "lastUsedAt": base,
+            "permissionMode": "ask", "status": "running", "createdAt": 1_800_000_000_000u64, "lastUsedAt": base,
             "titleIsManual": false, "isFlagged": false, "isArchived": false, "hasUnread": false,
             "connectionLocked": true, "labels": [], "schemaVersion": 1,
         }),

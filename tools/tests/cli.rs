@@ -201,7 +201,8 @@ fn index_check_finds_damaged_and_missing_sidecars_and_rebuild_mends_them() {
             .lines()
             .filter(|l| l.ends_with(": equals a rebuild"))
             .count(),
-        3
+        6,
+        "three sessions and the three helper subagents of demo-1"
     );
     let sidecar = root.join("sessions/demo-2/index");
     let f = std::fs::OpenOptions::new()

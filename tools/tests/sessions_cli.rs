@@ -18,18 +18,36 @@ fn sessions_lists_every_session_with_its_status_and_last_activity() {
         lines[0].starts_with("SESSION") && lines[0].contains("LAST ACTIVITY (UTC)"),
         "{stdout}"
     );
-    for (line, id) in lines[1..4].iter().zip(["demo-1", "demo-2", "demo-3"]) {
-        assert!(line.starts_with(id) && line.contains("running"), "{line}");
-        assert!(line.contains("T08:00:02.000Z"), "ISO 8601 UTC: {line}");
+    let ids: Vec<&str> = lines[1..lines.len() - 1]
+        .iter()
+        .map(|l| l.split_whitespace().next().expect("an id"))
+        .collect();
+    assert_eq!(
+        ids,
+        ["demo-1", "helper-0", "helper-1", "helper-2", "demo-2", "demo-3"],
+        "demo-1's helpers under it"
+    );
+    assert!(
+        lines[2].starts_with("  helper-0"),
+        "indented under its parent: {stdout}"
+    );
+    for line in [lines[1], lines[5], lines[6]] {
+        assert!(
+            line.contains("running") && line.contains("T08:00:02.000Z"),
+            "ISO 8601 UTC: {line}"
+        );
     }
-    assert_eq!(lines.last().copied(), Some("3 sessions"));
+    assert_eq!(lines.last().copied(), Some("6 sessions"));
     let json = makalog(&["sessions", r, "--json"]);
     let headers: Vec<serde_json::Value> = text(&json.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON header per line"))
         .collect();
-    assert_eq!(headers.len(), 3);
+    assert_eq!(headers.len(), 6);
     assert_eq!(headers[0]["id"], "demo-1");
+    assert!(headers
+        .iter()
+        .any(|h| h["subagentParent"]["parentSessionId"] == "demo-1"));
     assert_eq!(before, snapshot(&root), "listing writes nothing");
 }
 
