@@ -5,23 +5,12 @@
 mod support;
 
 use makalog::index::rebuild;
-use makalog::root::Owner;
 use makalog::storage::Storage;
-use makalog::store::{open_execution_stores_for_write, Admission, ExecutionStores};
+use makalog::store::Admission;
 use makalog::Error;
 use serde_json::{json, Value};
-use std::sync::Arc;
+use support::stores::{self, session_header};
 use support::temp_root;
-
-fn session(id: &str) -> Value {
-    json!({
-        "schemaVersion": 1, "id": id, "workspaceRoot": "/work", "cwd": "/work",
-        "name": "admissions", "llmConnectionSlug": "fake", "model": "fake-model",
-        "createdAt": 1, "lastUsedAt": 1, "titleIsManual": false, "isFlagged": false,
-        "isArchived": false, "hasUnread": false, "connectionLocked": false, "labels": [],
-        "status": "active", "backend": "fake", "permissionMode": "ask"
-    })
-}
 
 fn admission(turn: &str, text: &str, at: u64) -> Value {
     json!({
@@ -32,17 +21,11 @@ fn admission(turn: &str, text: &str, at: u64) -> Value {
     })
 }
 
-fn stores(storage: &Arc<makalog::storage::RealStorage>) -> (Owner, ExecutionStores) {
-    let owner = support::owner(storage);
-    let stores = open_execution_stores_for_write(&owner).expect("stores");
-    (owner, stores)
-}
-
 #[test]
 fn a_turn_is_admitted_once_and_a_repeat_is_answered_from_the_stored_record() {
     let (_t, storage) = temp_root();
-    let (owner, s) = stores(&storage);
-    s.sessions.create(session("s")).expect("session");
+    let (owner, s) = stores::open(&storage);
+    s.sessions.create(session_header("s", 1)).expect("session");
     let first = match s
         .runs
         .admit_root_turn(admission("t1", "go", 10))
@@ -52,12 +35,7 @@ fn a_turn_is_admitted_once_and_a_repeat_is_answered_from_the_stored_record() {
         other => panic!("expected admitted, got {other:?}"),
     };
     let root = storage.describe_root();
-    let size = || -> u64 {
-        std::fs::read_dir(root.join("sessions/s"))
-            .expect("dir")
-            .map(|e| e.expect("entry").metadata().expect("meta").len())
-            .sum()
-    };
+    let size = || stores::session_bytes(&root, "s");
     let before = size();
     match s
         .runs
@@ -99,7 +77,7 @@ fn a_turn_is_admitted_once_and_a_repeat_is_answered_from_the_stored_record() {
         .is_none());
     s.close().expect("close");
     drop(owner);
-    let (_owner, s) = stores(&storage);
+    let (_owner, s) = stores::open(&storage);
     assert_eq!(
         s.runs.read_root_turn_admission("s", "t1").expect("read"),
         Some(first.clone()),

@@ -6,23 +6,12 @@
 mod support;
 
 use makalog::index::rebuild;
-use makalog::root::Owner;
 use makalog::storage::Storage;
-use makalog::store::{open_execution_stores_for_write, ExecutionStores};
+use makalog::store::ExecutionStores;
 use makalog::Error;
 use serde_json::{json, Value};
-use std::sync::Arc;
+use support::stores::{self, session_header};
 use support::temp_root;
-
-fn session(id: &str) -> Value {
-    json!({
-        "schemaVersion": 1, "id": id, "workspaceRoot": "/work", "cwd": "/work",
-        "name": "runs", "llmConnectionSlug": "fake", "model": "fake-model",
-        "createdAt": 1, "lastUsedAt": 1, "titleIsManual": false, "isFlagged": false,
-        "isArchived": false, "hasUnread": false, "connectionLocked": false, "labels": [],
-        "status": "active", "backend": "fake", "permissionMode": "ask"
-    })
-}
 
 fn run(id: &str, created: u64) -> Value {
     json!({
@@ -37,17 +26,11 @@ fn event(run: &str, kind: &str, n: u64) -> Value {
            "turnId": format!("turn-{run}"), "ts": n})
 }
 
-fn stores(storage: &Arc<makalog::storage::RealStorage>) -> (Owner, ExecutionStores) {
-    let owner = support::owner(storage);
-    let stores = open_execution_stores_for_write(&owner).expect("stores");
-    (owner, stores)
-}
-
 #[test]
 fn runs_and_their_events_read_back_the_same_after_reopening() {
     let (_t, storage) = temp_root();
-    let (owner, s) = stores(&storage);
-    s.sessions.create(session("s")).expect("session");
+    let (owner, s) = stores::open(&storage);
+    s.sessions.create(session_header("s", 1)).expect("session");
     s.runs.create_run(run("run-b", 5)).expect("b");
     s.runs.create_run(run("run-a", 5)).expect("a");
     s.runs.create_run(run("run-0", 9)).expect("0");
@@ -107,7 +90,7 @@ fn runs_and_their_events_read_back_the_same_after_reopening() {
     );
     s.close().expect("close");
     drop(owner);
-    let (_owner, s) = stores(&storage);
+    let (_owner, s) = stores::open(&storage);
     assert_eq!(answers(&s), live, "after reopening");
     let rebuilt = rebuild(&*storage, "s").expect("rebuild");
     assert_eq!(rebuilt.session.runs.len(), 3);
@@ -121,20 +104,15 @@ fn runs_and_their_events_read_back_the_same_after_reopening() {
 #[test]
 fn each_run_rule_refuses_with_nothing_written() {
     let (_t, storage) = temp_root();
-    let (_owner, s) = stores(&storage);
+    let (_owner, s) = stores::open(&storage);
     assert!(
         matches!(s.runs.create_run(run("r", 1)), Err(Error::NotFound { .. })),
         "no session yet"
     );
-    s.sessions.create(session("s")).expect("session");
+    s.sessions.create(session_header("s", 1)).expect("session");
     s.runs.create_run(run("r", 1)).expect("run");
     let root = storage.describe_root();
-    let size = || -> u64 {
-        std::fs::read_dir(root.join("sessions/s"))
-            .expect("dir")
-            .map(|e| e.expect("entry").metadata().expect("meta").len())
-            .sum()
-    };
+    let size = || stores::session_bytes(&root, "s");
     let before = size();
     match s.runs.create_run(run("r", 2)) {
         Err(Error::InvalidRecord { field, .. }) => assert_eq!(field, "runId"),

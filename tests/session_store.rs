@@ -6,32 +6,15 @@ mod support;
 
 use makalog::index::rebuild;
 use makalog::model::{SessionHeader, StoredMessage};
-use makalog::root::Owner;
 use makalog::storage::Storage;
-use makalog::store::{open_execution_stores_for_write, ExecutionStores};
+use makalog::store::ExecutionStores;
 use makalog::Error;
 use serde_json::{json, Value};
-use std::sync::Arc;
+use support::stores::{self, session_header};
 use support::{snapshot, temp_root};
-
-fn header(id: &str, created: u64) -> Value {
-    json!({
-        "schemaVersion": 1, "id": id, "workspaceRoot": "/work", "cwd": "/work",
-        "name": format!("session {id}"), "llmConnectionSlug": "fake", "model": "fake-model",
-        "createdAt": created, "lastUsedAt": created, "titleIsManual": false, "isFlagged": false,
-        "isArchived": false, "hasUnread": false, "connectionLocked": false, "labels": [],
-        "status": "active", "backend": "fake", "permissionMode": "ask"
-    })
-}
 
 fn user(id: &str, turn: &str, ts: u64) -> Value {
     json!({"type": "user", "id": id, "turnId": turn, "ts": ts, "text": format!("text of {id}")})
-}
-
-fn stores(storage: &Arc<makalog::storage::RealStorage>) -> (Owner, ExecutionStores) {
-    let owner = support::owner(storage);
-    let stores = open_execution_stores_for_write(&owner).expect("stores");
-    (owner, stores)
 }
 
 fn ids(headers: &[SessionHeader]) -> Vec<&str> {
@@ -41,11 +24,11 @@ fn ids(headers: &[SessionHeader]) -> Vec<&str> {
 #[test]
 fn sessions_and_messages_read_back_the_same_after_reopening_and_as_the_segments_say() {
     let (_t, storage) = temp_root();
-    let (owner, s) = stores(&storage);
-    s.sessions.create(header("b", 20)).expect("b");
-    s.sessions.create(header("a", 10)).expect("a");
-    s.sessions.create(header("c", 20)).expect("c");
-    let mut running = header("a", 10);
+    let (owner, s) = stores::open(&storage);
+    s.sessions.create(session_header("b", 20)).expect("b");
+    s.sessions.create(session_header("a", 10)).expect("a");
+    s.sessions.create(session_header("c", 20)).expect("c");
+    let mut running = session_header("a", 10);
     running["status"] = json!("running");
     running["lastUsedAt"] = json!(30);
     s.sessions
@@ -81,7 +64,7 @@ fn sessions_and_messages_read_back_the_same_after_reopening_and_as_the_segments_
     drop(owner);
 
     // Read-only (nothing open), then opened again: the same answers, and writing nothing.
-    let (owner, s) = stores(&storage);
+    let (owner, s) = stores::open(&storage);
     let before = snapshot(&storage.describe_root());
     assert_eq!(answers(&s), live);
     assert_eq!(
@@ -126,13 +109,13 @@ fn refused_field<T: std::fmt::Debug>(r: makalog::Result<T>) -> String {
 #[test]
 fn bad_input_is_refused_naming_the_field_with_nothing_written() {
     let (_t, storage) = temp_root();
-    let (_owner, s) = stores(&storage);
+    let (_owner, s) = stores::open(&storage);
     let root = storage.describe_root();
     let before = snapshot(&root);
-    let mut bad = header("x", 1);
+    let mut bad = session_header("x", 1);
     bad["status"] = json!("napping");
     assert_eq!(refused_field(s.sessions.create(bad)), "status");
-    let mut spawn = header("x", 1);
+    let mut spawn = session_header("x", 1);
     spawn["subagentSpawn"] = json!({
         "schemaVersion": 1, "requestFingerprint": "a".repeat(64),
         "initialTurnId": "t", "initialRunId": "r"
@@ -145,9 +128,9 @@ fn bad_input_is_refused_naming_the_field_with_nothing_written() {
     );
     assert!(s.sessions.read_session("x").expect("read").is_none());
 
-    s.sessions.create(header("x", 1)).expect("x");
+    s.sessions.create(session_header("x", 1)).expect("x");
     assert!(matches!(
-        s.sessions.create(header("x", 2)),
+        s.sessions.create(session_header("x", 2)),
         Err(Error::ClaimConflict { .. })
     ));
     let log = root.join("sessions/x");
@@ -172,7 +155,7 @@ fn bad_input_is_refused_naming_the_field_with_nothing_written() {
         !root.join("sessions/nobody").exists(),
         "no session made for it"
     );
-    let mut moved = header("x", 1);
+    let mut moved = session_header("x", 1);
     moved["subagentParent"] = json!({
         "kind": "subagent", "parentSessionId": "p",
         "spawnedBy": {"parentRunId": "r", "parentTurnId": "t", "toolCallId": "c"},
@@ -188,14 +171,14 @@ fn bad_input_is_refused_naming_the_field_with_nothing_written() {
 fn an_id_taken_by_a_create_that_crashed_before_its_header_is_never_reused() {
     let (_t, storage) = temp_root();
     {
-        let (_owner, s) = stores(&storage);
+        let (_owner, s) = stores::open(&storage);
         // The claim of a create whose header never reached the log.
         s.claims.claim_session_create("ghost").expect("claim");
     }
-    let (_owner, s) = stores(&storage);
+    let (_owner, s) = stores::open(&storage);
     assert!(s.sessions.read_session("ghost").expect("read").is_none());
     assert!(matches!(
-        s.sessions.create(header("ghost", 1)),
+        s.sessions.create(session_header("ghost", 1)),
         Err(Error::ClaimConflict { .. })
     ));
     assert!(s.sessions.list_sessions().expect("list").is_empty());

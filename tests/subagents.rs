@@ -5,26 +5,14 @@
 mod support;
 
 use makalog::claims::SubagentSpawnClaim;
-use makalog::root::Owner;
 use makalog::storage::Storage;
-use makalog::store::{open_execution_stores_for_write, ExecutionStores};
 use makalog::Error;
 use serde_json::{json, Value};
-use std::sync::Arc;
+use support::stores::{self, session_header};
 use support::{snapshot, temp_root};
 
-fn header(id: &str) -> Value {
-    json!({
-        "schemaVersion": 1, "id": id, "workspaceRoot": "/work", "cwd": "/work",
-        "name": format!("session {id}"), "llmConnectionSlug": "fake", "model": "fake-model",
-        "createdAt": 1, "lastUsedAt": 1, "titleIsManual": false, "isFlagged": false,
-        "isArchived": false, "hasUnread": false, "connectionLocked": false, "labels": [],
-        "status": "active", "backend": "fake", "permissionMode": "ask"
-    })
-}
-
 fn child(id: &str, tool_call: &str, fingerprint: char) -> Value {
-    let mut h = header(id);
+    let mut h = session_header(id, 1);
     h["subagentParent"] = json!({
         "kind": "subagent", "parentSessionId": "parent",
         "spawnedBy": {"parentRunId": "run-1", "parentTurnId": "turn-1", "toolCallId": tool_call},
@@ -42,12 +30,6 @@ fn child(id: &str, tool_call: &str, fingerprint: char) -> Value {
     h
 }
 
-fn stores(storage: &Arc<makalog::storage::RealStorage>) -> (Owner, ExecutionStores) {
-    let owner = support::owner(storage);
-    let stores = open_execution_stores_for_write(&owner).expect("stores");
-    (owner, stores)
-}
-
 fn conflict<T: std::fmt::Debug>(r: makalog::Result<T>) -> String {
     match r {
         Err(Error::ClaimConflict { what }) => what,
@@ -58,8 +40,10 @@ fn conflict<T: std::fmt::Debug>(r: makalog::Result<T>) -> String {
 #[test]
 fn a_spawn_key_gets_one_child_and_a_retry_with_a_fresh_id_gets_it_back() {
     let (_t, storage) = temp_root();
-    let (_owner, s) = stores(&storage);
-    s.sessions.create(header("parent")).expect("parent");
+    let (_owner, s) = stores::open(&storage);
+    s.sessions
+        .create(session_header("parent", 1))
+        .expect("parent");
     let made = s
         .sessions
         .create_subagent(child("child-1", "tool-1", 'a'))
@@ -100,8 +84,10 @@ fn a_spawn_key_gets_one_child_and_a_retry_with_a_fresh_id_gets_it_back() {
 #[test]
 fn every_conflict_of_section_5_by_name() {
     let (_t, storage) = temp_root();
-    let (_owner, s) = stores(&storage);
-    s.sessions.create(header("parent")).expect("parent");
+    let (_owner, s) = stores::open(&storage);
+    s.sessions
+        .create(session_header("parent", 1))
+        .expect("parent");
     s.sessions
         .create_subagent(child("child-1", "tool-1", 'a'))
         .expect("child");
@@ -118,7 +104,7 @@ fn every_conflict_of_section_5_by_name() {
     let taken = conflict(s.sessions.create_subagent(child("parent", "tool-8", 'a')));
     assert!(taken.contains("already exists"), "{taken}");
     assert!(matches!(
-        s.sessions.create(header("child-1")),
+        s.sessions.create(session_header("child-1", 1)),
         Err(Error::ClaimConflict { .. })
     ));
     assert_eq!(before, snapshot(&root), "conflicts write nothing");
@@ -127,7 +113,7 @@ fn every_conflict_of_section_5_by_name() {
 #[test]
 fn a_subagent_needs_its_three_objects_and_no_graph_parent() {
     let (_t, storage) = temp_root();
-    let (_owner, s) = stores(&storage);
+    let (_owner, s) = stores::open(&storage);
     let root = storage.describe_root();
     let before = snapshot(&root);
     for key in ["subagentParent", "subagentRuntime", "subagentSpawn"] {
@@ -151,7 +137,7 @@ fn a_subagent_needs_its_three_objects_and_no_graph_parent() {
 fn a_crash_between_the_claim_and_the_header_is_completed_at_the_next_open() {
     let (_t, storage) = temp_root();
     let wanted = {
-        let (_owner, s) = stores(&storage);
+        let (_owner, s) = stores::open(&storage);
         let header = makalog::model::SessionHeader::from_value(child("orphan", "tool-1", 'a'))
             .expect("header");
         // What create_subagent claims before it writes the header, and then no header.
@@ -170,7 +156,7 @@ fn a_crash_between_the_claim_and_the_header_is_completed_at_the_next_open() {
         assert!(s.sessions.read_session("orphan").expect("read").is_none());
         header
     };
-    let (_owner, s) = stores(&storage);
+    let (_owner, s) = stores::open(&storage);
     let completed = s
         .sessions
         .read_session("orphan")

@@ -268,9 +268,7 @@ impl ClaimsLog {
         &self,
         graph_id: Option<&str>,
     ) -> Result<Vec<StoredGraphIntentClaim>> {
-        let st = self.commit.lock()?;
-        let seq = st.next_seq() - 1;
-        let st = self.commit.wait_durable(st, seq)?;
+        let st = self.all_durable()?;
         Ok(st
             .log
             .tables
@@ -323,9 +321,7 @@ impl ClaimsLog {
 
     /// Every durable spawn claim, in claim order.
     pub fn list_subagent_spawn_claims(&self) -> Result<Vec<SubagentSpawnClaim>> {
-        let st = self.commit.lock()?;
-        let seq = st.next_seq() - 1;
-        let st = self.commit.wait_durable(st, seq)?;
+        let st = self.all_durable()?;
         Ok(st
             .log
             .tables
@@ -338,9 +334,7 @@ impl ClaimsLog {
     /// True when `session_id` is taken, by a session-create claim or as a spawn's child, once
     /// what says so is durable.
     pub fn is_session_id_taken(&self, session_id: &str) -> Result<bool> {
-        let st = self.commit.lock()?;
-        let seq = st.next_seq() - 1;
-        let st = self.commit.wait_durable(st, seq)?;
+        let st = self.all_durable()?;
         Ok(st.log.tables.session_claim(session_id).is_some()
             || st.log.tables.spawn_of_child(session_id).is_some())
     }
@@ -363,6 +357,13 @@ impl ClaimsLog {
         validate_session_claim(&claim)?;
         drop(self.commit_record(ClaimRecord::Session(claim.clone()))?);
         Ok(claim)
+    }
+
+    /// The tables once every record queued so far is durable: what a listing answers from.
+    fn all_durable(&self) -> Result<Guard<'_>> {
+        let st = self.commit.lock()?;
+        let seq = st.next_seq() - 1;
+        self.commit.wait_durable(st, seq)
     }
 
     /// Decides `record` against the tables and, if it is new, appends it; in both cases waits

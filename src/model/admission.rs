@@ -2,9 +2,7 @@
 //! execution descriptor, and the rule by which a repeat is `existing` or a `conflict`.
 
 use super::fields::{any, object, safe_id, string_or_null};
-use super::{decode_text, decode_value, Decoded};
 use crate::claims::AgentGraphIntentClaim;
-use crate::error::Result;
 use crate::event::path::Path;
 use crate::event::schema::fields::{
     decode_object, expect_array, expect_object, invalid, Obj, Result as FieldResult,
@@ -51,31 +49,14 @@ const PAYLOAD: &[&str] = &[
     "sourceMessages",
 ];
 
-/// A decoded root-turn admission with its canonical JSON.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RootTurnAdmission(Decoded);
+record_type!(
+    /// A decoded root-turn admission with its canonical JSON.
+    RootTurnAdmission,
+    RECORD,
+    decode
+);
 
 impl RootTurnAdmission {
-    /// Strictly decodes an admission from JSON text.
-    pub fn decode(json: &str) -> Result<RootTurnAdmission> {
-        decode_text(RECORD, json, decode).map(RootTurnAdmission)
-    }
-
-    /// Strictly decodes an admission from a JSON value.
-    pub fn from_value(value: Value) -> Result<RootTurnAdmission> {
-        decode_value(RECORD, value, decode).map(RootTurnAdmission)
-    }
-
-    /// The canonical JSON a store writes.
-    pub fn canonical_json(&self) -> &str {
-        &self.0.canonical
-    }
-
-    /// The decoded admission.
-    pub fn value(&self) -> &Value {
-        &self.0.value
-    }
-
     /// The admitted turn.
     pub fn turn_id(&self) -> &str {
         self.0.value["turnId"].as_str().unwrap_or_default()

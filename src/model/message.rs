@@ -1,8 +1,6 @@
 //! A stored message (MAKA-MODEL §6), tagged by `type`.
 
 use super::fields::{any, array, object, opt_strings};
-use super::{decode_text, decode_value, Decoded};
-use crate::error::Result;
 use crate::event::path::Path;
 use crate::event::schema::actions::usage;
 use crate::event::schema::fields::{
@@ -41,31 +39,14 @@ const NOTE_KINDS: &[&str] = &[
 /// Members a tool call and a tool result share.
 const TOOL_LINEAGE: &[&str] = &["parentToolCallId", "parentOperationId"];
 
-/// A decoded stored message with its canonical JSON.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredMessage(Decoded);
+record_type!(
+    /// A decoded stored message with its canonical JSON.
+    StoredMessage,
+    RECORD,
+    decode
+);
 
 impl StoredMessage {
-    /// Strictly decodes a message from JSON text.
-    pub fn decode(json: &str) -> Result<StoredMessage> {
-        decode_text(RECORD, json, decode).map(StoredMessage)
-    }
-
-    /// Strictly decodes a message from a JSON value.
-    pub fn from_value(value: Value) -> Result<StoredMessage> {
-        decode_value(RECORD, value, decode).map(StoredMessage)
-    }
-
-    /// The canonical JSON a store writes.
-    pub fn canonical_json(&self) -> &str {
-        &self.0.canonical
-    }
-
-    /// The decoded message.
-    pub fn value(&self) -> &Value {
-        &self.0.value
-    }
-
     /// Its `type`.
     pub fn message_type(&self) -> &str {
         self.0.value["type"].as_str().unwrap_or_default()

@@ -13,6 +13,38 @@
 //! - A legacy `permissionMode` of `execute` is stored as `ask`, as the original reads it.
 //! - Lone UTF-16 surrogates are refused, as for runtime events.
 
+/// Defines a decoded record type `$name` over [`Decoded`]: strict decoding from JSON text or a
+/// value by `$decode`, its errors naming `$record`, and its canonical JSON and value.
+macro_rules! record_type {
+    ($(#[$doc:meta])* $name:ident, $record:expr, $decode:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $name(super::Decoded);
+
+        impl $name {
+            /// Strictly decodes one from JSON text.
+            pub fn decode(json: &str) -> crate::error::Result<$name> {
+                super::decode_text($record, json, $decode).map($name)
+            }
+
+            /// Strictly decodes one from a JSON value.
+            pub fn from_value(value: serde_json::Value) -> crate::error::Result<$name> {
+                super::decode_value($record, value, $decode).map($name)
+            }
+
+            /// The canonical JSON a store writes.
+            pub fn canonical_json(&self) -> &str {
+                &self.0.canonical
+            }
+
+            /// The decoded record.
+            pub fn value(&self) -> &serde_json::Value {
+                &self.0.value
+            }
+        }
+    };
+}
+
 mod admission;
 mod fields;
 mod message;

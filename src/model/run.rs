@@ -2,7 +2,6 @@
 //! lifecycle events.
 
 use super::fields::{object, opt_strings, safe_id};
-use super::{decode_text, decode_value, Decoded};
 use crate::error::{Error, Result};
 use crate::event::path::Path;
 use crate::event::schema::fields::{
@@ -69,31 +68,14 @@ pub const UPDATABLE: &[&str] = &[
     "abortSource",
 ];
 
-/// A decoded run header with its canonical JSON.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunHeader(Decoded);
+record_type!(
+    /// A decoded run header with its canonical JSON.
+    RunHeader,
+    RECORD,
+    decode_header
+);
 
 impl RunHeader {
-    /// Strictly decodes a run header from JSON text.
-    pub fn decode(json: &str) -> Result<RunHeader> {
-        decode_text(RECORD, json, decode_header).map(RunHeader)
-    }
-
-    /// Strictly decodes a run header from a JSON value.
-    pub fn from_value(value: Value) -> Result<RunHeader> {
-        decode_value(RECORD, value, decode_header).map(RunHeader)
-    }
-
-    /// The canonical JSON a store writes.
-    pub fn canonical_json(&self) -> &str {
-        &self.0.canonical
-    }
-
-    /// The decoded header.
-    pub fn value(&self) -> &Value {
-        &self.0.value
-    }
-
     /// The run's id.
     pub fn run_id(&self) -> &str {
         self.0.value["runId"].as_str().unwrap_or_default()
@@ -240,31 +222,14 @@ fn read_continuation(c: &mut Obj) -> FieldResult<()> {
     Ok(())
 }
 
-/// A decoded run lifecycle event with its canonical JSON. Unknown types stay readable.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunEvent(Decoded);
+record_type!(
+    /// A decoded run lifecycle event with its canonical JSON. Unknown types stay readable.
+    RunEvent,
+    EVENT_RECORD,
+    decode_event
+);
 
 impl RunEvent {
-    /// Strictly decodes a run event from JSON text.
-    pub fn decode(json: &str) -> Result<RunEvent> {
-        decode_text(EVENT_RECORD, json, decode_event).map(RunEvent)
-    }
-
-    /// Strictly decodes a run event from a JSON value.
-    pub fn from_value(value: Value) -> Result<RunEvent> {
-        decode_value(EVENT_RECORD, value, decode_event).map(RunEvent)
-    }
-
-    /// The canonical JSON a store writes.
-    pub fn canonical_json(&self) -> &str {
-        &self.0.canonical
-    }
-
-    /// The decoded event.
-    pub fn value(&self) -> &Value {
-        &self.0.value
-    }
-
     /// Its type, known or not.
     pub fn event_type(&self) -> &str {
         self.0.value["type"].as_str().unwrap_or_default()

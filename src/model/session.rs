@@ -1,8 +1,6 @@
 //! The session header (MAKA-MODEL §5) and its subagent objects.
 
 use super::fields::{lid, lids, object, opt_strings, safe_id, string_or_null, strings};
-use super::{decode_text, decode_value, Decoded};
-use crate::error::Result;
 use crate::event::path::Path;
 use crate::event::schema::fields::{
     decode_object, expect_array, expect_int, expect_object, expect_one_of, expect_str, invalid,
@@ -58,31 +56,14 @@ const SYSTEM_PROMPT_MAX: usize = 100_000;
 /// The most tools a subagent definition names.
 const TOOL_NAMES_MAX: usize = 128;
 
-/// A decoded session header with its canonical JSON.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SessionHeader(Decoded);
+record_type!(
+    /// A decoded session header with its canonical JSON.
+    SessionHeader,
+    RECORD,
+    decode
+);
 
 impl SessionHeader {
-    /// Strictly decodes a header from JSON text.
-    pub fn decode(json: &str) -> Result<SessionHeader> {
-        decode_text(RECORD, json, decode).map(SessionHeader)
-    }
-
-    /// Strictly decodes a header from a JSON value.
-    pub fn from_value(value: Value) -> Result<SessionHeader> {
-        decode_value(RECORD, value, decode).map(SessionHeader)
-    }
-
-    /// The canonical JSON a store writes.
-    pub fn canonical_json(&self) -> &str {
-        &self.0.canonical
-    }
-
-    /// The decoded header.
-    pub fn value(&self) -> &Value {
-        &self.0.value
-    }
-
     /// The session's id.
     pub fn id(&self) -> &str {
         self.str_at("id").unwrap_or_default()

@@ -111,5 +111,6 @@ pub mod child;
 pub mod counting;
 pub mod crash;
 pub mod events;
+pub mod stores;
 pub mod vector_files;
 pub mod vectors;
