@@ -94,19 +94,7 @@ impl AgentRunStore {
 
     /// The session's runs, by `createdAt`, then run id.
     pub fn list_session_runs(&self, session_id: &str) -> Result<Vec<RunHeader>> {
-        let state = self.events.session_state(session_id)?;
-        let mut runs = state
-            .runs
-            .values()
-            .map(|r| RunHeader::decode(&r.header))
-            .collect::<Result<Vec<_>>>()?;
-        let created = |r: &RunHeader| r.value()["createdAt"].as_f64().unwrap_or(0.0);
-        runs.sort_by(|a, b| {
-            created(a)
-                .total_cmp(&created(b))
-                .then_with(|| a.run_id().cmp(b.run_id()))
-        });
-        Ok(runs)
+        runs_of(&self.events.session_state(session_id)?)
     }
 
     /// Appends a lifecycle event to its run (which must exist), durably; returns its sequence
@@ -143,26 +131,52 @@ impl AgentRunStore {
 
     /// The run's events in sequence order, each with its sequence number.
     pub fn read_events(&self, session_id: &str, run_id: &str) -> Result<Vec<(u64, RunEvent)>> {
-        let state: SessionState = self.events.session_state(session_id)?;
-        let run = state
-            .runs
-            .get(run_id)
-            .ok_or_else(|| not_found(session_id, run_id))?;
-        let mut frames = FramesAt::new(self.events.storage(), session_id);
-        run.events
-            .iter()
-            .enumerate()
-            .map(|(seq, e)| {
-                let payload = frames.payload(e.at.ordinal, e.at.offset, e.at.record_seq)?;
-                let text = std::str::from_utf8(&payload).map_err(|_| {
-                    Error::corrupt(
-                        crate::segment::layout::session_dir(session_id),
-                        e.at.offset,
-                        "run event is not UTF-8",
-                    )
-                })?;
-                Ok((seq as u64, RunEvent::decode(text)?))
-            })
-            .collect()
+        let state = self.events.session_state(session_id)?;
+        run_events_of(self.events.storage(), session_id, &state, run_id)
     }
+}
+
+/// The runs `state` holds, by `createdAt`, then run id.
+pub(super) fn runs_of(state: &SessionState) -> Result<Vec<RunHeader>> {
+    let mut runs = state
+        .runs
+        .values()
+        .map(|r| RunHeader::decode(&r.header))
+        .collect::<Result<Vec<_>>>()?;
+    let created = |r: &RunHeader| r.value()["createdAt"].as_f64().unwrap_or(0.0);
+    runs.sort_by(|a, b| {
+        created(a)
+            .total_cmp(&created(b))
+            .then_with(|| a.run_id().cmp(b.run_id()))
+    });
+    Ok(runs)
+}
+
+/// The events of run `run_id` that `state` places, read back from the session's segments.
+pub(super) fn run_events_of(
+    storage: &dyn crate::storage::Storage,
+    session_id: &str,
+    state: &SessionState,
+    run_id: &str,
+) -> Result<Vec<(u64, RunEvent)>> {
+    let run = state
+        .runs
+        .get(run_id)
+        .ok_or_else(|| not_found(session_id, run_id))?;
+    let mut frames = FramesAt::new(storage, session_id);
+    run.events
+        .iter()
+        .enumerate()
+        .map(|(seq, e)| {
+            let payload = frames.payload(e.at.ordinal, e.at.offset, e.at.record_seq)?;
+            let text = std::str::from_utf8(&payload).map_err(|_| {
+                Error::corrupt(
+                    crate::segment::layout::session_dir(session_id),
+                    e.at.offset,
+                    "run event is not UTF-8",
+                )
+            })?;
+            Ok((seq as u64, RunEvent::decode(text)?))
+        })
+        .collect()
 }

@@ -160,6 +160,23 @@ impl<'s> ReadOnlySessions<'s> {
         list_with(self.storage, &|id| files_state(self.storage, id))
     }
 
+    /// The session's runs, by `createdAt`, then run id.
+    pub fn list_session_runs(&self, session_id: &str) -> Result<Vec<crate::model::RunHeader>> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        super::runs::runs_of(&files_state(self.storage, session_id)?)
+    }
+
+    /// A run's events in sequence order, each with its sequence number.
+    pub fn read_run_events(
+        &self,
+        session_id: &str,
+        run_id: &str,
+    ) -> Result<Vec<(u64, crate::model::RunEvent)>> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        let state = files_state(self.storage, session_id)?;
+        super::runs::run_events_of(self.storage, session_id, &state, run_id)
+    }
+
     /// The session's messages in append order, or only those of `turn_id`.
     pub fn read_messages(
         &self,

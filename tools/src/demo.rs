@@ -375,6 +375,13 @@ fn write_journey(
         ),
         Durable,
     )?;
+    // The terminal commit of §7: the terminal runtime event (above), the run's status, then its
+    // one terminal run event.
+    store.runs.update_run(
+        session,
+        &run,
+        &json!({"status": "completed", "updatedAt": base + 204, "completedAt": base + 204}),
+    )?;
     append(
         store,
         session,

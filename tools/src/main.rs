@@ -91,6 +91,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A session's runs with their status, duration and events.
+    Runs {
+        /// The root directory.
+        root: PathBuf,
+        /// The session.
+        #[arg(long)]
+        session: String,
+        /// One JSON object per run: its header and its numbered events.
+        #[arg(long)]
+        json: bool,
+    },
     /// A session's stored messages in append order.
     Messages {
         /// The root directory.
@@ -150,6 +161,11 @@ fn main() -> ExitCode {
             json,
         } => index::invocations(&root, &session, json),
         Command::Sessions { root, json } => sessions::list(&root, json),
+        Command::Runs {
+            root,
+            session,
+            json,
+        } => sessions::runs(&root, &session, json),
         Command::Messages {
             root,
             session,

@@ -1,5 +1,6 @@
-//! `makalog sessions ROOT` and `makalog messages ROOT --session ID [--turn T]`: the session tree
-//! and a session's messages, read from the root's files (no lease, nothing written).
+//! `makalog sessions ROOT`, `makalog runs ROOT --session ID` and `makalog messages ROOT
+//! --session ID [--turn T]`: the session tree, a session's runs and its messages, read from the
+//! root's files (no lease, nothing written).
 
 use crate::time::iso8601;
 use makalog::model::{SessionHeader, StoredMessage};
@@ -75,13 +76,8 @@ pub fn messages(root: &Path, session: &str, turn: Option<&str>, json: bool) -> E
         return crate::usage_error(why);
     }
     let sessions = ReadOnlySessions::new(&storage);
-    match sessions.read_session(session) {
-        Ok(Some(_)) => {}
-        Ok(None) => {
-            eprintln!("makalog: {}: no session {session}", root.display());
-            return ExitCode::from(1);
-        }
-        Err(e) => return failed(e),
+    if let Some(code) = require_session(&sessions, root, session) {
+        return code;
     }
     let messages = match sessions.read_messages(session, turn) {
         Ok(m) => m,
@@ -104,6 +100,83 @@ pub fn messages(root: &Path, session: &str, turn: Option<&str>, json: bool) -> E
         say!("{} messages", messages.len());
     }
     ExitCode::SUCCESS
+}
+
+/// A session's runs by createdAt: status, turn, when created and how long they took, and their
+/// events.
+pub fn runs(root: &Path, session: &str, json: bool) -> ExitCode {
+    let storage = RealStorage::unmapped(root);
+    if let Err(e) = read_marker(&storage) {
+        return crate::usage_error(e);
+    }
+    if let Err(why) = makalog::format::validate_session_id(session) {
+        return crate::usage_error(why);
+    }
+    let sessions = ReadOnlySessions::new(&storage);
+    if let Some(code) = require_session(&sessions, root, session) {
+        return code;
+    }
+    let runs = match sessions.list_session_runs(session) {
+        Ok(r) => r,
+        Err(e) => return failed(e),
+    };
+    if !json {
+        say!(
+            "{:<24} {:<17} {:<24} {:>10}  EVENTS",
+            "RUN",
+            "STATUS",
+            "CREATED (UTC)",
+            "DURATION"
+        );
+    }
+    for run in &runs {
+        let events = match sessions.read_run_events(session, run.run_id()) {
+            Ok(e) => e,
+            Err(e) => return failed(e),
+        };
+        if json {
+            let listed: Vec<serde_json::Value> = events
+                .iter()
+                .map(|(n, e)| serde_json::json!({"sequence": n, "event": e.value()}))
+                .collect();
+            say!(
+                "{}",
+                serde_json::json!({"run": run.value(), "events": listed})
+            );
+            continue;
+        }
+        let v = run.value();
+        let created = v["createdAt"].as_f64();
+        let took = match (created, v["completedAt"].as_f64()) {
+            (Some(a), Some(b)) if b >= a => format!("{:.3} s", (b - a) / 1000.0),
+            _ => "-".to_owned(),
+        };
+        let kinds: Vec<&str> = events.iter().map(|(_, e)| e.event_type()).collect();
+        say!(
+            "{:<24} {:<17} {:<24} {took:>10}  {}",
+            run.run_id(),
+            run.status(),
+            created.map(iso8601).unwrap_or_default(),
+            kinds.join(", ")
+        );
+    }
+    if !json {
+        say!("{} runs", runs.len());
+    }
+    ExitCode::SUCCESS
+}
+
+/// `None` when the session exists; otherwise the exit code that says it does not (or why it
+/// could not be read).
+fn require_session(sessions: &ReadOnlySessions, root: &Path, session: &str) -> Option<ExitCode> {
+    match sessions.read_session(session) {
+        Ok(Some(_)) => None,
+        Ok(None) => {
+            eprintln!("makalog: {}: no session {session}", root.display());
+            Some(ExitCode::from(1))
+        }
+        Err(e) => Some(failed(e)),
+    }
 }
 
 /// One line about a message: its text, tool, decision or status.

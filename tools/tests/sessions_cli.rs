@@ -99,3 +99,34 @@ fn messages_prints_a_session_or_one_turn_and_refuses_what_is_not_there() {
     assert_eq!(not_root.status.code(), Some(2));
     assert_eq!(before, snapshot(&root), "reading messages writes nothing");
 }
+
+#[test]
+fn runs_prints_each_run_with_its_status_duration_and_events() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let before = snapshot(&root);
+    let out = makalog(&["runs", r, "--session", "demo-1"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = text(&out.stdout);
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("run-")).collect();
+    assert_eq!(rows.len(), 3, "{stdout}");
+    for row in rows {
+        assert!(
+            row.contains(" completed ")
+                && row.contains("0.204 s")
+                && row.ends_with("run_started, run_completed"),
+            "{row}"
+        );
+    }
+    let json = makalog(&["runs", r, "--session", "demo-1", "--json"]);
+    let first: serde_json::Value =
+        serde_json::from_str(text(&json.stdout).lines().next().expect("a run")).expect("json");
+    assert_eq!(first["run"]["status"], "completed");
+    assert_eq!(first["events"][0]["sequence"], 0);
+    assert_eq!(first["events"][1]["event"]["type"], "run_completed");
+    assert_eq!(
+        makalog(&["runs", r, "--session", "nobody"]).status.code(),
+        Some(1)
+    );
+    assert_eq!(before, snapshot(&root), "listing runs writes nothing");
+}
