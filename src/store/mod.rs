@@ -12,6 +12,7 @@ mod runtime_events;
 mod sessions;
 mod stored;
 mod subagents;
+mod terminal;
 
 pub use admissions::Admission;
 pub use execution::{open_execution_stores_for_write, open_execution_stores_with, ExecutionStores};

@@ -2,8 +2,7 @@
 //! run's session ledger through the runtime-event store's open sessions and answered from the
 //! session's view (each run's latest header whole, and where its events lie).
 //!
-//! Not yet here (issue 10): the terminal commit (terminal runtime event, run status, exactly
-//! one terminal run event) as one operation.
+//! The terminal commit of §7 is in `terminal.rs`.
 
 use super::runtime_events::RuntimeEventStore;
 use crate::error::{Error, Result};
