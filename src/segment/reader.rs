@@ -30,11 +30,14 @@ pub struct Record {
     pub offset: u64,
     /// Byte offset just past the frame.
     pub end: u64,
+    /// How far the log was durable when the frame was written (version 2 frames).
+    pub durable_seq: Option<u64>,
 }
 
 impl Record {
     /// The record as `makalog dump` prints it: where it lives, its sequence number, kind and
-    /// chain value, and the payload as JSON when it is JSON (as `payloadHex` otherwise).
+    /// chain value, in a version 2 segment how far the log was durable when it was written
+    /// (`durableSeq`), and the payload as JSON when it is JSON (as `payloadHex` otherwise).
     pub fn to_json(&self, session_id: &str) -> serde_json::Value {
         let mut v = serde_json::json!({
             "session": session_id,
@@ -44,6 +47,9 @@ impl Record {
             "kind": self.kind.name(),
             "chain": hex(&self.chain),
         });
+        if let Some(d) = self.durable_seq {
+            v["durableSeq"] = serde_json::json!(d);
+        }
         match serde_json::from_slice::<serde_json::Value>(&self.payload) {
             Ok(p) => v["payload"] = p,
             Err(_) => v["payloadHex"] = serde_json::Value::String(hex(&self.payload)),
@@ -209,6 +215,7 @@ impl<'s> SessionReader<'s> {
                     chain: frame.chain,
                     offset,
                     end: open.cursor.data_end(),
+                    durable_seq: frame.durable_seq,
                     payload: start..start + frame.payload.len(),
                 }));
             }
@@ -258,6 +265,7 @@ impl<'s> SessionReader<'s> {
                     file: &open.file.path,
                     offset: at.offset,
                     end: at.end,
+                    durable_seq: at.durable_seq,
                     payload: open.bytes.get(at.payload)?,
                 }))
             }
@@ -280,6 +288,7 @@ struct Located {
     chain: ChainValue,
     offset: u64,
     end: u64,
+    durable_seq: Option<u64>,
     payload: std::ops::Range<usize>,
 }
 
@@ -297,6 +306,8 @@ pub struct RecordView<'a> {
     pub offset: u64,
     /// Offset just past the frame.
     pub end: u64,
+    /// How far the log was durable when the frame was written (version 2 frames).
+    pub durable_seq: Option<u64>,
     pub payload: &'a [u8],
 }
 
@@ -313,6 +324,7 @@ impl RecordView<'_> {
             file: self.file.to_owned(),
             offset: self.offset,
             end: self.end,
+            durable_seq: self.durable_seq,
         }
     }
 }
