@@ -1,6 +1,8 @@
 //! The claims log of a root: every idempotency claim, appended and `fdatasync`ed before it is
 //! acknowledged, concurrent claims sharing syncs (group commit), replayed at open.
 
+mod reads;
+
 use super::replay::{replay_claims, CLAIMS_FILE};
 use super::request::{
     validate_graph_request, validate_session_claim, validate_spawn_claim, AdmissionStatus,
@@ -244,54 +246,6 @@ impl ClaimsLog {
             .ok_or_else(|| Error::InvalidInput("claim vanished".into()))
     }
 
-    /// The durable claim of (graph, intent), with its status.
-    pub fn read_agent_graph_intent_claim(
-        &self,
-        graph_id: &str,
-        intent_id: &str,
-    ) -> Result<Option<StoredGraphIntentClaim>> {
-        let st = self.commit.lock()?;
-        let Some(seq) = st
-            .log
-            .tables
-            .graph_claim(graph_id, intent_id)
-            .map(|c| c.last_seq)
-        else {
-            return Ok(None);
-        };
-        let st = self.commit.wait_durable(st, seq)?;
-        Ok(st.log.tables.graph_claim(graph_id, intent_id).cloned())
-    }
-
-    /// Durable graph intent claims in claim order, of one graph or of all.
-    pub fn list_agent_graph_intent_claims(
-        &self,
-        graph_id: Option<&str>,
-    ) -> Result<Vec<StoredGraphIntentClaim>> {
-        let st = self.all_durable()?;
-        Ok(st
-            .log
-            .tables
-            .graph_claims(graph_id)
-            .into_iter()
-            .cloned()
-            .collect())
-    }
-
-    /// The durable session-create claim of `session_id`, if the id is taken.
-    pub fn read_session_claim(&self, session_id: &str) -> Result<Option<SessionCreateClaim>> {
-        let st = self.commit.lock()?;
-        let Some(seq) = st.log.tables.session_claim(session_id).map(|c| c.seq) else {
-            return Ok(None);
-        };
-        let st = self.commit.wait_durable(st, seq)?;
-        Ok(st
-            .log
-            .tables
-            .session_claim(session_id)
-            .map(|c| c.claim.clone()))
-    }
-
     /// Claims a subagent spawn (§5): the same key and fingerprint return the stored claim
     /// (`created: false`); another fingerprint, or a child already spawned elsewhere, conflicts.
     pub fn claim_subagent_spawn(&self, claim: SubagentSpawnClaim) -> Result<SpawnClaimOutcome> {
@@ -303,40 +257,6 @@ impl ClaimsLog {
             .map(|s| s.claim.clone())
             .ok_or_else(|| Error::InvalidInput("claim vanished".into()))?;
         Ok(SpawnClaimOutcome { claim, created })
-    }
-
-    /// The durable spawn claim of a spawn key (parent session, parent run, tool call, swarm id,
-    /// item id), if any.
-    pub fn read_subagent_spawn_claim(
-        &self,
-        key: &(String, String, String, String, String),
-    ) -> Result<Option<SubagentSpawnClaim>> {
-        let st = self.commit.lock()?;
-        let Some(seq) = st.log.tables.spawn_claim(key).map(|c| c.seq) else {
-            return Ok(None);
-        };
-        let st = self.commit.wait_durable(st, seq)?;
-        Ok(st.log.tables.spawn_claim(key).map(|c| c.claim.clone()))
-    }
-
-    /// Every durable spawn claim, in claim order.
-    pub fn list_subagent_spawn_claims(&self) -> Result<Vec<SubagentSpawnClaim>> {
-        let st = self.all_durable()?;
-        Ok(st
-            .log
-            .tables
-            .spawn_claims()
-            .into_iter()
-            .map(|c| c.claim.clone())
-            .collect())
-    }
-
-    /// True when `session_id` is taken, by a session-create claim or as a spawn's child, once
-    /// what says so is durable.
-    pub fn is_session_id_taken(&self, session_id: &str) -> Result<bool> {
-        let st = self.all_durable()?;
-        Ok(st.log.tables.session_claim(session_id).is_some()
-            || st.log.tables.spawn_of_child(session_id).is_some())
     }
 
     /// Takes a session id for good; an id already taken is a conflict.
@@ -357,13 +277,6 @@ impl ClaimsLog {
         validate_session_claim(&claim)?;
         drop(self.commit_record(ClaimRecord::Session(claim.clone()))?);
         Ok(claim)
-    }
-
-    /// The tables once every record queued so far is durable: what a listing answers from.
-    fn all_durable(&self) -> Result<Guard<'_>> {
-        let st = self.commit.lock()?;
-        let seq = st.next_seq() - 1;
-        self.commit.wait_durable(st, seq)
     }
 
     /// Decides `record` against the tables and, if it is new, appends it; in both cases waits

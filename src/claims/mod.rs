@@ -3,6 +3,7 @@
 //! replayed idempotently at open.
 
 mod log;
+mod record;
 mod replay;
 mod request;
 mod table;

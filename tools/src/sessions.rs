@@ -68,17 +68,11 @@ pub fn list(root: &Path, json: bool) -> ExitCode {
 
 /// A session's messages in append order, or one turn's.
 pub fn messages(root: &Path, session: &str, turn: Option<&str>, json: bool) -> ExitCode {
-    let storage = RealStorage::unmapped(root);
-    if let Err(e) = read_marker(&storage) {
-        return crate::usage_error(e);
-    }
-    if let Err(why) = makalog::format::validate_session_id(session) {
-        return crate::usage_error(why);
-    }
+    let storage = match session_root(root, session) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     let sessions = ReadOnlySessions::new(&storage);
-    if let Some(code) = require_session(&sessions, root, session) {
-        return code;
-    }
     let messages = match sessions.read_messages(session, turn) {
         Ok(m) => m,
         Err(e) => return failed(e),
@@ -105,17 +99,11 @@ pub fn messages(root: &Path, session: &str, turn: Option<&str>, json: bool) -> E
 /// A session's runs by createdAt: status, turn, when created and how long they took, and their
 /// events.
 pub fn runs(root: &Path, session: &str, json: bool) -> ExitCode {
-    let storage = RealStorage::unmapped(root);
-    if let Err(e) = read_marker(&storage) {
-        return crate::usage_error(e);
-    }
-    if let Err(why) = makalog::format::validate_session_id(session) {
-        return crate::usage_error(why);
-    }
+    let storage = match session_root(root, session) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     let sessions = ReadOnlySessions::new(&storage);
-    if let Some(code) = require_session(&sessions, root, session) {
-        return code;
-    }
     let runs = match sessions.list_session_runs(session) {
         Ok(r) => r,
         Err(e) => return failed(e),
@@ -166,16 +154,23 @@ pub fn runs(root: &Path, session: &str, json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `None` when the session exists; otherwise the exit code that says it does not (or why it
-/// could not be read).
-fn require_session(sessions: &ReadOnlySessions, root: &Path, session: &str) -> Option<ExitCode> {
-    match sessions.read_session(session) {
-        Ok(Some(_)) => None,
+/// The root's storage once it is a root holding session `session`; otherwise the exit code
+/// that says why not (a usage error, no such session, or damage).
+fn session_root(root: &Path, session: &str) -> Result<RealStorage, ExitCode> {
+    let storage = RealStorage::unmapped(root);
+    if let Err(e) = read_marker(&storage) {
+        return Err(crate::usage_error(e));
+    }
+    if let Err(why) = makalog::format::validate_session_id(session) {
+        return Err(crate::usage_error(why));
+    }
+    match ReadOnlySessions::new(&storage).read_session(session) {
+        Ok(Some(_)) => Ok(storage),
         Ok(None) => {
             eprintln!("makalog: {}: no session {session}", root.display());
-            Some(ExitCode::from(1))
+            Err(ExitCode::from(1))
         }
-        Err(e) => Some(failed(e)),
+        Err(e) => Err(failed(e)),
     }
 }
 
