@@ -37,7 +37,7 @@ impl AgentRunStore {
             .unwrap_or_default()
             .to_owned();
         let events = self.events();
-        if events.session_state(&session_id)?.header.is_none() {
+        if !events.with_session_state(&session_id, |s| s.header.is_some())? {
             return Err(Error::NotFound {
                 what: format!("session {session_id} to admit a turn into"),
             });
@@ -83,10 +83,8 @@ impl AgentRunStore {
         turn_id: &str,
     ) -> Result<Option<RootTurnAdmission>> {
         self.events()
-            .session_state(session_id)?
-            .admissions
-            .get(turn_id)
-            .map(|json| RootTurnAdmission::decode(json))
+            .with_session_state(session_id, |s| s.admissions.get(turn_id).cloned())?
+            .map(|json| RootTurnAdmission::decode(&json))
             .transpose()
     }
 }

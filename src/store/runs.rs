@@ -38,7 +38,10 @@ impl AgentRunStore {
     pub fn create_run(&self, header: Value) -> Result<RunHeader> {
         let run = RunHeader::from_value(header)?;
         let session_id = run.session_id().to_owned();
-        if self.events.session_state(&session_id)?.header.is_none() {
+        if !self
+            .events
+            .with_session_state(&session_id, |s| s.header.is_some())?
+        {
             return Err(Error::NotFound {
                 what: format!("session {session_id} for run {}", run.run_id()),
             });
@@ -83,17 +86,16 @@ impl AgentRunStore {
 
     /// The run's latest header; [`Error::NotFound`] when the session has no such run.
     pub fn read_run(&self, session_id: &str, run_id: &str) -> Result<RunHeader> {
-        let state = self.events.session_state(session_id)?;
-        let run = state
-            .runs
-            .get(run_id)
+        let header = self
+            .events
+            .with_session_state(session_id, |s| s.runs.get(run_id).map(|r| r.header.clone()))?
             .ok_or_else(|| not_found(session_id, run_id))?;
-        RunHeader::decode(&run.header)
+        RunHeader::decode(&header)
     }
 
     /// The session's runs, by `createdAt`, then run id.
     pub fn list_session_runs(&self, session_id: &str) -> Result<Vec<RunHeader>> {
-        runs_of(&self.events.session_state(session_id)?)
+        self.events.with_session_state(session_id, runs_of)?
     }
 
     /// Appends a lifecycle event to its run (which must exist), durably; returns its sequence
@@ -105,8 +107,10 @@ impl AgentRunStore {
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        let state = self.events.session_state(&session_id)?;
-        if !state.runs.contains_key(event.run_id()) {
+        let known = self
+            .events
+            .with_session_state(&session_id, |s| s.runs.contains_key(event.run_id()))?;
+        if !known {
             return Err(not_found(&session_id, event.run_id()));
         }
         // The sequence number is the run's event count, read under the session's lock just
@@ -130,8 +134,11 @@ impl AgentRunStore {
 
     /// The run's events in sequence order, each with its sequence number.
     pub fn read_events(&self, session_id: &str, run_id: &str) -> Result<Vec<(u64, RunEvent)>> {
-        let state = self.events.session_state(session_id)?;
-        run_events_of(self.events.storage(), session_id, &state, run_id)
+        let events = self
+            .events
+            .with_session_state(session_id, |s| s.runs.get(run_id).map(|r| r.events.clone()))?
+            .ok_or_else(|| not_found(session_id, run_id))?;
+        run_events_of(self.events.storage(), session_id, &events)
     }
 }
 
@@ -151,19 +158,14 @@ pub(super) fn runs_of(state: &SessionState) -> Result<Vec<RunHeader>> {
     Ok(runs)
 }
 
-/// The events of run `run_id` that `state` places, read back from the session's segments.
+/// A run's `events`, read back from the session's segments, each with its sequence number.
 pub(super) fn run_events_of(
     storage: &dyn crate::storage::Storage,
     session_id: &str,
-    state: &SessionState,
-    run_id: &str,
+    events: &[crate::index::RunEventEntry],
 ) -> Result<Vec<(u64, RunEvent)>> {
-    let run = state
-        .runs
-        .get(run_id)
-        .ok_or_else(|| not_found(session_id, run_id))?;
     let mut frames = FramesAt::new(storage, session_id);
-    run.events
+    events
         .iter()
         .enumerate()
         .map(|(seq, e)| {

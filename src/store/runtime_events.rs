@@ -212,19 +212,27 @@ impl RuntimeEventStore {
         Ok(ack.seq)
     }
 
-    /// The session records' state of `session_id`: its live view's when it is open here (once
-    /// what it shows is durable), its files' otherwise (nothing written).
-    pub(super) fn session_state(&self, session_id: &str) -> Result<crate::index::SessionState> {
+    /// What `read` takes from the session records' state of `session_id`: its live view's when
+    /// it is open here (read under its lock, without copying the state, and returned once what
+    /// the view shows is durable), its files' otherwise (nothing written).
+    pub(super) fn with_session_state<T>(
+        &self,
+        session_id: &str,
+        read: impl FnOnce(&crate::index::SessionState) -> T,
+    ) -> Result<T> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
         if let Some(open) = self.sessions.get_open(session_id) {
-            let (state, upto) = {
+            let (answer, upto) = {
                 let st = lock(&open.state);
-                (st.view.session.clone(), st.fact_seq)
+                (read(&st.view.session), st.fact_seq)
             };
             open.writer.wait_synced(upto)?;
-            return Ok(state);
+            return Ok(answer);
         }
-        super::sessions::files_state(self.storage(), session_id)
+        Ok(read(&super::sessions::files_state(
+            self.storage(),
+            session_id,
+        )?))
     }
 
     /// Syncs every session, writes the sidecars that are behind their logs and cuts the zeros

@@ -95,7 +95,7 @@ impl SessionStore {
 
     /// The session's latest header, or `None` if it has none.
     pub fn read_session(&self, session_id: &str) -> Result<Option<SessionHeader>> {
-        header_of(&self.state(session_id)?)
+        self.events.with_session_state(session_id, header_of)?
     }
 
     /// Appends a stored message (§6) to an existing session, durably. The message is checked
@@ -121,19 +121,24 @@ impl SessionStore {
         session_id: &str,
         turn_id: Option<&str>,
     ) -> Result<Vec<StoredMessage>> {
-        let state = self.state(session_id)?;
-        messages_of(self.events.storage(), session_id, &state, turn_id)
+        let placed = self
+            .events
+            .with_session_state(session_id, |s| SessionState {
+                messages: s.messages.clone(),
+                ..SessionState::default()
+            })?;
+        messages_of(self.events.storage(), session_id, &placed, turn_id)
     }
 
     /// Every session's latest header, ordered by `createdAt` then id; each from its view, whose
     /// session state holds the header whole.
     pub fn list_sessions(&self) -> Result<Vec<SessionHeader>> {
-        list_with(self.events.storage(), &|id| self.state(id))
-    }
-
-    /// The session state of `session_id` (see [`RuntimeEventStore::session_state`]).
-    fn state(&self, session_id: &str) -> Result<SessionState> {
-        self.events.session_state(session_id)
+        list_with(self.events.storage(), &|id| {
+            self.events.with_session_state(id, |s| SessionState {
+                header: s.header.clone(),
+                ..SessionState::default()
+            })
+        })
     }
 }
 
@@ -174,7 +179,10 @@ impl<'s> ReadOnlySessions<'s> {
     ) -> Result<Vec<(u64, crate::model::RunEvent)>> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
         let state = files_state(self.storage, session_id)?;
-        super::runs::run_events_of(self.storage, session_id, &state, run_id)
+        let run = state.runs.get(run_id).ok_or_else(|| Error::NotFound {
+            what: format!("run {run_id} of session {session_id}"),
+        })?;
+        super::runs::run_events_of(self.storage, session_id, &run.events)
     }
 
     /// The session's messages in append order, or only those of `turn_id`.
