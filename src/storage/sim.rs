@@ -201,6 +201,9 @@ impl SimStorage {
                 apply_dir_op(&mut st.durable, op);
             }
         }
+        // An entry whose directory's own entry was never made durable went with it.
+        let reachable = reachable(&st.durable);
+        st.durable = reachable;
         for inode in &mut st.inodes {
             let pending = std::mem::take(&mut inode.pending);
             let durable = std::mem::take(&mut inode.durable);
@@ -234,7 +237,7 @@ impl SimStorage {
     /// Every file reachable in the durable namespace with its durable bytes, for comparisons.
     pub fn durable_files(&self) -> BTreeMap<PathBuf, Vec<u8>> {
         let st = lock(&self.state);
-        st.durable
+        reachable(&st.durable)
             .iter()
             .filter_map(|(p, n)| match n {
                 Node::File(i) => Some((p.clone(), st.inodes[*i].durable.clone())),
@@ -283,6 +286,20 @@ fn apply_file_op(data: &mut Vec<u8>, op: &FileOp) {
         }
         FileOp::SetLen(len) => data.resize(*len as usize, 0),
     }
+}
+
+/// The entries of `map` whose every ancestor directory is in it: what a path walk from the root
+/// finds.
+fn reachable(map: &BTreeMap<PathBuf, Node>) -> BTreeMap<PathBuf, Node> {
+    map.iter()
+        .filter(|(p, _)| {
+            p.ancestors()
+                .skip(1)
+                .filter(|a| !a.as_os_str().is_empty())
+                .all(|a| map.get(a) == Some(&Node::Dir))
+        })
+        .map(|(p, n)| (p.clone(), *n))
+        .collect()
 }
 
 fn apply_dir_op(map: &mut BTreeMap<PathBuf, Node>, op: DirOp) {
