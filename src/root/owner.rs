@@ -165,6 +165,13 @@ impl Owner {
         else {
             return Ok(None);
         };
+        // A process that owned the root and died may have left writes in the page cache that
+        // reads would see although no sync persisted them: made durable before anything is
+        // read, so nothing this owner reads (or acknowledges on top of) can vanish in a power
+        // loss. PostgreSQL's crash recovery starts with the same `syncfs`.
+        storage
+            .sync_all()
+            .map_err(|e| Error::io(storage.describe_root(), "syncfs", e))?;
         let marker = marker(&*storage)?;
         Ok(Some(Owner {
             lease: Arc::new(Lease {

@@ -129,6 +129,10 @@ pub trait Storage: Send + Sync {
     fn remove_file(&self, path: &Path) -> io::Result<()>;
     /// Makes the directory's entries (creations, renames, removals) durable (`fsync` on the directory).
     fn sync_dir(&self, path: &Path) -> io::Result<()>;
+    /// Makes everything written under the root durable, file data and directory entries alike
+    /// (`syncfs`): what a new owner does before it reads anything, since a process that died
+    /// may have left writes in the page cache that reads see but no sync ever persisted.
+    fn sync_all(&self) -> io::Result<()>;
     /// Lists a directory, sorted by name. `NotFound` if it does not exist.
     fn list_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>>;
     /// What is at `path`, or `None` if nothing is.

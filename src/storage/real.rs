@@ -176,6 +176,25 @@ impl Storage for RealStorage {
         File::open(self.full(path))?.sync_all()
     }
 
+    fn sync_all(&self) -> io::Result<()> {
+        let root = File::open(self.full(Path::new("")))?;
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            // SAFETY: `root` is an open descriptor for the call's whole duration.
+            if unsafe { libc::syncfs(root.as_raw_fd()) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            // SAFETY: sync(2) takes no arguments and cannot fail.
+            unsafe { libc::sync() };
+            root.sync_all()
+        }
+    }
+
     fn list_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
         // A symlink to a directory is not listed: nothing outside the root is read.
         if !fs::symlink_metadata(self.full(path))?.is_dir() {

@@ -145,6 +145,9 @@ impl Storage for CountingStorage {
             .or_default() += 1;
         self.inner.sync_dir(path)
     }
+    fn sync_all(&self) -> io::Result<()> {
+        self.inner.sync_all()
+    }
     fn list_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
         self.meter.listings.fetch_add(1, Ordering::SeqCst);
         self.inner.list_dir(path)
