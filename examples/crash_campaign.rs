@@ -12,6 +12,9 @@ mod crash;
 #[allow(dead_code)]
 #[path = "../tests/support/events.rs"]
 mod events;
+#[path = "../tests/support/scenario.rs"]
+#[allow(dead_code)]
+mod scenario;
 
 use crash::{check_scenario, random_scenario};
 use std::process::ExitCode;

@@ -8,6 +8,8 @@
 //! runtime-event store with its index sidecar (openings, texts, partials, terminals, sealed
 //! runs, closes that write the sidecar).
 
+pub use super::scenario::Scenario;
+use super::scenario::{every_operation_failing_in, scenario_of, Harness};
 use makalog::claims::{
     AdmissionStatus, AdmissionStatusChange, AgentGraphIntentClaim, AgentGraphIntentClaimRequest,
     ClaimRecord, ClaimTables, ClaimsLog, Decision, SessionCreateClaim, SubagentSpawnClaim,
@@ -17,7 +19,7 @@ use makalog::format::RecordKind;
 use makalog::index::{encode_sidecar, rebuild, runtime_invocations_from_session_events};
 use makalog::root::{create_or_open_root, Owner};
 use makalog::segment::{Durability, SegmentWriter, SessionReader, WriterConfig};
-use makalog::storage::{Fault, FaultKind, SimRng, SimStorage, Storage, Tear};
+use makalog::storage::{FaultKind, SimRng, SimStorage, Storage};
 use makalog::store::RuntimeEventStore;
 use makalog::Error;
 use std::collections::BTreeMap;
@@ -1074,13 +1076,25 @@ pub fn check(model: &Model, got: &Recovered) -> Result<(), String> {
     }
 }
 
-/// One crash scenario: the workload, where it crashes, how the crash tears, and the seed of
-/// every random choice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Scenario {
-    pub seed: u64,
-    pub crash_point: u64,
-    pub tear: Tear,
+/// The segments, claims and runtime-event workload as a crash harness.
+pub struct Engine;
+
+impl Harness for Engine {
+    type Op = Op;
+    type Model = Model;
+    type Recovered = Recovered;
+    fn run(storage: &Arc<SimStorage>, ops: &[Op]) -> Model {
+        run(storage, ops)
+    }
+    fn recover(storage: &Arc<SimStorage>) -> Result<Recovered, String> {
+        recover(storage)
+    }
+    fn check(model: &Model, got: &Recovered) -> Result<(), String> {
+        check(model, got)
+    }
+    fn calls_after_failure(model: &Model) -> usize {
+        model.calls_after_failure
+    }
 }
 
 /// The workload and scenario a random seed stands for.
@@ -1088,7 +1102,7 @@ pub fn random_scenario(seed: u64) -> (Vec<Op>, Scenario) {
     let mut rng = SimRng::new(seed);
     let len = 5 + rng.below(25) as usize;
     let ops = random_workload(&mut rng, len);
-    scenario_of(ops, seed, rng)
+    scenario_of::<Engine>(ops, seed, rng)
 }
 
 /// The many-sessions workload and scenario a random seed stands for.
@@ -1096,183 +1110,25 @@ pub fn random_sessions_scenario(seed: u64) -> (Vec<Op>, Scenario) {
     let mut rng = SimRng::new(seed ^ 0x5e55_1055);
     let len = 5 + rng.below(20) as usize;
     let ops = random_sessions_workload(&mut rng, len);
-    scenario_of(ops, seed, rng)
-}
-
-/// A crash point among the workload's persistence points and a tear, drawn from `rng`.
-fn scenario_of(ops: Vec<Op>, seed: u64, mut rng: SimRng) -> (Vec<Op>, Scenario) {
-    let points = count_points(&ops);
-    let crash_point = 1 + rng.below(points + 1);
-    let tear = Tear::ALL[rng.below(Tear::ALL.len() as u64) as usize];
-    (
-        ops,
-        Scenario {
-            seed,
-            crash_point,
-            tear,
-        },
-    )
+    scenario_of::<Engine>(ops, seed, rng)
 }
 
 /// Persistence points a workload passes when nothing fails.
 pub fn count_points(ops: &[Op]) -> u64 {
-    let storage = Arc::new(SimStorage::new());
-    run(&storage, ops);
-    storage.persistence_points()
+    super::scenario::count_points::<Engine>(ops)
 }
 
-/// Runs a scenario and checks every invariant: acknowledged writes survive, the recovered state
-/// is a prefix of the model, recovering twice equals recovering once, and a crash during
-/// recovery is itself survivable.
+/// [`super::scenario::check_scenario`] for this harness.
 pub fn check_scenario(ops: &[Op], s: Scenario) -> Result<(), String> {
-    let fail = |what: String| {
-        Err(format!(
-            "{what}\n  reproduce with seed {} crash point {} tear {:?}",
-            s.seed, s.crash_point, s.tear
-        ))
-    };
-    let storage = Arc::new(SimStorage::new());
-    storage.crash_before_point(s.crash_point);
-    let model = run(&storage, ops);
-    let mut rng = SimRng::new(s.seed);
-    storage.crash(s.tear, &mut rng);
-    let crashed = storage.durable_files();
-
-    let first = match recover(&storage) {
-        Ok(r) => r,
-        Err(e) => return fail(format!("recovery failed: {e}")),
-    };
-    if let Err(e) = check(&model, &first) {
-        return fail(e);
-    }
-    let after_first = storage.durable_files();
-    match recover(&storage) {
-        Ok(again) if again == first => {}
-        Ok(_) => return fail("a second recovery read something else".into()),
-        Err(e) => return fail(format!("second recovery failed: {e}")),
-    }
-    if storage.durable_files() != after_first {
-        return fail("a second recovery wrote again".into());
-    }
-
-    // The process dies at the same point but the machine stays up: recovery adopts what is in
-    // the page cache, and must make it durable before going on, so a power loss right after
-    // recovery changes nothing.
-    let restarted = Arc::new(SimStorage::new());
-    restarted.crash_before_point(s.crash_point);
-    run(&restarted, ops);
-    restarted.restart();
-    let adopted = match recover(&restarted) {
-        Ok(r) => r,
-        Err(e) => return fail(format!("recovery after a process crash failed: {e}")),
-    };
-    if let Err(e) = check(&model, &adopted) {
-        return fail(format!("after a process crash: {e}"));
-    }
-    restarted.crash(Tear::None, &mut rng);
-    match recover(&restarted) {
-        Ok(r) if r == adopted => {}
-        Ok(_) => {
-            return fail(
-                "recovery adopted bytes it did not make durable: a power loss after it lost them"
-                    .into(),
-            )
-        }
-        Err(e) => {
-            return fail(format!(
-                "a power loss after recovery left a state that does not recover: {e}"
-            ))
-        }
-    }
-
-    // From the same crashed state, crash again somewhere inside recovery, then recover.
-    let replay = Arc::new(SimStorage::new());
-    restore(&replay, &crashed);
-    let before = replay.persistence_points();
-    replay.crash_before_point(before + 1 + rng.below(8));
-    let _ = recover(&replay);
-    replay.crash(
-        Tear::ALL[rng.below(Tear::ALL.len() as u64) as usize],
-        &mut rng,
-    );
-    match recover(&replay) {
-        Ok(r) if r == first => Ok(()),
-        Ok(r) => match check(&model, &r) {
-            Ok(()) => fail(format!(
-                "a crash during recovery changed what recovery keeps: {first:?} then {r:?}"
-            )),
-            Err(e) => fail(format!("after a crash during recovery: {e}")),
-        },
-        Err(e) => fail(format!(
-            "recovery after a crash during recovery failed: {e}"
-        )),
-    }
+    super::scenario::check_scenario::<Engine>(ops, s)
 }
 
-/// Lays `files` into an empty simulated storage, durably.
-pub fn restore(storage: &Arc<SimStorage>, files: &BTreeMap<std::path::PathBuf, Vec<u8>>) {
-    use makalog::storage::OpenMode;
-    let mut dirs: Vec<std::path::PathBuf> = files
-        .keys()
-        .flat_map(|p| {
-            p.ancestors()
-                .skip(1)
-                .map(|a| a.to_path_buf())
-                .collect::<Vec<_>>()
-        })
-        .filter(|d| !d.as_os_str().is_empty())
-        .collect();
-    dirs.sort();
-    dirs.dedup();
-    for d in &dirs {
-        storage.create_dir(d).expect("mkdir");
-    }
-    for (p, bytes) in files {
-        let f = storage.open(p, OpenMode::CreateNew).expect("create");
-        f.write_all_at(bytes, 0).expect("write");
-        f.sync_data().expect("sync");
-    }
-    for d in dirs
-        .iter()
-        .chain(std::iter::once(&std::path::PathBuf::new()))
-    {
-        storage.sync_dir(d).expect("sync dir");
-    }
-}
-
-/// Fails the `nth` operation (once or from then on) while running `ops`, then checks that no
-/// writer acknowledged anything after its failure and that recovery is correct. Returns whether
-/// the fault was reached and how many calls went to writers that had failed.
-/// Runs the fault workload with `kind` injected at every operation in turn, once and for ever,
-/// checking each; returns the cases run and the calls failed writers refused.
+/// The fault workload (the small workloads, then a random one) with `kind` injected at every
+/// operation in turn, once and for ever; returns the cases run and the calls failed writers
+/// refused.
 pub fn every_operation_failing(kind: FaultKind) -> Result<(u64, usize), String> {
     let mut ops = small_workloads().concat();
     let mut rng = SimRng::new(7);
     ops.extend(random_workload(&mut rng, 20));
-    let (mut cases, mut calls_after_failure) = (0, 0);
-    for forever in [false, true] {
-        for nth in 1.. {
-            let fault = Fault { nth, forever, kind };
-            match check_fault(&ops, fault, nth)? {
-                (true, calls) => calls_after_failure += calls,
-                (false, _) => break,
-            }
-            cases += 1;
-        }
-    }
-    Ok((cases, calls_after_failure))
-}
-
-pub fn check_fault(ops: &[Op], fault: Fault, seed: u64) -> Result<(bool, usize), String> {
-    let storage = Arc::new(SimStorage::new());
-    storage.inject(fault);
-    let model = run(&storage, ops);
-    let hit = storage.operations() >= fault.nth;
-    storage.clear_faults();
-    let mut rng = SimRng::new(seed);
-    let tear = Tear::ALL[rng.below(Tear::ALL.len() as u64) as usize];
-    storage.crash(tear, &mut rng);
-    let got = recover(&storage).map_err(|e| format!("{fault:?}: recovery failed: {e}"))?;
-    check(&model, &got).map_err(|e| format!("{fault:?} then {tear:?} (seed {seed}): {e}"))?;
-    Ok((hit, model.calls_after_failure))
+    every_operation_failing_in::<Engine>(&ops, kind)
 }
