@@ -111,6 +111,8 @@ pub mod child;
 pub mod counting;
 pub mod crash;
 pub mod events;
+pub mod scenario;
+pub mod store_crash;
 pub mod stores;
 pub mod vector_files;
 pub mod vectors;
