@@ -206,7 +206,9 @@ fn taking_the_lease_makes_what_a_dead_owner_left_unsynced_durable() {
     let storage = Arc::new(SimStorage::new());
     create_or_open_root(&*storage).expect("root");
     {
-        let owner = Owner::try_acquire(storage.clone()).expect("lease").expect("free");
+        let owner = Owner::try_acquire(storage.clone())
+            .expect("lease")
+            .expect("free");
         storage.create_dir(Path::new("left")).expect("mkdir");
         let f = storage
             .open(Path::new("left/behind"), OpenMode::CreateNew)
@@ -216,11 +218,15 @@ fn taking_the_lease_makes_what_a_dead_owner_left_unsynced_durable() {
     }
     // The process dies; the machine stays up, so reads still see the bytes.
     storage.restart();
-    let owner = Owner::try_acquire(storage.clone()).expect("lease").expect("free");
+    let owner = Owner::try_acquire(storage.clone())
+        .expect("lease")
+        .expect("free");
     storage.crash(Tear::None, &mut SimRng::new(1));
     drop(owner);
     assert_eq!(
-        storage.read_file(Path::new("left/behind")).expect("survived"),
+        storage
+            .read_file(Path::new("left/behind"))
+            .expect("survived"),
         b"unsynced"
     );
 }

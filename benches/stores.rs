@@ -1,0 +1,400 @@
+//! The session and agent-run stores side by side with SQLite (the original's tables, one shared
+//! connection, WAL, `synchronous=FULL`): create_subagent with its claims (and the raw floor of
+//! the same file-system steps), append message and create run + terminal commit with 1 and 16
+//! writers, list_sessions over 10,000 sessions, read_messages of a session of 10,000 messages.
+//! Engines take turns in rounds, so drift on a noisy machine falls on all alike.
+//!
+//! Run: `cargo bench --bench stores` (`-- --quick` for a smoke run).
+
+mod common;
+#[path = "stores/sqlite.rs"]
+mod sqlite;
+
+use common::{group, owner, parse_args, run_threads, scratch, BenchResult, ROUNDS};
+use makalog::event::RuntimeEvent;
+use makalog::storage::RealStorage;
+use makalog::store::{open_execution_stores_for_write, ExecutionStores, ReadOnlySessions};
+use rusqlite::Connection;
+use serde_json::{json, Value};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+fn header(id: &str, created: u64) -> Value {
+    json!({
+        "schemaVersion": 1, "id": id, "workspaceRoot": "/work", "cwd": "/work",
+        "name": format!("session {id}"), "llmConnectionSlug": "fake", "model": "fake-model",
+        "createdAt": created, "lastUsedAt": created, "titleIsManual": false, "isFlagged": false,
+        "isArchived": false, "hasUnread": false, "connectionLocked": false, "labels": [],
+        "status": "active", "backend": "fake", "permissionMode": "ask"
+    })
+}
+
+fn child(i: usize) -> Value {
+    let mut h = header(&format!("child-{i:06}"), 2);
+    h["subagentParent"] = json!({
+        "kind": "subagent", "parentSessionId": "parent",
+        "spawnedBy": {"parentRunId": "run-1", "parentTurnId": "turn-1", "toolCallId": format!("tool-{i}")},
+        "lifecycle": "foreground"
+    });
+    h["subagentRuntime"] = json!({
+        "schemaVersion": 1, "definitionVersion": 1, "agentId": "agent-1", "agentName": "Helper",
+        "profile": "default", "systemPrompt": "Help with the task.", "toolNames": ["read", "grep"],
+        "categoryPolicy": {"filesystem": "allow"}
+    });
+    h["subagentSpawn"] = json!({
+        "schemaVersion": 1, "requestFingerprint": format!("{i:064x}"),
+        "initialTurnId": "turn-c", "initialRunId": "run-c"
+    });
+    h
+}
+
+fn message(i: usize) -> Value {
+    json!({"type": "user", "id": format!("m{i}"), "turnId": format!("turn-{}", i / 4), "ts": i,
+           "text": "Please look at the failing test in src/lib.rs and fix it."})
+}
+
+fn run(session: &str, i: usize) -> Value {
+    json!({
+        "runId": run_id(session, i), "sessionId": session, "turnId": format!("turn-{}", run_id(session, i)),
+        "llmConnectionSlug": "fake", "modelId": "fake-model", "cwd": "/work", "status": "running",
+        "backendKind": "fake", "permissionMode": "ask", "createdAt": i, "updatedAt": i
+    })
+}
+
+/// Run ids are unique across sessions, as the original's are (its runtime events' ids are a
+/// table's primary key).
+fn run_id(session: &str, i: usize) -> String {
+    format!("{session}-run-{i}")
+}
+
+fn terminal(session: &str, i: usize) -> BenchResult<RuntimeEvent> {
+    common::terminal_event(session, &run_id(session, i), i as f64)
+}
+
+fn stores(dir: &Path) -> BenchResult<(makalog::root::Owner, ExecutionStores)> {
+    let owner = owner(dir)?;
+    let stores = open_execution_stores_for_write(&owner)?;
+    Ok((owner, stores))
+}
+
+/// The raw floor of create_subagent: makalog's file-system steps with plain system calls. Two
+/// claim records appended to a preallocated claims file, each synced; the child's directory
+/// made and `sessions/` synced; its segment created exclusively with its header, synced, its
+/// directory synced; the header record written and synced.
+struct RawFloor {
+    claims: File,
+    pos: u64,
+    sessions: PathBuf,
+    seg_header: Vec<u8>,
+}
+
+impl RawFloor {
+    fn new(dir: &Path) -> BenchResult<RawFloor> {
+        let sessions = dir.join("sessions");
+        std::fs::create_dir_all(&sessions)?;
+        let claims = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(dir.join("claims.log"))?;
+        claims.set_len(64 << 20)?;
+        claims.sync_all()?;
+        Ok(RawFloor {
+            claims,
+            pos: 0,
+            sessions,
+            seg_header: vec![0; 4096],
+        })
+    }
+
+    fn create(&mut self, header: &[u8], i: usize) -> BenchResult<()> {
+        for record in [&header[..64], header] {
+            self.claims.write_all_at(record, self.pos)?;
+            self.claims.sync_data()?;
+            self.pos += record.len() as u64;
+        }
+        let dir = self.sessions.join(format!("child-{i:06}"));
+        std::fs::create_dir(&dir)?;
+        File::open(&self.sessions)?.sync_all()?;
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dir.join("00000000000000000001.seg"))?;
+        f.write_all_at(&self.seg_header, 0)?;
+        f.sync_data()?;
+        File::open(&dir)?.sync_all()?;
+        f.write_all_at(header, 256)?;
+        f.sync_data()?;
+        Ok(())
+    }
+}
+
+/// create_subagent, one caller: makalog, the raw floor and SQLite. Rates in children a second.
+fn subagent_case(n: usize) -> BenchResult<[f64; 3]> {
+    let m_dir = scratch()?;
+    let (_owner, m) = stores(m_dir.path())?;
+    m.sessions.create(header("parent", 1))?;
+    let r_dir = scratch()?;
+    let mut raw = RawFloor::new(r_dir.path())?;
+    let s_dir = scratch()?;
+    let mut conn = sqlite::db(&s_dir.path().join("state.db"))?;
+    let children: Vec<Value> = (0..n).map(child).collect();
+    let bytes: Vec<Vec<u8>> = children
+        .iter()
+        .map(|c| c.to_string().into_bytes())
+        .collect();
+    let mut took = [Duration::ZERO; 3];
+    let per = n / ROUNDS;
+    for round in 0..ROUNDS {
+        for k in 0..3 {
+            let engine = (k + round) % 3;
+            let start = Instant::now();
+            for i in round * per..(round + 1) * per {
+                match engine {
+                    0 => drop(m.sessions.create_subagent(children[i].clone())?),
+                    1 => raw.create(&bytes[i], i)?,
+                    _ => sqlite::create_subagent(&mut conn, &children[i])?,
+                }
+            }
+            took[engine] += start.elapsed();
+        }
+    }
+    m.close()?;
+    Ok(took.map(|d| (per * ROUNDS) as f64 / d.as_secs_f64()))
+}
+
+/// One of the write cases: `op` run by `writers` threads, each on a session of its own, on
+/// makalog and on SQLite's one connection (which runs a share of the operations: its writers
+/// queue one commit at a time). Rates in operations a second.
+fn write_case(
+    writers: usize,
+    per_writer: usize,
+    m_op: &(dyn Fn(&ExecutionStores, &str, usize) -> BenchResult<()> + Sync),
+    s_op: &(dyn Fn(&mut Connection, &str, usize) -> BenchResult<()> + Sync),
+) -> BenchResult<(f64, f64)> {
+    let m_dir = scratch()?;
+    let (_owner, m) = stores(m_dir.path())?;
+    let s_dir = scratch()?;
+    let conn = Mutex::new(sqlite::db(&s_dir.path().join("state.db"))?);
+    let names: Vec<String> = (0..writers).map(|t| format!("writer-{t:02}")).collect();
+    for name in &names {
+        m.sessions.create(header(name, 1))?;
+        let c = conn.lock().map_err(|_| "sqlite lock")?;
+        sqlite::insert_session(&c, &header(name, 1))?;
+    }
+    let share = if writers > 1 {
+        common::SQLITE_CONCURRENT_SHARE
+    } else {
+        1
+    };
+    let per = per_writer / ROUNDS;
+    let s_per = (per / share).max(1);
+    let mut took = [Duration::ZERO; 2];
+    for round in 0..ROUNDS {
+        for k in 0..2 {
+            let engine = (k + round) % 2;
+            let threads: Vec<usize> = (0..writers).collect();
+            took[engine] += match engine {
+                0 => run_threads(threads, per, |t, j| m_op(&m, &names[*t], round * per + j))?,
+                _ => run_threads(threads, s_per, |t, j| {
+                    let mut c = conn.lock().map_err(|_| "sqlite lock")?;
+                    s_op(&mut c, &names[*t], round * per + j)
+                })?,
+            };
+        }
+    }
+    m.close()?;
+    let rate = |count: usize, d: Duration| (count * writers * ROUNDS) as f64 / d.as_secs_f64();
+    Ok((rate(per, took[0]), rate(s_per, took[1])))
+}
+
+fn run_and_terminal(s: &ExecutionStores, session: &str, i: usize) -> BenchResult<()> {
+    s.runs.create_run(run(session, i))?;
+    s.runs
+        .commit_terminal(session, &run_id(session, i), &terminal(session, i)?, None)?;
+    Ok(())
+}
+
+fn sqlite_run_and_terminal(c: &mut Connection, session: &str, i: usize) -> BenchResult<()> {
+    sqlite::create_run(c, &run(session, i))?;
+    sqlite::commit_terminal(c, session, &run_id(session, i), &terminal(session, i)?)
+}
+
+/// The best of three timings of `f`.
+fn best<T>(mut f: impl FnMut() -> BenchResult<T>) -> BenchResult<(Duration, T)> {
+    let mut out = None;
+    for _ in 0..3 {
+        let start = Instant::now();
+        let t = f()?;
+        let d = start.elapsed();
+        if out.as_ref().is_none_or(|(b, _)| d < *b) {
+            out = Some((d, t));
+        }
+    }
+    out.ok_or_else(|| "no run".into())
+}
+
+/// list_sessions over `n` sessions (closed, sidecars written), through the read-only stores the
+/// CLI uses, beside SQLite's query; milliseconds of the best of three.
+fn list_case(n: usize) -> BenchResult<(f64, f64)> {
+    let dir = scratch()?;
+    let (owner, m) = stores(dir.path())?;
+    let conn = sqlite::db(&dir.path().join("state.db"))?;
+    let threads: Vec<usize> = (0..16).collect();
+    run_threads(threads, n / 16, |t, j| {
+        m.sessions
+            .create(header(&format!("s-{t:02}-{j:06}"), (j * 16 + *t) as u64))?;
+        Ok(())
+    })?;
+    let tx = conn.unchecked_transaction()?;
+    for t in 0..16 {
+        for j in 0..n / 16 {
+            sqlite::insert_session(
+                &tx,
+                &header(&format!("s-{t:02}-{j:06}"), (j * 16 + t) as u64),
+            )?;
+        }
+    }
+    tx.commit()?;
+    m.close()?;
+    drop(owner);
+    let storage = RealStorage::new(dir.path().join("root"));
+    let (m_took, listed) = best(|| Ok(ReadOnlySessions::new(&storage).list_sessions()?.len()))?;
+    let (s_took, s_listed) = best(|| Ok(sqlite::list_sessions(&conn)?.len()))?;
+    if listed != s_listed || listed != n / 16 * 16 {
+        return Err(format!("listed {listed} and {s_listed} sessions").into());
+    }
+    Ok((m_took.as_secs_f64() * 1e3, s_took.as_secs_f64() * 1e3))
+}
+
+/// read_messages of a session of `n` messages (closed, then read through the read-only stores),
+/// beside SQLite's query; milliseconds of the best of three.
+fn read_case(n: usize) -> BenchResult<(f64, f64)> {
+    let dir = scratch()?;
+    let (owner, m) = stores(dir.path())?;
+    let mut conn = sqlite::db(&dir.path().join("state.db"))?;
+    m.sessions.create(header("long", 1))?;
+    sqlite::insert_session(&conn, &header("long", 1))?;
+    // Written by 16 threads, so the durable appends share their syncs.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    run_threads((0..16).collect::<Vec<usize>>(), n / 16, |_, _| {
+        let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        m.sessions.append_message("long", message(i))?;
+        Ok(())
+    })?;
+    let written = next.into_inner();
+    conn.execute_batch("PRAGMA synchronous=OFF")?;
+    for i in 0..written {
+        sqlite::append_message(&mut conn, "long", &message(i))?;
+    }
+    m.close()?;
+    drop(owner);
+    let storage = RealStorage::new(dir.path().join("root"));
+    let (m_took, read) = best(|| {
+        Ok(ReadOnlySessions::new(&storage)
+            .read_messages("long", None)?
+            .len())
+    })?;
+    let (s_took, s_read) = best(|| Ok(sqlite::read_messages(&conn, "long")?.len()))?;
+    if read != written || s_read != written {
+        return Err(format!("read {read} and {s_read} of {written} messages").into());
+    }
+    Ok((m_took.as_secs_f64() * 1e3, s_took.as_secs_f64() * 1e3))
+}
+
+fn main() -> BenchResult<()> {
+    let q = parse_args()?.quick;
+    let mut table = Vec::new();
+
+    let n = if q { 30 } else { 300 };
+    println!("create_subagent with its claims, {n} children, 1 caller");
+    let [m, raw, s] = subagent_case(n)?;
+    println!(
+        "  makalog {} /s   raw floor {} /s   SQLite {} /s   makalog/raw {:.2}   makalog/SQLite {:.2}",
+        group(m), group(raw), group(s), m / raw, m / s
+    );
+    table.push(format!(
+        "| create_subagent with its claims | {} /s | {} /s | {:.2} | raw floor {} /s, makalog/raw {:.2} (bar ≥ 0.9) |",
+        group(m), group(s), m / s, group(raw), m / raw
+    ));
+
+    let append = |s: &ExecutionStores, session: &str, i: usize| {
+        s.sessions.append_message(session, message(i))?;
+        Ok(())
+    };
+    let s_append = |c: &mut Connection, session: &str, i: usize| {
+        sqlite::append_message(c, session, &message(i))
+    };
+    type Case<'a> = (
+        &'a str,
+        &'a (dyn Fn(&ExecutionStores, &str, usize) -> BenchResult<()> + Sync),
+        &'a (dyn Fn(&mut Connection, &str, usize) -> BenchResult<()> + Sync),
+    );
+    let cases: [Case; 2] = [
+        ("append message", &append, &s_append),
+        (
+            "create run + terminal commit",
+            &run_and_terminal,
+            &sqlite_run_and_terminal,
+        ),
+    ];
+    for (name, m_op, s_op) in cases {
+        for (writers, per) in [
+            (1, if q { 60 } else { 1_500 }),
+            (16, if q { 12 } else { 240 }),
+        ] {
+            println!("{name}, {writers} writer(s), a session each");
+            let (m, s) = write_case(writers, per, m_op, s_op)?;
+            let bar = if writers == 1 { 1.3 } else { 5.0 };
+            println!(
+                "  makalog {} /s   SQLite {} /s   makalog/SQLite {:.2} (bar ≥ {bar})",
+                group(m),
+                group(s),
+                m / s
+            );
+            table.push(format!(
+                "| {name}, {writers} writer(s) | {} /s | {} /s | {:.2} | bar ≥ {bar} × |",
+                group(m),
+                group(s),
+                m / s
+            ));
+        }
+    }
+
+    let sessions = if q { 320 } else { 10_000 };
+    println!("list_sessions over {sessions} sessions (read-only stores, sidecars written)");
+    let (m, s) = list_case(sessions)?;
+    println!(
+        "  makalog {m:.1} ms   SQLite {s:.1} ms   {:.2} × SQLite's speed (bar ≥ 1)",
+        s / m
+    );
+    table.push(format!(
+        "| list_sessions over {} sessions | {m:.1} ms | {s:.1} ms | {:.2} × SQLite's speed | bar ≥ 1 × |",
+        group(sessions as f64), s / m
+    ));
+
+    let messages = if q { 320 } else { 10_000 };
+    println!("read_messages of a session of {messages} messages (read-only stores)");
+    let (m, s) = read_case(messages)?;
+    println!(
+        "  makalog {m:.1} ms   SQLite {s:.1} ms   {:.2} × SQLite's speed (bar ≥ 1)",
+        s / m
+    );
+    table.push(format!(
+        "| read_messages of {} messages | {m:.1} ms | {s:.1} ms | {:.2} × SQLite's speed | bar ≥ 1 × |",
+        group(messages as f64), s / m
+    ));
+
+    println!(
+        "\n| case | makalog | SQLite | makalog/SQLite | note |\n| --- | ---: | ---: | ---: | --- |"
+    );
+    for row in table {
+        println!("{row}");
+    }
+    Ok(())
+}
