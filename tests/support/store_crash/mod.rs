@@ -393,7 +393,7 @@ pub fn random_store_workload(rng: &mut SimRng, len: usize) -> Vec<StoreOp> {
 
 /// The store workload and scenario a random seed stands for.
 pub fn random_store_scenario(seed: u64) -> (Vec<StoreOp>, Scenario) {
-    let mut rng = SimRng::new(seed ^ 0x5707_e5);
+    let mut rng = SimRng::new(seed ^ 0x0057_07e5);
     let len = 4 + rng.below(16) as usize;
     let ops = random_store_workload(&mut rng, len);
     scenario_of::<Stores>(ops, seed, rng)

@@ -13,6 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 type Key = (String, String);
+type RunEvents = makalog::Result<Vec<(u64, makalog::model::RunEvent)>>;
 
 /// The stores' answers about a root, as compared between views and recoveries.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -41,7 +42,7 @@ fn common(
     list: &dyn Fn() -> makalog::Result<Vec<makalog::model::SessionHeader>>,
     messages: &dyn Fn(&str) -> makalog::Result<Vec<makalog::model::StoredMessage>>,
     runs: &dyn Fn(&str) -> makalog::Result<Vec<makalog::model::RunHeader>>,
-    events: &dyn Fn(&str, &str) -> makalog::Result<Vec<(u64, makalog::model::RunEvent)>>,
+    events: &dyn Fn(&str, &str) -> RunEvents,
 ) -> Result<StoreView, String> {
     let mut view = StoreView::default();
     for h in list().map_err(err("list_sessions"))? {
