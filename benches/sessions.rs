@@ -554,11 +554,6 @@ fn main() -> BenchResult<()> {
         group(none)
     ));
 
-    println!(
-        "\n| case | makalog | SQLite | makalog/SQLite | note |\n| --- | ---: | ---: | ---: | --- |"
-    );
-    for row in table {
-        println!("{row}");
-    }
+    common::print_table(&table);
     Ok(())
 }

@@ -390,11 +390,6 @@ fn main() -> BenchResult<()> {
         group(messages as f64), s / m
     ));
 
-    println!(
-        "\n| case | makalog | SQLite | makalog/SQLite | note |\n| --- | ---: | ---: | ---: | --- |"
-    );
-    for row in table {
-        println!("{row}");
-    }
+    common::print_table(&table);
     Ok(())
 }

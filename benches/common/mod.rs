@@ -99,6 +99,16 @@ pub fn print_rate(name: &str, tally: &Tally, makalog: Option<f64>, unit: &str) {
     );
 }
 
+/// The markdown table of a bench's cases for README.md: one row a case, makalog beside SQLite.
+pub fn print_table(rows: &[String]) {
+    println!(
+        "\n| case | makalog | SQLite | makalog/SQLite | note |\n| --- | ---: | ---: | ---: | --- |"
+    );
+    for row in rows {
+        println!("{row}");
+    }
+}
+
 /// Starts one thread per state, releases them together, and times until every one has done
 /// `per_thread` operations. States are returned and dropped after the clock stops.
 pub fn run_threads<S, F>(states: Vec<S>, per_thread: usize, op: F) -> BenchResult<Duration>

@@ -162,27 +162,24 @@ pub fn recover(storage: &Arc<SimStorage>) -> Result<StoreView, String> {
     if read_only(&**storage)? != shared(&view) {
         return Err("the read-only stores answer otherwise than the recovered stores".into());
     }
-    let mut bare = storage.durable_files();
-    let sessions = Path::new("sessions");
-    let mut dirs = Vec::new();
-    for (path, bytes) in &storage.durable_files() {
-        if path.parent().and_then(Path::parent) == Some(sessions) && path.ends_with("index") {
-            let id = path
-                .parent()
-                .and_then(Path::file_name)
-                .and_then(|n| n.to_str())
-                .ok_or("a sidecar outside a session")?;
-            let rebuilt = rebuild(&**storage, id).map_err(err("rebuild"))?;
-            let want = encode_sidecar(&rebuilt, &[]).map_err(|e| format!("encode: {}", e.what))?;
-            if *bytes != want {
-                return Err(format!("{id}: the sidecar differs from a rebuild"));
-            }
-            dirs.push(path.clone());
+    let files = storage.durable_files();
+    let is_sidecar = |path: &Path| {
+        path.parent().and_then(Path::parent) == Some(Path::new("sessions"))
+            && path.ends_with("index")
+    };
+    for (path, bytes) in files.iter().filter(|(p, _)| is_sidecar(p)) {
+        let id = path
+            .parent()
+            .and_then(Path::file_name)
+            .and_then(|n| n.to_str())
+            .ok_or("a sidecar outside a session")?;
+        let rebuilt = rebuild(&**storage, id).map_err(err("rebuild"))?;
+        let want = encode_sidecar(&rebuilt, &[]).map_err(|e| format!("encode: {}", e.what))?;
+        if *bytes != want {
+            return Err(format!("{id}: the sidecar differs from a rebuild"));
         }
     }
-    for d in dirs {
-        bare.remove(&d);
-    }
+    let bare = files.into_iter().filter(|(p, _)| !is_sidecar(p)).collect();
     let segments_only = Arc::new(SimStorage::new());
     super::super::scenario::restore(&segments_only, &bare);
     let alone = read_only(&*segments_only)?;
