@@ -161,3 +161,29 @@ fn a_terminal_event_of_another_run_or_one_that_does_not_end_it_is_refused() {
     ));
     assert_eq!(session_bytes(&root, "s"), before, "refusals write nothing");
 }
+
+/// The commit's three steps go to the run's session log in order and are made durable by one
+/// data sync (a crash keeps a prefix of them, which a repeat completes); a repeat syncs nothing.
+#[test]
+fn a_terminal_commit_costs_one_data_sync() {
+    use makalog::root::Owner;
+    use makalog::store::open_execution_stores_for_write;
+    use std::sync::atomic::Ordering;
+    let t = tempfile::tempdir().expect("tmp");
+    let (storage, syncs) = support::counting::counting(t.path().join("root"), u64::MAX);
+    makalog::root::create_or_open_root(&*storage).expect("root");
+    let owner = Owner::try_acquire(storage.clone())
+        .expect("acquire")
+        .expect("free");
+    let s = open_execution_stores_for_write(&owner).expect("stores");
+    s.sessions.create(session_header("s", 1)).expect("session");
+    s.runs.create_run(run("r")).expect("run");
+    let end = terminal("s", "r", "turn-1", "end-r", 9.0, "completed");
+    let before = syncs.load(Ordering::SeqCst);
+    s.runs.commit_terminal("s", "r", &end, None).expect("commit");
+    assert_eq!(syncs.load(Ordering::SeqCst) - before, 1, "one data sync");
+    assert_eq!(terminal_events(&s, "r").len(), 1);
+    let before = syncs.load(Ordering::SeqCst);
+    s.runs.commit_terminal("s", "r", &end, None).expect("again");
+    assert_eq!(syncs.load(Ordering::SeqCst) - before, 0, "a repeat writes nothing");
+}

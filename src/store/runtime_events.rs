@@ -31,6 +31,22 @@ pub struct AppendedEvent {
     pub created: bool,
 }
 
+/// A record queued in its session's log and applied to its view, not yet durable. Holding it
+/// keeps the session open (it is never evicted under its caller).
+pub(super) struct Queued {
+    session: Arc<SessionEvents>,
+    seq: u64,
+}
+
+impl Queued {
+    /// Returns the record's sequence number once it, and everything before it in its log, is
+    /// durable.
+    pub(super) fn wait_durable(self) -> Result<u64> {
+        self.session.writer.wait_durable(self.seq)?;
+        Ok(self.seq)
+    }
+}
+
 /// The runtime-event store of a root, open for writing under the owner's lease.
 pub struct RuntimeEventStore {
     pub(super) owner: Owner,
@@ -90,6 +106,24 @@ impl RuntimeEventStore {
     /// the invocation ↔ run ↔ turn identity, are an [`Error::IdentityConflict`]. Immutable events
     /// are always durable; partial ones follow `durability`.
     pub fn append(&self, event: &RuntimeEvent, durability: Durability) -> Result<AppendedEvent> {
+        let (appended, queued) = self.queue_event(event)?;
+        if let Some(queued) = queued {
+            if appended.event_seq.is_some() || durability == Durability::Durable {
+                queued.wait_durable()?;
+            } else {
+                queued.session.writer.spill()?;
+            }
+        }
+        Ok(appended)
+    }
+
+    /// [`RuntimeEventStore::append`] up to the wait: the event is checked, queued and in the
+    /// view, and the caller waits for it (`None` for a repeat, whose stored event is durable).
+    /// Until then, readers of the view wait for it too.
+    pub(super) fn queue_event(
+        &self,
+        event: &RuntimeEvent,
+    ) -> Result<(AppendedEvent, Option<Queued>)> {
         let session = self.session(event.session_id())?;
         let mut st = lock(&session.state);
         st.check_base(self.storage(), &session.writer)?;
@@ -103,11 +137,12 @@ impl RuntimeEventStore {
                     continue;
                 };
                 if bytes == event.canonical_json().as_bytes() {
-                    return Ok(AppendedEvent {
+                    let stored = AppendedEvent {
                         event_seq: Some(stored.event_seq),
                         record_seq: stored.record_seq,
                         created: false,
-                    });
+                    };
+                    return Ok((stored, None));
                 }
                 return Err(Error::IdentityConflict {
                     what: format!("RuntimeEvent identity conflict for {}", event.id()),
@@ -145,16 +180,18 @@ impl RuntimeEventStore {
             st.listed = None;
         }
         drop(st);
-        if event_seq.is_some() || durability == Durability::Durable {
-            session.writer.wait_durable(ack.seq)?;
-        } else {
-            session.writer.spill()?;
-        }
-        Ok(AppendedEvent {
+        let appended = AppendedEvent {
             event_seq,
             record_seq: ack.seq,
             created: true,
-        })
+        };
+        Ok((
+            appended,
+            Some(Queued {
+                session,
+                seq: ack.seq,
+            }),
+        ))
     }
 
     /// Appends a record of another kind (session header, message, run, run event, admission,
@@ -175,6 +212,19 @@ impl RuntimeEventStore {
         payload: &[u8],
         precondition: &dyn Fn(&crate::index::SessionState) -> Result<()>,
     ) -> Result<u64> {
+        self.queue_record_if(session_id, kind, payload, precondition)?
+            .wait_durable()
+    }
+
+    /// [`RuntimeEventStore::append_record_if`] up to the wait: the record is checked, queued
+    /// and in the view, and the caller waits for it. Until then, readers of the view wait too.
+    pub(super) fn queue_record_if(
+        &self,
+        session_id: &str,
+        kind: RecordKind,
+        payload: &[u8],
+        precondition: &dyn Fn(&crate::index::SessionState) -> Result<()>,
+    ) -> Result<Queued> {
         if kind == RecordKind::RuntimeEvent {
             return Err(Error::InvalidInput(
                 "runtime events are appended with RuntimeEventStore::append".into(),
@@ -208,8 +258,10 @@ impl RuntimeEventStore {
         st.fact_seq = ack.seq;
         st.dirty = true;
         drop(st);
-        session.writer.wait_durable(ack.seq)?;
-        Ok(ack.seq)
+        Ok(Queued {
+            session,
+            seq: ack.seq,
+        })
     }
 
     /// What `read` takes from the session records' state of `session_id`: its live view's when

@@ -1,13 +1,16 @@
 //! The terminal commit of a run (MAKA-MODEL §7), in its order: the terminal runtime event
 //! (which seals the run), then the run's status, then exactly one run_completed, run_failed or
 //! run_cancelled event. Each step that is already done is skipped, so a commit interrupted
-//! anywhere is finished by running it again, and never leaves two terminal run events.
+//! anywhere is finished by running it again, and never leaves two terminal run events. The
+//! steps are queued in the run's session log in that order and made durable by one sync, so a
+//! crash keeps a prefix of them, which a repeat of the commit completes.
 
 use super::runs::AgentRunStore;
+use super::runtime_events::Queued;
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
-use crate::model::RunHeader;
-use crate::segment::Durability;
+use crate::format::RecordKind;
+use crate::model::{RunEvent, RunHeader};
 use serde_json::{json, Map, Value};
 
 fn refused(field: &str, why: String) -> Error {
@@ -70,8 +73,36 @@ impl AgentRunStore {
                 run.status()
             )));
         }
+        // Everything is read before anything is queued: a read waits until what it shows is
+        // durable, and the steps are made durable together, by one sync of the session's log.
+        let ended = self
+            .read_events(session_id, run_id)?
+            .iter()
+            .any(|(_, e)| e.is_terminal());
+        let mut queued = None;
+        let committed = self.queue_steps(&run, terminal, status, ended, extras, &mut queued);
+        // Waited for even when a later step was refused: readers of the view wait for what it
+        // shows, and nothing else would sync it.
+        if let Some(last) = queued {
+            last.wait_durable()?;
+        }
+        committed
+    }
+
+    /// Queues the steps of the commit that are not done yet, in their order; `queued` is left
+    /// holding the last one queued.
+    fn queue_steps(
+        &self,
+        run: &RunHeader,
+        terminal: &RuntimeEvent,
+        status: &str,
+        ended: bool,
+        extras: Option<Map<String, Value>>,
+        queued: &mut Option<Queued>,
+    ) -> Result<RunHeader> {
+        let (session_id, run_id) = (run.session_id(), run.run_id());
         // 1. The terminal runtime event: stored once (a repeat is answered from the store).
-        self.events().append(terminal, Durability::Durable)?;
+        *queued = self.events().queue_event(terminal)?.1;
         // 2. The run's status.
         let ts = json!(terminal.ts());
         let failure_class = terminal.value()["actions"]["stateDelta"]["failureClass"]
@@ -79,17 +110,29 @@ impl AgentRunStore {
             .unwrap_or("unknown")
             .to_owned();
         let run = if run.is_terminal() {
-            run
+            run.clone()
         } else {
             let mut update = json!({"status": status, "updatedAt": ts, "completedAt": ts});
             if status == "failed" {
                 update["failureClass"] = json!(failure_class);
             }
-            self.update_run(session_id, run_id, &update)?
+            let next = run.updated(&update)?;
+            let base = run.canonical_json();
+            *queued = Some(self.events().queue_record_if(
+                session_id,
+                RecordKind::Run,
+                next.canonical_json().as_bytes(),
+                &|state| match state.runs.get(run_id) {
+                    Some(r) if r.header == base => Ok(()),
+                    _ => Err(Error::InvalidInput(format!(
+                        "run {run_id} changed while its terminal commit was made; commit again"
+                    ))),
+                },
+            )?);
+            next
         };
         // 3. Exactly one terminal run event.
-        let events = self.read_events(session_id, run_id)?;
-        if !events.iter().any(|(_, e)| e.is_terminal()) {
+        if !ended {
             let mut data = extras.unwrap_or_default();
             if status == "failed" {
                 data.insert("failureClass".into(), json!(failure_class));
@@ -105,7 +148,13 @@ impl AgentRunStore {
             if !data.is_empty() {
                 event["data"] = Value::Object(data);
             }
-            self.append_event(event)?;
+            let event = RunEvent::from_value(event)?;
+            *queued = Some(self.events().queue_record_if(
+                session_id,
+                RecordKind::RunEvent,
+                event.canonical_json().as_bytes(),
+                &|_| Ok(()),
+            )?);
         }
         Ok(run)
     }
