@@ -521,3 +521,32 @@ fn read_only_views_answer_as_the_session_open_for_writing_and_write_nothing() {
     );
     store.close().expect("close");
 }
+
+/// Closing a session whose appends were durable syncs nothing: its sidecar only caches the
+/// log (a crash that loses it means a rebuild) and the cut of its zeros need not be durable
+/// (zeros after the data read as its end). An eviction costs no more.
+#[test]
+fn closing_a_session_whose_records_are_durable_syncs_nothing() {
+    let ((_t, storage), syncs) = metered_with_syncs();
+    let owner = owner_of(&storage);
+    let store = RuntimeEventStore::open(&owner, WriterConfig::default());
+    for e in [
+        opening("s", "r", "t", 1.0),
+        user("s", "r", "t", "u", 2.0, "hi"),
+        terminal("s", "r", "t", "end", 3.0, "completed"),
+    ] {
+        store.append(&e, Durability::Durable).expect("append");
+    }
+    let (data, dirs) = (syncs.load(Ordering::SeqCst), storage.meter.all_dir_syncs());
+    store.close().expect("close");
+    assert_eq!(syncs.load(Ordering::SeqCst) - data, 0, "no data sync");
+    assert_eq!(storage.meter.all_dir_syncs() - dirs, 0, "no directory sync");
+    assert!(
+        session_dir(&storage, "s").join("index").exists(),
+        "the sidecar is written"
+    );
+    let len = std::fs::metadata(segment(&storage, "s"))
+        .expect("stat")
+        .len();
+    assert_eq!(len, data_end(&storage, "s"), "the zeros are cut");
+}

@@ -180,10 +180,16 @@ fn a_terminal_commit_costs_one_data_sync() {
     s.runs.create_run(run("r")).expect("run");
     let end = terminal("s", "r", "turn-1", "end-r", 9.0, "completed");
     let before = syncs.load(Ordering::SeqCst);
-    s.runs.commit_terminal("s", "r", &end, None).expect("commit");
+    s.runs
+        .commit_terminal("s", "r", &end, None)
+        .expect("commit");
     assert_eq!(syncs.load(Ordering::SeqCst) - before, 1, "one data sync");
     assert_eq!(terminal_events(&s, "r").len(), 1);
     let before = syncs.load(Ordering::SeqCst);
     s.runs.commit_terminal("s", "r", &end, None).expect("again");
-    assert_eq!(syncs.load(Ordering::SeqCst) - before, 0, "a repeat writes nothing");
+    assert_eq!(
+        syncs.load(Ordering::SeqCst) - before,
+        0,
+        "a repeat writes nothing"
+    );
 }

@@ -180,9 +180,10 @@ impl AppendFile {
         self.sync()
     }
 
-    /// Cuts the zeros after the data and makes that durable: a cleanly closed file holds no
-    /// preallocated space. The caller has synced the data first, so a crash before the cut is
-    /// durable leaves zeros after durable data, which recovery reads as the end of data.
+    /// Cuts the zeros after the data: a cleanly closed file holds no preallocated space. The cut
+    /// is not synced: the caller has synced the data first, so a crash that loses the cut leaves
+    /// zeros after durable data, which recovery reads as the end of data, and the file system
+    /// writes the new length back on its own.
     pub fn cut(&mut self) -> Result<()> {
         if self.allocated <= self.pos {
             return Ok(());
@@ -191,7 +192,7 @@ impl AppendFile {
             .set_len(self.pos)
             .map_err(|e| Error::io(&self.path, "truncate", e))?;
         self.allocated = self.pos;
-        self.sync()
+        Ok(())
     }
 
     /// `fdatasync`.

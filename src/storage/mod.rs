@@ -10,7 +10,7 @@ mod real;
 #[cfg(feature = "test")]
 pub mod sim;
 
-pub use atomic::write_atomically;
+pub use atomic::{replace_cache_file, write_atomically};
 pub use real::RealStorage;
 #[cfg(feature = "test")]
 pub use sim::{Fault, FaultKind, SimRng, SimStorage, Tear};

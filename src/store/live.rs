@@ -11,7 +11,7 @@ use crate::index::{
 use crate::root::Owner;
 use crate::segment::layout::session_dir;
 use crate::segment::{FramesAt, SegmentWriter, WriterConfig};
-use crate::storage::{write_atomically, FileBytes, Storage};
+use crate::storage::{replace_cache_file, FileBytes, Storage};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
@@ -270,7 +270,7 @@ pub(crate) fn write_sidecar(storage: &dyn Storage, live: &mut LiveView) -> Resul
     };
     let bytes =
         encode_sidecar(&live.view, &base_ids).map_err(|e| Error::corrupt(&path, 0, e.what))?;
-    write_atomically(storage, &path, &bytes)?;
+    replace_cache_file(storage, &path, &bytes)?;
     let mapped = storage
         .map_file(&path)
         .map_err(|e| Error::io(&path, "map", e))?;

@@ -107,13 +107,13 @@ pub fn check_scenario<H: Harness>(ops: &[H::Op], s: Scenario) -> Result<(), Stri
     if let Err(e) = H::check(&model, &first) {
         return fail(e);
     }
-    let after_first = storage.durable_files();
+    let after_first = storage.live_files();
     match H::recover(&storage) {
         Ok(again) if again == first => {}
         Ok(_) => return fail("a second recovery read something else".into()),
         Err(e) => return fail(format!("second recovery failed: {e}")),
     }
-    if storage.durable_files() != after_first {
+    if storage.live_files() != after_first {
         return fail("a second recovery wrote again".into());
     }
 

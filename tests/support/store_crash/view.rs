@@ -162,12 +162,12 @@ pub fn recover(storage: &Arc<SimStorage>) -> Result<StoreView, String> {
     if read_only(&**storage)? != shared(&view) {
         return Err("the read-only stores answer otherwise than the recovered stores".into());
     }
-    let files = storage.durable_files();
+    // Sidecars are written without a sync (a cache): the ones the close wrote are live.
     let is_sidecar = |path: &Path| {
         path.parent().and_then(Path::parent) == Some(Path::new("sessions"))
             && path.ends_with("index")
     };
-    for (path, bytes) in files.iter().filter(|(p, _)| is_sidecar(p)) {
+    for (path, bytes) in storage.live_files().iter().filter(|(p, _)| is_sidecar(p)) {
         let id = path
             .parent()
             .and_then(Path::file_name)
@@ -179,7 +179,11 @@ pub fn recover(storage: &Arc<SimStorage>) -> Result<StoreView, String> {
             return Err(format!("{id}: the sidecar differs from a rebuild"));
         }
     }
-    let bare = files.into_iter().filter(|(p, _)| !is_sidecar(p)).collect();
+    let bare = storage
+        .durable_files()
+        .into_iter()
+        .filter(|(p, _)| !is_sidecar(p))
+        .collect();
     let segments_only = Arc::new(SimStorage::new());
     super::super::scenario::restore(&segments_only, &bare);
     let alone = read_only(&*segments_only)?;
