@@ -81,7 +81,7 @@ fn stores(dir: &Path) -> BenchResult<(makalog::root::Owner, ExecutionStores)> {
 }
 
 /// The raw floor of create_subagent: makalog's file-system steps with plain system calls. Two
-/// claim records appended to a preallocated claims file, each synced; the child's directory
+/// claim records appended to a preallocated claims file, synced together; the child's directory
 /// made and `sessions/` synced; its segment created exclusively with its header, synced, its
 /// directory synced; the header record written and synced.
 struct RawFloor {
@@ -113,9 +113,9 @@ impl RawFloor {
     fn create(&mut self, header: &[u8], i: usize) -> BenchResult<()> {
         for record in [&header[..64], header] {
             self.claims.write_all_at(record, self.pos)?;
-            self.claims.sync_data()?;
             self.pos += record.len() as u64;
         }
+        self.claims.sync_data()?;
         let dir = self.sessions.join(format!("child-{i:06}"));
         std::fs::create_dir(&dir)?;
         File::open(&self.sessions)?.sync_all()?;

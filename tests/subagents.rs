@@ -175,3 +175,39 @@ fn a_crash_between_the_claim_and_the_header_is_completed_at_the_next_open() {
     assert!(!retry.created);
     assert_eq!(retry.header.id(), "orphan");
 }
+
+/// The child's id claim and its spawn claim are made durable by one sync of the claims log;
+/// the child's session then costs what any new session's first record does (its segment and
+/// its header synced, its directory and `sessions/` synced).
+#[test]
+fn a_subagent_costs_one_claims_sync_and_a_new_sessions_syncs() {
+    use makalog::root::Owner;
+    use makalog::store::open_execution_stores_for_write;
+    use std::sync::atomic::Ordering;
+    let t = tempfile::tempdir().expect("tmp");
+    let (storage, syncs) = support::counting::counting(t.path().join("root"), u64::MAX);
+    makalog::root::create_or_open_root(&*storage).expect("root");
+    let owner = Owner::try_acquire(storage.clone())
+        .expect("acquire")
+        .expect("free");
+    let s = open_execution_stores_for_write(&owner).expect("stores");
+    s.sessions
+        .create(session_header("parent", 1))
+        .expect("parent");
+    let (data, dirs) = (syncs.load(Ordering::SeqCst), storage.meter.all_dir_syncs());
+    let made = s
+        .sessions
+        .create_subagent(child("child-1", "tool-1", 'a'))
+        .expect("child");
+    assert!(made.created);
+    assert_eq!(
+        syncs.load(Ordering::SeqCst) - data,
+        3,
+        "the claims, the segment, the header"
+    );
+    assert_eq!(
+        storage.meter.all_dir_syncs() - dirs,
+        2,
+        "the child's directory and sessions/"
+    );
+}

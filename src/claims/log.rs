@@ -1,6 +1,7 @@
 //! The claims log of a root: every idempotency claim, appended and `fdatasync`ed before it is
 //! acknowledged, concurrent claims sharing syncs (group commit), replayed at open.
 
+mod queue;
 mod reads;
 
 use super::replay::{replay_claims, CLAIMS_FILE};
@@ -9,12 +10,10 @@ use super::request::{
     AdmissionStatusChange, AgentGraphIntentClaim, AgentGraphIntentClaimRequest, SessionCreateClaim,
     SubagentSpawnClaim,
 };
-use super::table::{ClaimRecord, ClaimTables, Decision, StoredGraphIntentClaim, StoredSpawnClaim};
+use super::table::{ClaimRecord, ClaimTables, StoredGraphIntentClaim, StoredSpawnClaim};
 use crate::commit::{AppendFile, GroupCommit, Pending, Prealloc, Sink};
 use crate::error::{Error, Result};
-use crate::format::{
-    next_chain, ChainValue, ClaimsHeader, FrameBatch, FrameKind, FrameLayout, DEFAULT_MAX_PAYLOAD,
-};
+use crate::format::{ChainValue, ClaimsHeader, FrameBatch, FrameLayout, DEFAULT_MAX_PAYLOAD};
 use crate::recovery::{apply, plan, RecoveryReport, Repair};
 use crate::root::{FailureMark, LogHold, Owner};
 use crate::storage::Storage;
@@ -259,6 +258,29 @@ impl ClaimsLog {
         Ok(SpawnClaimOutcome { claim, created })
     }
 
+    /// Takes a subagent's session id for good and claims its spawn, in one sync: the id claim
+    /// first, so a crash keeps neither, the id alone (burned: a retry uses a fresh id), or both.
+    /// An id already taken is a conflict, with nothing queued.
+    pub fn claim_session_and_spawn(&self, claim: SubagentSpawnClaim) -> Result<SpawnClaimOutcome> {
+        validate_spawn_claim(&claim)?;
+        let session = SessionCreateClaim {
+            session_id: claim.child_session_id.clone(),
+            created_at: now_ms(),
+        };
+        validate_session_claim(&session)?;
+        let key = claim.key();
+        let records = vec![ClaimRecord::Session(session), ClaimRecord::Spawn(claim)];
+        let (st, appended) = self.commit_records(records)?;
+        let stored: Option<&StoredSpawnClaim> = st.log.tables.spawn_claim(&key);
+        let claim = stored
+            .map(|s| s.claim.clone())
+            .ok_or_else(|| Error::InvalidInput("claim vanished".into()))?;
+        Ok(SpawnClaimOutcome {
+            claim,
+            created: appended.get(1).copied().unwrap_or(false),
+        })
+    }
+
     /// Takes a session id for good; an id already taken is a conflict.
     pub fn claim_session_create(&self, session_id: &str) -> Result<SessionCreateClaim> {
         self.claim_session_create_at(session_id, now_ms())
@@ -277,53 +299,6 @@ impl ClaimsLog {
         validate_session_claim(&claim)?;
         drop(self.commit_record(ClaimRecord::Session(claim.clone()))?);
         Ok(claim)
-    }
-
-    /// Decides `record` against the tables and, if it is new, appends it; in both cases waits
-    /// until the record that answers is durable. Returns whether a record was appended.
-    fn commit_record(&self, record: ClaimRecord) -> Result<(Guard<'_>, bool)> {
-        let mut st = self.commit.lock()?;
-        let decision = match st.log.tables.decide(&record) {
-            Ok(d) => d,
-            // A conflict may rest on a claim still being synced: refuse only once everything
-            // queued is durable (if its sync fails, the caller gets that failure instead).
-            Err(conflict) => {
-                let queued = st.next_seq() - 1;
-                drop(self.commit.wait_durable(st, queued)?);
-                return Err(conflict);
-            }
-        };
-        match decision {
-            Decision::Stored { seq } => Ok((self.commit.wait_durable(st, seq)?, false)),
-            Decision::Append => {
-                let payload = record.encode()?;
-                if payload.len() > self.max_payload as usize {
-                    return Err(Error::InvalidInput(format!(
-                        "claim of {} bytes exceeds the bound of {} bytes",
-                        payload.len(),
-                        self.max_payload
-                    )));
-                }
-                let kind = record.kind();
-                let seq = st.next_seq();
-                if seq == u64::MAX {
-                    return Err(Error::InvalidInput(
-                        "the claims log has used every sequence number".into(),
-                    ));
-                }
-                let chain = next_chain(&st.log.chain, seq, kind.code(), &payload);
-                if st.chunks.is_empty() {
-                    st.chunks.push(FrameBatch::new(self.layout));
-                }
-                if let Some(chunk) = st.chunks.last_mut() {
-                    chunk.push(seq, kind, &payload, &chain);
-                }
-                st.queued(self.layout.overhead() + payload.len());
-                st.log.chain = chain;
-                st.log.tables.apply(record, seq);
-                Ok((self.commit.wait_durable(st, seq)?, true))
-            }
-        }
     }
 }
 

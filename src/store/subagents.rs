@@ -80,9 +80,9 @@ impl SessionStore {
         if let Some(stored) = self.claims().read_subagent_spawn_claim(&claim.key())? {
             return self.existing_child(stored, &header);
         }
-        // The id is taken for good first, as for any session; then the spawn is claimed.
-        self.claims().claim_session_create(id)?;
-        let outcome = self.claims().claim_subagent_spawn(claim)?;
+        // The id is taken for good first, as for any session, then the spawn is claimed: both
+        // records made durable by one sync of the claims log.
+        let outcome = self.claims().claim_session_and_spawn(claim)?;
         if !outcome.created {
             // Another call claimed the key first.
             return self.existing_child(outcome.claim, &header);
