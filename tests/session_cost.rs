@@ -550,3 +550,27 @@ fn closing_a_session_whose_records_are_durable_syncs_nothing() {
         .len();
     assert_eq!(len, data_end(&storage, "s"), "the zeros are cut");
 }
+
+/// The session store's reads of a cleanly closed session take the short way the event listing
+/// does: the sidecar and the last segment, no directory listed.
+#[test]
+fn reading_a_closed_sessions_header_lists_no_directory() {
+    use makalog::store::{open_execution_stores_for_write, ReadOnlySessions};
+    let ((_t, storage), _) = metered_with_syncs();
+    let owner = owner_of(&storage);
+    let s = open_execution_stores_for_write(&owner).expect("stores");
+    s.sessions
+        .create(support::stores::session_header("s", 1))
+        .expect("session");
+    s.close().expect("close");
+    let listings = storage.meter.listings.load(Ordering::SeqCst);
+    let header = ReadOnlySessions::new(&*storage)
+        .read_session("s")
+        .expect("read");
+    assert_eq!(header.map(|h| h.id().to_owned()), Some("s".to_owned()));
+    assert_eq!(
+        storage.meter.listings.load(Ordering::SeqCst) - listings,
+        0,
+        "no directory listed"
+    );
+}

@@ -42,11 +42,43 @@ pub(crate) fn read_only_invocations(
     storage: &dyn Storage,
     session_id: &str,
 ) -> Result<Vec<RuntimeInvocation>> {
+    match read_only_view(storage, session_id)? {
+        ReadOnly::Absent => Ok(Vec::new()),
+        ReadOnly::Vouched(vouched) => vouched.invocations(storage),
+        ReadOnly::General(view) => invocations_from_log(storage, &view),
+    }
+}
+
+/// The session's view as its files hold it: the session's state read from its sidecar the short
+/// way when the sidecar vouches for the log, the general way otherwise; the default for a
+/// session with no directory.
+pub(crate) fn read_only_state(
+    storage: &dyn Storage,
+    session_id: &str,
+) -> Result<crate::index::SessionState> {
+    Ok(match read_only_view(storage, session_id)? {
+        ReadOnly::Absent => Default::default(),
+        ReadOnly::Vouched(vouched) => vouched.view.session,
+        ReadOnly::General(view) => view.session,
+    })
+}
+
+/// How a session's files were read.
+enum ReadOnly {
+    /// The session has no directory.
+    Absent,
+    /// Its sidecar vouches for the log (the common case: a session closed cleanly).
+    Vouched(Vouched),
+    /// Its sidecar caught up through the session reader, or a rebuild.
+    General(SessionIndex),
+}
+
+fn read_only_view(storage: &dyn Storage, session_id: &str) -> Result<ReadOnly> {
     let path = sidecar_path(session_id);
     match read_whole(storage, &path) {
         Ok(bytes) => {
             if let Some(vouched) = vouched_view(storage, session_id, &bytes)? {
-                return vouched.invocations(storage);
+                return Ok(ReadOnly::Vouched(vouched));
             }
         }
         Err(e) if e.kind() == ErrorKind::NotFound => {
@@ -56,7 +88,7 @@ pub(crate) fn read_only_invocations(
                 .map_err(|e| Error::io(&dir, "stat", e))?
                 .is_none()
             {
-                return Ok(Vec::new());
+                return Ok(ReadOnly::Absent);
             }
         }
         Err(_) => {}
@@ -68,7 +100,7 @@ pub(crate) fn read_only_invocations(
         }
         None => rebuild(storage, session_id)?,
     };
-    invocations_from_log(storage, &view)
+    Ok(ReadOnly::General(view))
 }
 
 /// A view read the short way, with the bytes of its last segment it read: kept events that

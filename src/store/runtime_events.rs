@@ -281,7 +281,7 @@ impl RuntimeEventStore {
             open.writer.wait_synced(upto)?;
             return Ok(answer);
         }
-        Ok(read(&super::sessions::files_state(
+        Ok(read(&super::read_view::read_only_state(
             self.storage(),
             session_id,
         )?))

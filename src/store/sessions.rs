@@ -5,12 +5,12 @@
 //! Subagents are created in `subagents.rs`. Not yet here (issue 10): the run and admission
 //! stores.
 
-use super::live::{caught_up, load_sidecar};
+use super::read_view::read_only_state;
 use super::runtime_events::RuntimeEventStore;
 use crate::claims::ClaimsLog;
 use crate::error::{Error, Result};
 use crate::format::RecordKind;
-use crate::index::{rebuild, MessageEntry, SessionState};
+use crate::index::{MessageEntry, SessionState};
 use crate::model::{SessionHeader, StoredMessage};
 use crate::segment::layout::{session_dir, SESSIONS_DIR};
 use crate::segment::FramesAt;
@@ -157,18 +157,18 @@ impl<'s> ReadOnlySessions<'s> {
     /// The session's latest header, or `None` if it has none.
     pub fn read_session(&self, session_id: &str) -> Result<Option<SessionHeader>> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        header_of(&files_state(self.storage, session_id)?)
+        header_of(&read_only_state(self.storage, session_id)?)
     }
 
     /// Every session's latest header, by `createdAt`, then id.
     pub fn list_sessions(&self) -> Result<Vec<SessionHeader>> {
-        list_with(self.storage, &|id| files_state(self.storage, id))
+        list_with(self.storage, &|id| read_only_state(self.storage, id))
     }
 
     /// The session's runs, by `createdAt`, then run id.
     pub fn list_session_runs(&self, session_id: &str) -> Result<Vec<crate::model::RunHeader>> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        super::runs::runs_of(&files_state(self.storage, session_id)?)
+        super::runs::runs_of(&read_only_state(self.storage, session_id)?)
     }
 
     /// A run's events in sequence order, each with its sequence number.
@@ -178,7 +178,7 @@ impl<'s> ReadOnlySessions<'s> {
         run_id: &str,
     ) -> Result<Vec<(u64, crate::model::RunEvent)>> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        let state = files_state(self.storage, session_id)?;
+        let state = read_only_state(self.storage, session_id)?;
         let run = state.runs.get(run_id).ok_or_else(|| Error::NotFound {
             what: format!("run {run_id} of session {session_id}"),
         })?;
@@ -192,7 +192,7 @@ impl<'s> ReadOnlySessions<'s> {
         turn_id: Option<&str>,
     ) -> Result<Vec<StoredMessage>> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        let state = files_state(self.storage, session_id)?;
+        let state = read_only_state(self.storage, session_id)?;
         messages_of(self.storage, session_id, &state, turn_id)
     }
 }
@@ -203,27 +203,6 @@ fn header_of(state: &SessionState) -> Result<Option<SessionHeader>> {
         .as_deref()
         .map(SessionHeader::decode)
         .transpose()
-}
-
-/// A session's state as its files hold it: its sidecar caught up, or a rebuild; empty when the
-/// session has no directory.
-pub(super) fn files_state(storage: &dyn Storage, session_id: &str) -> Result<SessionState> {
-    let dir = session_dir(session_id);
-    if storage
-        .entry_kind(&dir)
-        .map_err(|e| Error::io(&dir, "stat", e))?
-        .is_none()
-    {
-        return Ok(SessionState::default());
-    }
-    let view = match load_sidecar(storage, session_id)? {
-        Some(mut live) => {
-            caught_up(storage, &mut live)?;
-            live.view
-        }
-        None => rebuild(storage, session_id)?,
-    };
-    Ok(view.session)
 }
 
 /// The headers of every session directory of the root, by `createdAt` then id, each session's
