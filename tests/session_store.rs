@@ -183,3 +183,63 @@ fn an_id_taken_by_a_create_that_crashed_before_its_header_is_never_reused() {
     ));
     assert!(s.sessions.list_sessions().expect("list").is_empty());
 }
+
+/// Many messages of one segment are read back in one read of their span; a message longer
+/// than the span holds past its start, in any position, is read on its own, and every segment
+/// of a rolled session is read back in order.
+#[test]
+fn many_messages_read_back_in_order_whatever_their_lengths_and_segments() {
+    let (_t, storage) = temp_root();
+    let owner = support::owner(&storage);
+    let config = makalog::segment::WriterConfig {
+        segment_size: 16 << 10,
+        ..makalog::segment::WriterConfig::default()
+    };
+    let s = makalog::store::open_execution_stores_with(&owner, config).expect("stores");
+    s.sessions.create(session_header("s", 1)).expect("session");
+    let mut sent = Vec::new();
+    for i in 0..200u64 {
+        let mut m = user(&format!("m{i}"), &format!("t{}", i % 3), i);
+        if i % 37 == 0 || i == 199 {
+            m["text"] = json!("long ".repeat(600));
+        }
+        sent.push(
+            s.sessions
+                .append_message("s", m)
+                .expect("append")
+                .canonical_json()
+                .to_owned(),
+        );
+    }
+    let texts = |got: Vec<StoredMessage>| -> Vec<String> {
+        got.iter().map(|m| m.canonical_json().to_owned()).collect()
+    };
+    assert_eq!(
+        texts(s.sessions.read_messages("s", None).expect("live")),
+        sent
+    );
+    s.close().expect("close");
+    let segments = std::fs::read_dir(storage.describe_root().join("sessions/s"))
+        .expect("dir")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".seg"))
+        })
+        .count();
+    assert!(segments > 1, "{segments} segments: the session rolled");
+    let read_only = makalog::store::ReadOnlySessions::new(&*storage);
+    assert_eq!(
+        texts(read_only.read_messages("s", None).expect("read-only")),
+        sent
+    );
+    let turn: Vec<String> = sent
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 3 == 1)
+        .map(|(_, m)| m.clone())
+        .collect();
+    assert_eq!(
+        texts(read_only.read_messages("s", Some("t1")).expect("turn")),
+        turn
+    );
+}

@@ -15,6 +15,12 @@ use std::path::PathBuf;
 /// The first read of a frame asks for this many bytes.
 const FIRST_READ: usize = 1024;
 
+/// Frames of one segment read together take one read of their span from this many on.
+const BULK_MIN: usize = 16;
+
+/// The longest span read in one call.
+pub const BULK_MAX: u64 = 16 << 20;
+
 /// Reads frames of one session by position.
 pub struct FramesAt<'s> {
     storage: &'s dyn Storage,
@@ -46,32 +52,7 @@ impl<'s> FramesAt<'s> {
 
     /// The payload of the frame at `offset` of segment `ordinal`, which must be record `seq`.
     pub fn payload(&mut self, ordinal: u64, offset: u64, seq: u64) -> Result<Vec<u8>> {
-        if self.paths.is_none() {
-            let listed = list_session(self.storage, &self.session_id)?.segments;
-            self.paths = Some(listed.into_iter().map(|f| f.path).collect());
-        }
-        let path = self
-            .paths
-            .as_ref()
-            .and_then(|p| p.get(ordinal as usize))
-            .cloned()
-            .ok_or_else(|| {
-                Error::corrupt(
-                    session_dir(&self.session_id),
-                    0,
-                    "an indexed segment is missing",
-                )
-            })?;
-        if !self.open.contains_key(&ordinal) {
-            let file = self
-                .storage
-                .open(&path, OpenMode::Read)
-                .map_err(|e| Error::io(&path, "open", e))?;
-            let layout = read_layout(&*file, &path)?;
-            self.open.insert(ordinal, (file, layout));
-        }
-        let (file, layout) = &self.open[&ordinal];
-        let layout = *layout;
+        let (path, file, layout) = self.opened(ordinal)?;
         let read = |at: u64, len: usize| -> Result<Vec<u8>> {
             let mut buf = vec![0u8; len];
             file.read_exact_at(&mut buf, at)
@@ -106,6 +87,84 @@ impl<'s> FramesAt<'s> {
         }
         payload_of(&frame, layout, seq)
             .ok_or_else(|| Error::corrupt(&path, offset, "the index points at no such record"))
+    }
+
+    /// The payloads of the frames at `positions` (segment ordinal, offset, sequence number), in
+    /// order. Where many of them lie in one segment, the span from the first to the last is read
+    /// in one call instead of one read a frame (a frame the span does not hold whole is read on
+    /// its own); a span is never longer than [`BULK_MAX`].
+    pub fn payloads(&mut self, positions: &[(u64, u64, u64)]) -> Result<Vec<Vec<u8>>> {
+        let mut out = Vec::with_capacity(positions.len());
+        let mut rest = positions;
+        while let Some(&(ordinal, ..)) = rest.first() {
+            let n = rest.iter().take_while(|p| p.0 == ordinal).count();
+            let (run, next) = rest.split_at(n);
+            rest = next;
+            let lo = run.iter().map(|p| p.1).min().unwrap_or(0);
+            let hi = run
+                .iter()
+                .map(|p| p.1)
+                .max()
+                .unwrap_or(0)
+                .saturating_add(FIRST_READ as u64);
+            let span = match run.len() >= BULK_MIN && hi - lo <= BULK_MAX {
+                true => Some(self.span(ordinal, lo, hi)?),
+                false => None,
+            };
+            for &(ordinal, offset, seq) in run {
+                let whole = span.as_ref().and_then(|(bytes, layout)| {
+                    let at = usize::try_from(offset - lo).ok()?;
+                    payload_of(bytes.get(at..)?, *layout, seq)
+                });
+                out.push(match whole {
+                    Some(payload) => payload,
+                    None => self.payload(ordinal, offset, seq)?,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The bytes of segment `ordinal` from `lo` to `hi` (fewer at its end), with its layout.
+    fn span(&mut self, ordinal: u64, lo: u64, hi: u64) -> Result<(Vec<u8>, FrameLayout)> {
+        debug_assert!(hi - lo <= BULK_MAX, "a span is bounded");
+        let (path, file, layout) = self.opened(ordinal)?;
+        let mut bytes = vec![0u8; (hi - lo) as usize];
+        let got = file
+            .read_full_at(&mut bytes, lo)
+            .map_err(|e| Error::io(&path, "read", e))?;
+        bytes.truncate(got);
+        Ok((bytes, layout))
+    }
+
+    /// Segment `ordinal`'s path, open file and frame layout, opened on first use.
+    fn opened(&mut self, ordinal: u64) -> Result<(PathBuf, &dyn StorageFile, FrameLayout)> {
+        if self.paths.is_none() {
+            let listed = list_session(self.storage, &self.session_id)?.segments;
+            self.paths = Some(listed.into_iter().map(|f| f.path).collect());
+        }
+        let path = self
+            .paths
+            .as_ref()
+            .and_then(|p| p.get(ordinal as usize))
+            .cloned()
+            .ok_or_else(|| {
+                Error::corrupt(
+                    session_dir(&self.session_id),
+                    0,
+                    "an indexed segment is missing",
+                )
+            })?;
+        if !self.open.contains_key(&ordinal) {
+            let file = self
+                .storage
+                .open(&path, OpenMode::Read)
+                .map_err(|e| Error::io(&path, "open", e))?;
+            let layout = read_layout(&*file, &path)?;
+            self.open.insert(ordinal, (file, layout));
+        }
+        let (file, layout) = &self.open[&ordinal];
+        Ok((path, &**file, *layout))
     }
 }
 

@@ -164,12 +164,16 @@ pub(super) fn run_events_of(
     session_id: &str,
     events: &[crate::index::RunEventEntry],
 ) -> Result<Vec<(u64, RunEvent)>> {
-    let mut frames = FramesAt::new(storage, session_id);
+    let positions: Vec<(u64, u64, u64)> = events
+        .iter()
+        .map(|e| (e.at.ordinal, e.at.offset, e.at.record_seq))
+        .collect();
+    let payloads = FramesAt::new(storage, session_id).payloads(&positions)?;
     events
         .iter()
+        .zip(payloads)
         .enumerate()
-        .map(|(seq, e)| {
-            let payload = frames.payload(e.at.ordinal, e.at.offset, e.at.record_seq)?;
+        .map(|(seq, (e, payload))| {
             let text = std::str::from_utf8(&payload).map_err(|_| {
                 Error::corrupt(
                     crate::segment::layout::session_dir(session_id),

@@ -243,14 +243,16 @@ fn messages_of(
     state: &SessionState,
     turn_id: Option<&str>,
 ) -> Result<Vec<StoredMessage>> {
-    let mut frames = FramesAt::new(storage, session_id);
     let wanted = |m: &&MessageEntry| turn_id.is_none_or(|t| m.turn_id.as_deref() == Some(t));
-    state
-        .messages
+    let at: Vec<&MessageEntry> = state.messages.iter().filter(wanted).collect();
+    let positions: Vec<(u64, u64, u64)> = at
         .iter()
-        .filter(wanted)
-        .map(|m| {
-            let payload = frames.payload(m.at.ordinal, m.at.offset, m.at.record_seq)?;
+        .map(|m| (m.at.ordinal, m.at.offset, m.at.record_seq))
+        .collect();
+    let payloads = FramesAt::new(storage, session_id).payloads(&positions)?;
+    at.iter()
+        .zip(payloads)
+        .map(|(m, payload)| {
             let text = std::str::from_utf8(&payload).map_err(|_| {
                 Error::corrupt(session_dir(session_id), m.at.offset, "message is not UTF-8")
             })?;
