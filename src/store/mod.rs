@@ -1,6 +1,7 @@
 //! Typed stores over the session ledger.
 
 mod admissions;
+mod catalog;
 mod execution;
 mod identity;
 mod live;

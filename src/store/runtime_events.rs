@@ -7,6 +7,7 @@
 //! number of sessions stay open for writing; reads of a session that is not open go through a
 //! read-only view.
 
+use super::catalog::HeaderCatalog;
 use super::identity::check_identity;
 use super::live::{close_session, lock, open_for_writing, SessionEvents};
 use super::open_sessions::{OpenSessions, DEFAULT_MAX_OPEN_SESSIONS};
@@ -54,6 +55,8 @@ pub struct RuntimeEventStore {
     /// The sessions open for writing: a session's open (its recovery) holds only its own slot,
     /// so appends to other sessions go on meanwhile.
     pub(super) sessions: OpenSessions<SessionEvents>,
+    /// Every session's latest header, for `list_sessions`.
+    pub(super) catalog: HeaderCatalog,
 }
 
 impl RuntimeEventStore {
@@ -72,6 +75,7 @@ impl RuntimeEventStore {
             owner: owner.clone(),
             config,
             sessions: OpenSessions::new(max_open),
+            catalog: HeaderCatalog::default(),
         }
     }
 
@@ -242,6 +246,10 @@ impl RuntimeEventStore {
             .map_err(Error::InvalidInput)?;
         precondition(&st.view.session)?;
         let ack = session.writer.enqueue(kind, payload)?;
+        if kind == RecordKind::SessionHeader {
+            // Before any reader can see it: the catalog reads the session again.
+            self.catalog.header_queued(session_id);
+        }
         let at = RecordRef {
             ordinal: ack.ordinal,
             format_version: ack.format_version,

@@ -133,12 +133,10 @@ impl SessionStore {
     /// Every session's latest header, ordered by `createdAt` then id; each from its view, whose
     /// session state holds the header whole.
     pub fn list_sessions(&self) -> Result<Vec<SessionHeader>> {
-        list_with(self.events.storage(), &|id| {
-            self.events.with_session_state(id, |s| SessionState {
-                header: s.header.clone(),
-                ..SessionState::default()
-            })
-        })
+        self.events.catalog.list(
+            || session_ids(self.events.storage()),
+            |id| self.events.with_session_state(id, header_of)?,
+        )
     }
 }
 
@@ -205,34 +203,34 @@ fn header_of(state: &SessionState) -> Result<Option<SessionHeader>> {
         .transpose()
 }
 
-/// The headers of every session directory of the root, by `createdAt` then id, each session's
-/// state read with `state_of`.
-fn list_with(
-    storage: &dyn Storage,
-    state_of: &dyn Fn(&str) -> Result<SessionState>,
-) -> Result<Vec<SessionHeader>> {
+/// The ids of every session directory of the root.
+fn session_ids(storage: &dyn Storage) -> Result<Vec<String>> {
     let root = Path::new(SESSIONS_DIR);
     let entries = match storage.list_dir(root) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(Error::io(root, "list", e)),
     };
+    Ok(entries
+        .into_iter()
+        .filter(|e| e.kind == EntryKind::Dir && crate::format::validate_session_id(&e.name).is_ok())
+        .map(|e| e.name)
+        .collect())
+}
+
+/// The headers of every session directory of the root, by `createdAt` then id, each session's
+/// state read with `state_of`.
+fn list_with(
+    storage: &dyn Storage,
+    state_of: &dyn Fn(&str) -> Result<SessionState>,
+) -> Result<Vec<SessionHeader>> {
     let mut headers = Vec::new();
-    for entry in entries {
-        if entry.kind != EntryKind::Dir || crate::format::validate_session_id(&entry.name).is_err()
-        {
-            continue;
-        }
-        if let Some(header) = header_of(&state_of(&entry.name)?)? {
+    for id in session_ids(storage)? {
+        if let Some(header) = header_of(&state_of(&id)?)? {
             headers.push(header);
         }
     }
-    let created = |h: &SessionHeader| h.value()["createdAt"].as_f64().unwrap_or(0.0);
-    headers.sort_by(|a, b| {
-        created(a)
-            .total_cmp(&created(b))
-            .then_with(|| a.id().cmp(b.id()))
-    });
+    super::catalog::sort_headers(&mut headers);
     Ok(headers)
 }
 
