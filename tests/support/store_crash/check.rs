@@ -27,7 +27,11 @@ fn in_order(what: &str, got: &[String], submitted: &[(String, bool)]) -> Result<
 }
 
 /// Checks the latest of a record's versions is one at or after the last acknowledged one.
-fn latest(what: &str, got: Option<&str>, submitted: &[(String, bool)]) -> Result<(), String> {
+pub(super) fn latest(
+    what: &str,
+    got: Option<&str>,
+    submitted: &[(String, bool)],
+) -> Result<(), String> {
     let last_acked = submitted.iter().rposition(|(_, acked)| *acked);
     match got {
         None if last_acked.is_some() => Err(format!("{what}: acknowledged but missing")),
@@ -51,6 +55,9 @@ fn field(json: &str, key: &str) -> Option<String> {
 }
 
 pub fn check(model: &StoreModel, got: &StoreView) -> Result<(), String> {
+    if let Some(e) = model.listing_errors.first() {
+        return Err(format!("a listing during the run: {e}"));
+    }
     let sessions: BTreeMap<&str, &str> = got
         .sessions
         .iter()

@@ -57,6 +57,8 @@ pub enum StoreOp {
     Admit(u8, u32),
     /// Closes the stores (sidecars written, zeros cut) and opens them again.
     Reopen,
+    /// Lists the sessions: every acknowledged header (or a later one) must be listed.
+    List,
 }
 
 /// Small segments, so short workloads roll and seal.
@@ -83,6 +85,8 @@ pub struct StoreModel {
     pub spawns: BTreeMap<String, Vec<(String, Option<SpawnAnswer>)>>,
     /// Operations that returned an error.
     pub errors: usize,
+    /// What listings taken during the run got wrong.
+    pub listing_errors: Vec<String>,
 }
 
 /// What an acknowledged spawn call returned.
@@ -270,6 +274,29 @@ impl Running<'_> {
                     .entry((parent(n), format!("t{i}")))
                     .or_insert((canonical(&a), false));
                 entry.1 |= ok;
+            }
+            StoreOp::List => {
+                let Some(listed) = self.call(|s| s.sessions.list_sessions()) else {
+                    return;
+                };
+                let listed: BTreeMap<String, String> = listed
+                    .iter()
+                    .map(|h| (h.id().to_owned(), canonical(h.value())))
+                    .collect();
+                for id in listed
+                    .keys()
+                    .filter(|id| !self.model.headers.contains_key(*id))
+                {
+                    self.model
+                        .listing_errors
+                        .push(format!("listed {id}, never submitted"));
+                }
+                for (id, versions) in &self.model.headers {
+                    let got = listed.get(id).map(String::as_str);
+                    if let Err(e) = check::latest(&format!("listed session {id}"), got, versions) {
+                        self.model.listing_errors.push(e);
+                    }
+                }
             }
             StoreOp::Reopen => {
                 if let Some(stores) = self.stores.take() {

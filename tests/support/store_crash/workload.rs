@@ -63,7 +63,7 @@ pub fn random_store_workload(rng: &mut SimRng, len: usize) -> Vec<StoreOp> {
     for _ in 0..len {
         let n = rng.below(PARENTS as u64) as u8;
         let i = rng.below(RUNS as u64) as u32;
-        ops.push(match rng.below(12) {
+        ops.push(match rng.below(13) {
             0 => StoreOp::Create(n),
             1 => StoreOp::Touch(n, 100 + rng.below(100)),
             2 | 3 => {
@@ -83,6 +83,7 @@ pub fn random_store_workload(rng: &mut SimRng, len: usize) -> Vec<StoreOp> {
             8 => StoreOp::Start(n, i),
             9 => StoreOp::Terminal(n, i),
             10 => StoreOp::Admit(n, rng.below(TURNS as u64) as u32),
+            11 => StoreOp::List,
             _ => StoreOp::Reopen,
         });
     }
@@ -106,6 +107,7 @@ pub fn small_store_workloads() -> Vec<Vec<StoreOp>> {
         vec![
             Create(0),
             Message(0, 1),
+            List,
             Spawn {
                 parent: 0,
                 key: 0,
@@ -117,6 +119,7 @@ pub fn small_store_workloads() -> Vec<Vec<StoreOp>> {
                 child: 2,
             },
             Touch(0, 5),
+            List,
             Reopen,
             Spawn {
                 parent: 0,
@@ -124,6 +127,7 @@ pub fn small_store_workloads() -> Vec<Vec<StoreOp>> {
                 child: 3,
             },
             Message(0, 2),
+            List,
         ],
         vec![
             Create(1),
