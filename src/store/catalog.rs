@@ -98,12 +98,17 @@ impl HeaderCatalog {
     }
 }
 
-/// Sorts headers by `createdAt`, then id: the order `list_sessions` answers in.
-pub(super) fn sort_headers(headers: &mut [SessionHeader]) {
-    let created = |h: &SessionHeader| h.value()["createdAt"].as_f64().unwrap_or(0.0);
-    headers.sort_by(|a, b| {
-        created(a)
-            .total_cmp(&created(b))
-            .then_with(|| a.id().cmp(b.id()))
-    });
+/// Sorts headers by `createdAt`, then id: the order `list_sessions` answers in. Each key is
+/// looked up once, not at every comparison.
+pub(super) fn sort_headers(headers: &mut Vec<SessionHeader>) {
+    let mut order: Vec<(f64, &str, usize)> = headers
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.value()["createdAt"].as_f64().unwrap_or(0.0), h.id(), i))
+        .collect();
+    order.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+    let order: Vec<usize> = order.into_iter().map(|(.., i)| i).collect();
+    let mut taken: Vec<Option<SessionHeader>> =
+        std::mem::take(headers).into_iter().map(Some).collect();
+    headers.extend(order.into_iter().filter_map(|i| taken[i].take()));
 }
