@@ -18,18 +18,21 @@
 macro_rules! record_type {
     ($(#[$doc:meta])* $name:ident, $record:expr, $decode:expr) => {
         $(#[$doc])*
+        ///
+        /// Immutable once decoded, and shared: a clone (a listing's copy of a catalog entry)
+        /// costs a reference count.
         #[derive(Debug, Clone, PartialEq)]
-        pub struct $name(super::Decoded);
+        pub struct $name(std::sync::Arc<super::Decoded>);
 
         impl $name {
             /// Strictly decodes one from JSON text.
             pub fn decode(json: &str) -> crate::error::Result<$name> {
-                super::decode_text($record, json, $decode).map($name)
+                super::decode_text($record, json, $decode).map(|d| $name(std::sync::Arc::new(d)))
             }
 
             /// Strictly decodes one from a JSON value.
             pub fn from_value(value: serde_json::Value) -> crate::error::Result<$name> {
-                super::decode_value($record, value, $decode).map($name)
+                super::decode_value($record, value, $decode).map(|d| $name(std::sync::Arc::new(d)))
             }
 
             /// The canonical JSON a store writes.
