@@ -166,6 +166,7 @@ fn check_payloads(storage: &dyn Storage, session_id: &str, findings: &mut Vec<St
                 state.apply_run_record(r.kind, &r.payload, session_id, at)
             }
             RecordKind::Admission => scratch.apply_admission(&r.payload, session_id),
+            RecordKind::TurnRejection => scratch.apply_rejection(&r.payload, session_id),
             _ => continue,
         };
         if let Err(why) = decoded {

@@ -127,8 +127,34 @@ fn zero_tail_and_garbage(dir: &Path) {
 }
 
 #[test]
+fn a_turn_rejection_frame_is_an_unknown_kind_before_version_3() {
+    let chain = makalog::format::genesis_chain("s");
+    for layout in [FrameLayout::V1, FrameLayout::V2, FrameLayout::V3] {
+        let mut out = Vec::new();
+        makalog::format::encode_frame(
+            &mut out,
+            layout,
+            1,
+            RecordKind::TurnRejection,
+            b"{}",
+            &chain,
+            0,
+        );
+        let decoded = makalog::format::decode_frame::<RecordKind>(&out, layout, 1024);
+        if layout == FrameLayout::V3 {
+            assert!(
+                matches!(decoded, Ok(FrameDecode::Frame(f, _)) if f.kind == RecordKind::TurnRejection)
+            );
+        } else {
+            let e = decoded.expect_err("an unknown kind in this version");
+            assert_eq!((e.offset, e.what.as_str()), (16, "unknown record kind 8"));
+        }
+    }
+}
+
+#[test]
 fn an_all_zero_frame_header_is_never_a_frame_and_an_all_zero_segment_header_never_decodes() {
-    for layout in [FrameLayout::V1, FrameLayout::V2] {
+    for layout in [FrameLayout::V1, FrameLayout::V2, FrameLayout::V3] {
         for len in [layout.header_len(), 300] {
             assert_eq!(
                 makalog::format::decode_frame::<RecordKind>(&vec![0u8; len], layout, 1024),

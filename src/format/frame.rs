@@ -18,6 +18,16 @@ pub trait FrameKind: Copy + Eq + std::fmt::Debug {
     fn code(self) -> u8;
     /// The name tools print.
     fn name(self) -> &'static str;
+    /// The first file version whose frames may carry this kind: in an older file it is an
+    /// unknown kind, as it was to that version's readers.
+    fn first_version(self) -> u16 {
+        1
+    }
+}
+
+/// The kind with this code, if a file laid out as `layout` may hold it.
+pub(crate) fn kind_in<K: FrameKind>(layout: FrameLayout, code: u8) -> Option<K> {
+    K::from_code(code).filter(|k| k.first_version() <= layout.version())
 }
 
 /// How the frames of one file are laid out; the file header's version decides.
@@ -27,18 +37,21 @@ pub enum FrameLayout {
     V1,
     /// Version 1 plus the durable sequence number at the time of writing.
     V2,
+    /// The version 2 layout; segments may also hold `turn_rejection` records.
+    V3,
 }
 
 impl FrameLayout {
     /// The layout of the files this build creates in a new root (format version
     /// [`super::FORMAT_VERSION`]).
-    pub const NEW: FrameLayout = FrameLayout::V2;
+    pub const NEW: FrameLayout = FrameLayout::V3;
 
     /// The layout of a file header's version, if this build reads it.
     pub const fn for_version(version: u16) -> Option<FrameLayout> {
         match version {
             1 => Some(FrameLayout::V1),
             2 => Some(FrameLayout::V2),
+            3 => Some(FrameLayout::V3),
             _ => None,
         }
     }
@@ -48,6 +61,7 @@ impl FrameLayout {
         match self {
             FrameLayout::V1 => 1,
             FrameLayout::V2 => 2,
+            FrameLayout::V3 => 3,
         }
     }
 
@@ -55,7 +69,7 @@ impl FrameLayout {
     pub const fn header_len(self) -> usize {
         match self {
             FrameLayout::V1 => 17,
-            FrameLayout::V2 => 25,
+            FrameLayout::V2 | FrameLayout::V3 => 25,
         }
     }
 
@@ -66,7 +80,7 @@ impl FrameLayout {
 
     /// True when frames say how far the log was durable as they were written.
     pub const fn records_durable(self) -> bool {
-        matches!(self, FrameLayout::V2)
+        !matches!(self, FrameLayout::V1)
     }
 }
 
@@ -216,7 +230,7 @@ pub fn decode_frame<K: FrameKind>(
     if seq == 0 {
         return Err(FormatError::new(8, "frame sequence number is 0"));
     }
-    let kind = K::from_code(bytes[16])
+    let kind = kind_in::<K>(layout, bytes[16])
         .ok_or_else(|| FormatError::new(16, format!("unknown record kind {}", bytes[16])))?;
     let durable_seq = layout.records_durable().then(|| u64_at(bytes, 17));
     if let Some(d) = durable_seq.filter(|&d| d >= seq) {

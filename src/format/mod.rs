@@ -30,7 +30,7 @@ pub use record_kind::RecordKind;
 
 /// The format version this build writes for a new root. A root keeps the version its marker
 /// names: files of a version 1 root are continued (and new ones created) in version 1.
-pub const FORMAT_VERSION: u16 = 2;
+pub const FORMAT_VERSION: u16 = 3;
 
 /// The oldest format version this build reads and continues.
 pub const OLDEST_FORMAT_VERSION: u16 = 1;

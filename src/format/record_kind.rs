@@ -19,6 +19,8 @@ pub enum RecordKind {
     RuntimeEvent = 6,
     /// The seal of a run: nothing more may be appended to it.
     RunSeal = 7,
+    /// A root turn's start rejection (§8), from format version 3.
+    TurnRejection = 8,
 }
 
 impl super::FrameKind for RecordKind {
@@ -31,11 +33,17 @@ impl super::FrameKind for RecordKind {
     fn name(self) -> &'static str {
         RecordKind::name(self)
     }
+    fn first_version(self) -> u16 {
+        match self {
+            RecordKind::TurnRejection => 3,
+            _ => 1,
+        }
+    }
 }
 
 impl RecordKind {
     /// Every kind, in code order.
-    pub const ALL: [RecordKind; 7] = [
+    pub const ALL: [RecordKind; 8] = [
         RecordKind::SessionHeader,
         RecordKind::Message,
         RecordKind::Run,
@@ -43,6 +51,7 @@ impl RecordKind {
         RecordKind::Admission,
         RecordKind::RuntimeEvent,
         RecordKind::RunSeal,
+        RecordKind::TurnRejection,
     ];
 
     /// The kind with this code, if any.
@@ -60,6 +69,7 @@ impl RecordKind {
             RecordKind::Admission => "admission",
             RecordKind::RuntimeEvent => "runtime_event",
             RecordKind::RunSeal => "run_seal",
+            RecordKind::TurnRejection => "turn_rejection",
         }
     }
 

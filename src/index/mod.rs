@@ -8,7 +8,7 @@ mod invocations;
 mod run_state;
 mod session_state;
 mod sidecar;
-mod sidecar_v1;
+mod sidecar_old;
 mod view;
 
 pub use build::{

@@ -27,6 +27,9 @@ pub struct SessionState {
     /// The canonical JSON of each admitted root turn's admission, by turn id: the first record
     /// of a turn is its admission (a store answers a repeat from it and writes no second).
     pub admissions: std::collections::BTreeMap<String, String>,
+    /// The canonical JSON of each rejected root turn's start rejection, by turn id. A turn's
+    /// first admission or rejection decides it: a later record of either kind changes nothing.
+    pub rejections: std::collections::BTreeMap<String, String>,
 }
 
 impl SessionState {
@@ -110,12 +113,42 @@ impl SessionState {
         Ok(admission)
     }
 
-    /// Applies an admission record: the first for its turn is kept.
+    /// Applies an admission record: the first for its turn is kept, unless it was rejected.
     pub fn apply_admission(&mut self, payload: &[u8], session_id: &str) -> Result<(), String> {
         let admission = SessionState::check_admission(payload, session_id)?;
-        self.admissions
-            .entry(admission.turn_id().to_owned())
-            .or_insert_with(|| admission.canonical_json().to_owned());
+        if !self.rejections.contains_key(admission.turn_id()) {
+            self.admissions
+                .entry(admission.turn_id().to_owned())
+                .or_insert_with(|| admission.canonical_json().to_owned());
+        }
+        Ok(())
+    }
+
+    /// Checks a root-turn start rejection record of session `session_id` (§8).
+    pub fn check_rejection(
+        payload: &[u8],
+        session_id: &str,
+    ) -> Result<crate::model::RootTurnRejection, String> {
+        let json = std::str::from_utf8(payload).map_err(|_| "rejection is not UTF-8")?;
+        let rejection = crate::model::RootTurnRejection::decode(json).map_err(|e| e.to_string())?;
+        if rejection.session_id() != session_id {
+            return Err(format!(
+                "the rejection of turn {} belongs to another session than {session_id:?}",
+                rejection.turn_id()
+            ));
+        }
+        Ok(rejection)
+    }
+
+    /// Applies a start rejection record: the first for its turn is kept, unless it was
+    /// admitted.
+    pub fn apply_rejection(&mut self, payload: &[u8], session_id: &str) -> Result<(), String> {
+        let rejection = SessionState::check_rejection(payload, session_id)?;
+        if !self.admissions.contains_key(rejection.turn_id()) {
+            self.rejections
+                .entry(rejection.turn_id().to_owned())
+                .or_insert_with(|| rejection.canonical_json().to_owned());
+        }
         Ok(())
     }
 }

@@ -4,8 +4,9 @@
 //! Layout (little-endian; format/FORMAT.md describes every byte):
 //! magic[8] version u16 reserved u16 header_len u32 cover_count u32 covers[cover_count × 72]
 //! sections[5 × 20] header_crc u32, then the sections: runs, invocations, ids (bincode), the
-//! session id, and the session records' state (bincode; version 3). The ids section is a
-//! sorted array of fixed 40-byte entries, searched in place. Versions 1 and 2 have 4 sections.
+//! session id, and the session records' state (bincode; version 3, and version 4 with the
+//! start rejections). The ids section is a sorted array of fixed 40-byte entries, searched in
+//! place. Versions 1 and 2 have 4 sections.
 
 use super::session_state::SessionState;
 use super::view::{Cover, IdEntry, InvocationEntry, RunEntry, SessionIndex};
@@ -15,17 +16,18 @@ use std::collections::BTreeMap;
 /// The first eight bytes of a sidecar.
 pub const SIDECAR_MAGIC: [u8; 8] = *b"MKLGIDX\0";
 
-/// The sidecar version this build writes. It also reads versions 2 (no session state: their
-/// writer did not read session records, so they never vouch for a log) and 1 (whose opening and
-/// terminal events also hold their JSON instead of where they lie: see `sidecar_v1`).
-pub const SIDECAR_VERSION: u16 = 3;
+/// The sidecar version this build writes. It also reads version 3 (a session state without
+/// start rejections), 2 (no session state) and 1 (whose opening and terminal events also hold
+/// their JSON instead of where they lie: see `sidecar_old`). Their writers did not read every
+/// session record, so they never vouch for a log.
+pub const SIDECAR_VERSION: u16 = 4;
 
 pub use crate::segment::layout::SIDECAR_FILE;
 
 const FIXED: usize = 20;
 const COVER_LEN: usize = 72;
 const SECTION_LEN: usize = 20;
-/// Sections of a version 3 sidecar; versions 1 and 2 have the first four.
+/// Sections of a version 3 or 4 sidecar; versions 1 and 2 have the first four.
 const SECTIONS: usize = 5;
 
 /// How many sections a sidecar of `version` has.
@@ -227,7 +229,7 @@ pub fn decode_sidecar_state(
     let runs: Vec<(String, RunEntry)> =
         bincode::deserialize(section(bytes, header, 0)?).map_err(bincode_err)?;
     let invocations: Vec<(String, InvocationEntry)> = if header.version == 1 {
-        super::sidecar_v1::invocations(section(bytes, header, 1)?, section(bytes, header, 2)?)?
+        super::sidecar_old::invocations(section(bytes, header, 1)?, section(bytes, header, 2)?)?
     } else {
         bincode::deserialize(section(bytes, header, 1)?).map_err(bincode_err)?
     };
@@ -235,6 +237,9 @@ pub fn decode_sidecar_state(
         .map_err(|_| FormatError::new(0, "sidecar session id is not UTF-8"))?
         .to_owned();
     let session = match header.sections.get(4) {
+        Some(_) if header.version == 3 => {
+            super::sidecar_old::session_state_v3(section(bytes, header, 4)?)?
+        }
         Some(_) => bincode::deserialize(section(bytes, header, 4)?).map_err(bincode_err)?,
         None => SessionState::default(),
     };

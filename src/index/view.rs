@@ -202,6 +202,7 @@ impl SessionIndex {
             RecordKind::SessionHeader => self.session.apply_header(r.payload, &self.session_id),
             RecordKind::Message => self.session.apply_message(r.payload, at),
             RecordKind::Admission => self.session.apply_admission(r.payload, &self.session_id),
+            RecordKind::TurnRejection => self.session.apply_rejection(r.payload, &self.session_id),
             RecordKind::Run | RecordKind::RunEvent => {
                 self.session
                     .apply_run_record(r.kind, r.payload, &self.session_id, at)

@@ -174,7 +174,7 @@ fn read_admission(a: &mut Obj) -> FieldResult<()> {
 }
 
 /// The execution descriptor; `ids` are the admission's session, turn and run.
-fn read_descriptor(e: &mut Obj, ids: &[String; 3]) -> FieldResult<()> {
+pub(super) fn read_descriptor(e: &mut Obj, ids: &[String; 3]) -> FieldResult<()> {
     let kind = e.one_of("kind", DESCRIPTOR_KINDS)?;
     let strings: &[&'static str] = match kind {
         "regenerate" => &["sourceTurnId"],

@@ -1,5 +1,5 @@
 //! The records of the session ledger besides runtime events (MAKA-MODEL §5–§8): session
-//! headers with their subagent objects, stored messages, run headers and run events, and root-turn admissions. Each is decoded strictly from JSON
+//! headers with their subagent objects, stored messages, run headers and run events, and root-turn admissions and start rejections. Each is decoded strictly from JSON
 //! (every field checked, unknown keys refused, a typed [`Error::InvalidRecord`] naming the
 //! field) and kept as its canonical JSON (keys sorted, numbers in one form), which is what a
 //! store writes. Pure: no I/O.
@@ -12,6 +12,8 @@
 //!   which name a turn and a run and so are safe ids (§7).
 //! - A legacy `permissionMode` of `execute` is stored as `ask`, as the original reads it.
 //! - Lone UTF-16 surrogates are refused, as for runtime events.
+//! - A `skillInvocation` is any object; a start rejection's must hold `loaded: []` and a
+//!   non-empty `failed` array (the original's rule), whose entries are free-form.
 
 /// Defines a decoded record type `$name` over [`Decoded`]: strict decoding from JSON text or a
 /// value by `$decode`, its errors naming `$record`, and its canonical JSON and value.
@@ -51,11 +53,13 @@ macro_rules! record_type {
 mod admission;
 mod fields;
 mod message;
+mod rejection;
 mod run;
 mod session;
 
 pub use admission::{RootTurnAdmission, DESCRIPTOR_KINDS};
 pub use message::StoredMessage;
+pub use rejection::RootTurnRejection;
 pub use run::{transition_allowed, RunEvent, RunHeader, RUN_STATUSES, TERMINAL_RUN_STATUSES};
 pub use session::SessionHeader;
 

@@ -11,8 +11,8 @@ use super::layout::segment_file_name;
 use crate::commit::{AppendFile, GroupCommit, Pending, Prealloc, Sink};
 use crate::error::{Error, Result};
 use crate::format::{
-    next_chain, ChainValue, FrameBatch, FrameLayout, RecordKind, SealFooter, SegmentHeader,
-    DEFAULT_MAX_PAYLOAD, FOOTER_LEN, HEADER_LEN,
+    next_chain, ChainValue, FrameBatch, FrameKind, FrameLayout, RecordKind, SealFooter,
+    SegmentHeader, DEFAULT_MAX_PAYLOAD, FOOTER_LEN, HEADER_LEN,
 };
 use crate::root::{FailureMark, LogHold};
 use crate::storage::Storage;
@@ -229,6 +229,14 @@ impl SegmentWriter {
             )));
         }
         let mut st = self.commit.lock()?;
+        if kind.first_version() > st.log.layout.version() {
+            return Err(Error::InvalidInput(format!(
+                "a {} record needs format version {}; this session's segment is version {}",
+                kind.name(),
+                kind.first_version(),
+                st.log.layout.version()
+            )));
+        }
         let full = st.log.len + self.frame_len(st.log.layout, payload) + FOOTER_LEN as u64
             > self.config.segment_size;
         let too_big = payload.len() > st.log.max_payload as usize;

@@ -1,11 +1,22 @@
-//! Root-turn admissions (MAKA-MODEL §8): the record that admits a root turn before its run,
-//! written to the session's ledger; a repeat is answered from the stored record.
+//! Root-turn admissions and start rejections (MAKA-MODEL §8): the record that admits a root
+//! turn before its run, or that refuses it, written to the session's ledger; a repeat is
+//! answered from the stored record, and a turn is admitted or rejected, never both.
 
 use super::runs::AgentRunStore;
 use crate::error::{Error, Result};
 use crate::format::RecordKind;
-use crate::model::RootTurnAdmission;
+use crate::index::SessionState;
+use crate::model::{RootTurnAdmission, RootTurnRejection};
 use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// One record that decides a root turn: its admission or its start rejection.
+struct Decision<'a> {
+    session_id: &'a str,
+    turn: &'a str,
+    kind: RecordKind,
+    payload: &'a str,
+}
 
 /// What [`AgentRunStore::admit_root_turn`] came to.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,10 +30,22 @@ pub enum Admission {
     Conflict(RootTurnAdmission),
 }
 
+/// What [`AgentRunStore::commit_root_turn_start_rejection`] came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rejection {
+    /// The turn had no rejection: this one is stored.
+    Committed(RootTurnRejection),
+    /// The turn had the same rejection (equal execution and Skill invocation): the stored
+    /// record, which wins.
+    Existing(RootTurnRejection),
+    /// The turn had a different rejection: the stored record; nothing was written.
+    Conflict(RootTurnRejection),
+}
+
 impl AgentRunStore {
     /// Admits a root turn (§8) into an existing session. A new `legacy_automation` admission is
-    /// refused; a repeat for an admitted turn is `Existing` or `Conflict` by the same-admission
-    /// rule, and writes nothing.
+    /// refused, and so is a turn that was rejected; a repeat for an admitted turn is `Existing`
+    /// or `Conflict` by the same-admission rule, and writes nothing.
     pub fn admit_root_turn(&self, admission: Value) -> Result<Admission> {
         let admission = RootTurnAdmission::from_value(admission)?;
         if admission.execution_kind() == "legacy_automation" {
@@ -32,40 +55,14 @@ impl AgentRunStore {
                 why: "a new legacy_automation admission is refused".into(),
             });
         }
-        let session_id = admission.value()["sessionId"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let events = self.events();
-        if !events.with_session_state(&session_id, |s| s.header.is_some())? {
-            return Err(Error::NotFound {
-                what: format!("session {session_id} to admit a turn into"),
-            });
-        }
-        let turn = admission.turn_id().to_owned();
-        // The stored record, if the turn was admitted (read under the session's lock, so two
-        // admissions of one turn never both write).
-        let stored = std::cell::RefCell::new(None);
-        events
-            .append_record_if(
-                &session_id,
-                RecordKind::Admission,
-                admission.canonical_json().as_bytes(),
-                &|state| match state.admissions.get(&turn) {
-                    Some(json) => {
-                        *stored.borrow_mut() = Some(json.clone());
-                        Err(Error::InvalidInput(format!(
-                            "turn {turn} is already admitted"
-                        )))
-                    }
-                    None => Ok(()),
-                },
-            )
-            .or_else(|e| match stored.borrow().is_some() {
-                true => Ok(0),
-                false => Err(e),
-            })?;
-        let Some(json) = stored.into_inner() else {
+        let session_id = admission.value()["sessionId"].as_str().unwrap_or_default();
+        let decision = Decision {
+            session_id,
+            turn: admission.turn_id(),
+            kind: RecordKind::Admission,
+            payload: admission.canonical_json(),
+        };
+        let Some(json) = self.decide_turn(decision, |s| &s.admissions, |s| &s.rejections)? else {
             return Ok(Admission::Admitted(admission));
         };
         let stored = RootTurnAdmission::decode(&json)?;
@@ -74,6 +71,81 @@ impl AgentRunStore {
         } else {
             Admission::Conflict(stored)
         })
+    }
+
+    /// Records that a root turn of an existing session was refused before it started (§8): its
+    /// external message asked only for Skills, and every one failed. A turn already admitted
+    /// is refused (`IdentityConflict`); a repeat for a rejected turn is `Existing` or
+    /// `Conflict` and writes nothing. A root of format version 1 or 2 cannot hold one.
+    pub fn commit_root_turn_start_rejection(&self, rejection: Value) -> Result<Rejection> {
+        let rejection = RootTurnRejection::from_value(rejection)?;
+        let decision = Decision {
+            session_id: rejection.session_id(),
+            turn: rejection.turn_id(),
+            kind: RecordKind::TurnRejection,
+            payload: rejection.canonical_json(),
+        };
+        let Some(json) = self.decide_turn(decision, |s| &s.rejections, |s| &s.admissions)? else {
+            return Ok(Rejection::Committed(rejection));
+        };
+        let stored = RootTurnRejection::decode(&json)?;
+        Ok(if stored.same_rejection(&rejection) {
+            Rejection::Existing(stored)
+        } else {
+            Rejection::Conflict(stored)
+        })
+    }
+
+    /// Writes `d`'s record unless its turn is already decided: returns the stored record of
+    /// the same kind (`same`), or refuses a turn decided the other way (`other`). Both are
+    /// read under the session's lock, so two decisions of one turn never both write.
+    fn decide_turn(
+        &self,
+        d: Decision,
+        same: fn(&SessionState) -> &BTreeMap<String, String>,
+        other: fn(&SessionState) -> &BTreeMap<String, String>,
+    ) -> Result<Option<String>> {
+        let events = self.events();
+        if !events.with_session_state(d.session_id, |s| s.header.is_some())? {
+            return Err(Error::NotFound {
+                what: format!("session {} to decide turn {} in", d.session_id, d.turn),
+            });
+        }
+        let stored = std::cell::RefCell::new(None);
+        let (turn, name) = (d.turn, d.kind.name());
+        let decided = match d.kind {
+            RecordKind::Admission => "rejected",
+            _ => "admitted",
+        };
+        let written = events.append_record_if(d.session_id, d.kind, d.payload.as_bytes(), &|s| {
+            if let Some(json) = same(s).get(turn) {
+                *stored.borrow_mut() = Some(json.clone());
+                return Err(Error::InvalidInput(format!("turn {turn} has its {name}")));
+            }
+            match other(s).contains_key(turn) {
+                true => Err(Error::IdentityConflict {
+                    what: format!("root turn {turn} is already {decided}"),
+                }),
+                false => Ok(()),
+            }
+        });
+        match (written, stored.into_inner()) {
+            (_, Some(json)) => Ok(Some(json)),
+            (Ok(_), None) => Ok(None),
+            (Err(e), None) => Err(e),
+        }
+    }
+
+    /// The start rejection of a session's turn, if it was rejected.
+    pub fn read_root_turn_start_rejection(
+        &self,
+        session_id: &str,
+        turn_id: &str,
+    ) -> Result<Option<RootTurnRejection>> {
+        self.events()
+            .with_session_state(session_id, |s| s.rejections.get(turn_id).cloned())?
+            .map(|json| RootTurnRejection::decode(&json))
+            .transpose()
     }
 
     /// The admission of a session's turn, if it was admitted.

@@ -15,7 +15,7 @@ mod stored;
 mod subagents;
 mod terminal;
 
-pub use admissions::Admission;
+pub use admissions::{Admission, Rejection};
 pub use execution::{open_execution_stores_for_write, open_execution_stores_with, ExecutionStores};
 pub use open_sessions::DEFAULT_MAX_OPEN_SESSIONS;
 pub use runs::AgentRunStore;

@@ -342,6 +342,7 @@ fn check_session_record(session_id: &str, kind: RecordKind, payload: &[u8]) -> R
         RecordKind::Run => crate::model::RunHeader::decode(text()?).map(|_| ()),
         RecordKind::RunEvent => crate::model::RunEvent::decode(text()?).map(|_| ()),
         RecordKind::Admission => crate::model::RootTurnAdmission::decode(text()?).map(|_| ()),
+        RecordKind::TurnRejection => crate::model::RootTurnRejection::decode(text()?).map(|_| ()),
         _ => Ok(()),
     }
 }

@@ -146,9 +146,10 @@ pub fn root_with(
 
 /// The runtime-event vectors as (format version, name, sidecar version): in format 1, `events`
 /// keeps the version 1 sidecar its writer left, `events-sidecar-v2` the version 2 one, over
-/// the same segments; format 2's `events` has a version 3 sidecar.
-pub const EVENT_VECTORS: [(u16, &str, u16); 3] = [
+/// the same segments; format 2's `events` has a version 3 sidecar, format 3's a version 4 one.
+pub const EVENT_VECTORS: [(u16, &str, u16); 4] = [
     (1, "events", 1),
     (1, "events-sidecar-v2", 2),
     (2, "events", 3),
+    (3, "events", 4),
 ];

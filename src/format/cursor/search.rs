@@ -72,7 +72,10 @@ impl<'a> Search<'a> {
                 continue;
             }
             let seq = u64_at(tail, 8);
-            if seq < next_seq || seq > max_seq || K::from_code(tail[16]).is_none() {
+            if seq < next_seq
+                || seq > max_seq
+                || crate::format::frame::kind_in::<K>(self.layout, tail[16]).is_none()
+            {
                 continue;
             }
             let len = u32_at(tail, 0);

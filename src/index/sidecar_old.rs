@@ -1,8 +1,11 @@
-//! The reader of version 1 sidecars: the same layout as version 2, but an invocation's opening
-//! and terminal events held their canonical JSON instead of where their frames lie. The ids
-//! section says where every recorded event lies, so a version 1 sidecar reads into the same
-//! view a rebuild makes, and is rewritten as version 2 the next time it is written.
+//! The readers of older sidecars' sections. In version 1 (the layout of version 2) an
+//! invocation's opening and terminal events held their canonical JSON instead of where their
+//! frames lie; the ids section says where every recorded event lies, so a version 1 sidecar
+//! reads into the same view a rebuild makes. Version 3's session state has no start
+//! rejections (its writer knew none). Either is rewritten in this build's version the next
+//! time it is written.
 
+use super::session_state::{MessageEntry, SessionState};
 use super::sidecar::{bincode_err, find_ids};
 use super::view::{id_hash, InvocationEntry, KeyedEvent, StoredAt};
 use crate::format::FormatError;
@@ -70,4 +73,24 @@ pub(super) fn invocations(
             ))
         })
         .collect()
+}
+
+#[derive(Deserialize)]
+struct SessionStateV3 {
+    header: Option<String>,
+    messages: Vec<MessageEntry>,
+    runs: super::run_state::Runs,
+    admissions: std::collections::BTreeMap<String, String>,
+}
+
+/// The session state section of a version 3 sidecar.
+pub(super) fn session_state_v3(body: &[u8]) -> Result<SessionState, FormatError> {
+    let old: SessionStateV3 = bincode::deserialize(body).map_err(bincode_err)?;
+    Ok(SessionState {
+        header: old.header,
+        messages: old.messages,
+        runs: old.runs,
+        admissions: old.admissions,
+        rejections: Default::default(),
+    })
 }
