@@ -150,27 +150,21 @@ fn bad_rejections_name_their_field_and_write_nothing() {
     s.sessions.create(session_header("s", 1)).expect("session");
     let root = storage.describe_root();
     let before = stores::session_bytes(&root, "s");
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
-        (
-            "execution.kind",
-            Box::new(|r| r["execution"] = json!({"kind": "context_compact"})),
-        ),
-        (
-            "skillInvocation.loaded",
-            Box::new(|r| r["skillInvocation"]["loaded"] = json!([{"id": "a", "name": "a"}])),
-        ),
-        (
-            "skillInvocation.failed",
-            Box::new(|r| r["skillInvocation"]["failed"] = json!([])),
-        ),
-        (
-            "skillInvocation",
-            Box::new(|r| r["skillInvocation"] = json!([])),
-        ),
-        ("rejectedAt", Box::new(|r| r["rejectedAt"] = json!(-1))),
-        ("turnId", Box::new(|r| r["turnId"] = json!("a/b"))),
-        ("schemaVersion", Box::new(|r| r["schemaVersion"] = json!(2))),
-        ("extra", Box::new(|r| r["extra"] = json!(1))),
+    let cases: [(&str, fn(&mut Value)); 8] = [
+        ("execution.kind", |r| {
+            r["execution"] = json!({"kind": "context_compact"})
+        }),
+        ("skillInvocation.loaded", |r| {
+            r["skillInvocation"]["loaded"] = json!([{"id": "a", "name": "a"}])
+        }),
+        ("skillInvocation.failed", |r| {
+            r["skillInvocation"]["failed"] = json!([])
+        }),
+        ("skillInvocation", |r| r["skillInvocation"] = json!([])),
+        ("rejectedAt", |r| r["rejectedAt"] = json!(-1)),
+        ("turnId", |r| r["turnId"] = json!("a/b")),
+        ("schemaVersion", |r| r["schemaVersion"] = json!(2)),
+        ("extra", |r| r["extra"] = json!(1)),
     ];
     for (field, edit) in cases {
         let mut r = rejection("t1", "deploy", 1);
