@@ -27,6 +27,9 @@ fn rejection(turn: &str, skill: &str, at: u64) -> Value {
     })
 }
 
+/// A change to a valid rejection that breaks it.
+type Edit = fn(&mut Value);
+
 fn admission(turn: &str) -> Value {
     json!({
         "schemaVersion": 1, "sessionId": "s", "turnId": turn, "runId": format!("run-{turn}"),
@@ -150,7 +153,7 @@ fn bad_rejections_name_their_field_and_write_nothing() {
     s.sessions.create(session_header("s", 1)).expect("session");
     let root = storage.describe_root();
     let before = stores::session_bytes(&root, "s");
-    let cases: [(&str, fn(&mut Value)); 8] = [
+    let cases: [(&str, Edit); 8] = [
         ("execution.kind", |r| {
             r["execution"] = json!({"kind": "context_compact"})
         }),
