@@ -84,19 +84,16 @@ pub fn check(model: &StoreModel, got: &StoreView) -> Result<(), String> {
         )?;
     }
     check_runs(model, got)?;
-    for ((session, turn), (json, acked)) in &model.admissions {
-        match got.admissions.get(&(session.clone(), turn.clone())) {
-            Some(a) if a != json => return Err(format!("admission {session}/{turn} is {a}")),
-            None if *acked => return Err(format!("admission {session}/{turn} is missing")),
-            _ => {}
-        }
-    }
-    if got
+    decisions("admission", &model.admissions, &got.admissions)?;
+    decisions("rejection", &model.rejections, &got.rejections)?;
+    if let Some((session, turn)) = got
         .admissions
         .keys()
-        .any(|k| !model.admissions.contains_key(k))
+        .find(|k| got.rejections.contains_key(*k))
     {
-        return Err("an admission that was never submitted".into());
+        return Err(format!(
+            "turn {session}/{turn} is both admitted and rejected"
+        ));
     }
     check_spawns(model, got, &sessions)
 }
@@ -206,6 +203,26 @@ fn check_spawns(
                 ));
             }
         }
+    }
+    Ok(())
+}
+
+/// The turns decided one way (`what`): each acknowledged decision is there as submitted, and
+/// nothing is there that was not submitted.
+fn decisions(
+    what: &str,
+    model: &BTreeMap<(String, String), (String, bool)>,
+    got: &BTreeMap<(String, String), String>,
+) -> Result<(), String> {
+    for ((session, turn), (json, acked)) in model {
+        match got.get(&(session.clone(), turn.clone())) {
+            Some(a) if a != json => return Err(format!("{what} {session}/{turn} is {a}")),
+            None if *acked => return Err(format!("{what} {session}/{turn} is missing")),
+            _ => {}
+        }
+    }
+    if got.keys().any(|k| !model.contains_key(k)) {
+        return Err(format!("a {what} that was never submitted"));
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! The crash harness of the execution stores (MAKA-MODEL §5–§8): sessions created and updated,
 //! subagents spawned under their claims (and spawned again with a fresh id), messages, runs
-//! with their events, terminal commits and root-turn admissions, with the stores closed and
+//! with their events, terminal commits, root-turn admissions and rejections, with the stores closed and
 //! opened again in between. Every operation's outcome is recorded; after a crash, recovery
 //! (opening the stores, which completes interrupted spawns) must keep everything acknowledged,
 //! invent nothing, and answer the same through every view.
@@ -55,6 +55,8 @@ pub enum StoreOp {
     Terminal(u8, u32),
     /// Admits turn `t{i}` of `p{n}` (§8); again with the same payload if it is already.
     Admit(u8, u32),
+    /// Rejects turn `t{i}` of `p{n}` (§8): refused if it is admitted, a repeat if rejected.
+    Reject(u8, u32),
     /// Closes the stores (sidecars written, zeros cut) and opens them again.
     Reopen,
     /// Lists the sessions: every acknowledged header (or a later one) must be listed.
@@ -81,6 +83,8 @@ pub struct StoreModel {
     pub terminals: BTreeMap<(String, String), bool>,
     /// Per admitted turn: the admission (canonical JSON) and whether it was acknowledged.
     pub admissions: BTreeMap<(String, String), (String, bool)>,
+    /// Per rejected turn: the rejection (canonical JSON) and whether it was acknowledged.
+    pub rejections: BTreeMap<(String, String), (String, bool)>,
     /// Per spawn key: each child id asked for, with the child the call answered (if it did).
     pub spawns: BTreeMap<String, Vec<(String, Option<SpawnAnswer>)>>,
     /// Operations that returned an error.
@@ -268,12 +272,14 @@ impl Running<'_> {
             StoreOp::Admit(n, i) => {
                 let a = admission(n, i);
                 let ok = self.call(|s| s.runs.admit_root_turn(a.clone())).is_some();
-                let entry = self
-                    .model
-                    .admissions
-                    .entry((parent(n), format!("t{i}")))
-                    .or_insert((canonical(&a), false));
-                entry.1 |= ok;
+                decided(&mut self.model.admissions, (n, i), &a, ok);
+            }
+            StoreOp::Reject(n, i) => {
+                let r = rejection(n, i);
+                let ok = self
+                    .call(|s| s.runs.commit_root_turn_start_rejection(r.clone()))
+                    .is_some();
+                decided(&mut self.model.rejections, (n, i), &r, ok);
             }
             StoreOp::List => {
                 let Some(listed) = self.call(|s| s.sessions.list_sessions()) else {
@@ -307,6 +313,20 @@ impl Running<'_> {
             }
         }
     }
+}
+
+/// Records a decision of turn `t{i}` of `p{n}` (an admission or a rejection): its first
+/// submission's record, acknowledged once any call for it was.
+fn decided(
+    map: &mut BTreeMap<(String, String), (String, bool)>,
+    (n, i): (u8, u32),
+    v: &Value,
+    ok: bool,
+) {
+    let entry = map
+        .entry((parent(n), format!("t{i}")))
+        .or_insert((canonical(v), false));
+    entry.1 |= ok;
 }
 
 fn push<K: Ord>(map: &mut BTreeMap<K, Vec<(String, bool)>>, key: K, what: String, ok: bool) {

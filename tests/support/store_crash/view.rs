@@ -26,9 +26,10 @@ pub struct StoreView {
     pub runs: BTreeMap<String, Vec<(String, String)>>,
     /// `read_events` of each run, with their sequence numbers.
     pub run_events: BTreeMap<Key, Vec<(u64, String)>>,
-    /// Only through the write stores: admissions of each root session's turns, the runtime
-    /// events of each session (ids), and the spawn claims (child id by spawn key).
+    /// Only through the write stores: admissions and rejections of each root session's turns,
+    /// the runtime events of each session (ids), and the spawn claims (child id by spawn key).
     pub admissions: BTreeMap<Key, String>,
+    pub rejections: BTreeMap<Key, String>,
     pub runtime_events: BTreeMap<String, Vec<String>>,
     pub spawn_claims: BTreeMap<String, String>,
 }
@@ -81,7 +82,15 @@ fn through_stores(s: &ExecutionStores) -> Result<StoreView, String> {
                 .map_err(err("read_root_turn_admission"))?
             {
                 view.admissions
-                    .insert((parent(n), turn), canonical(a.value()));
+                    .insert((parent(n), turn.clone()), canonical(a.value()));
+            }
+            if let Some(r) = s
+                .runs
+                .read_root_turn_start_rejection(&parent(n), &turn)
+                .map_err(err("read_root_turn_start_rejection"))?
+            {
+                view.rejections
+                    .insert((parent(n), turn), canonical(r.value()));
             }
         }
     }

@@ -56,6 +56,15 @@ pub fn admission(n: u8, i: u32) -> Value {
     })
 }
 
+pub fn rejection(n: u8, i: u32) -> Value {
+    json!({
+        "schemaVersion": 1, "sessionId": parent(n), "turnId": format!("t{i}"),
+        "execution": {"kind": "external_message"},
+        "skillInvocation": {"loaded": [], "failed": [{"name": format!("skill-{i}")}]},
+        "rejectedAt": 40 + i
+    })
+}
+
 /// A random store workload of `len` operations.
 pub fn random_store_workload(rng: &mut SimRng, len: usize) -> Vec<StoreOp> {
     let mut ops = vec![StoreOp::Create(0)];
@@ -63,7 +72,7 @@ pub fn random_store_workload(rng: &mut SimRng, len: usize) -> Vec<StoreOp> {
     for _ in 0..len {
         let n = rng.below(PARENTS as u64) as u8;
         let i = rng.below(RUNS as u64) as u32;
-        ops.push(match rng.below(13) {
+        ops.push(match rng.below(14) {
             0 => StoreOp::Create(n),
             1 => StoreOp::Touch(n, 100 + rng.below(100)),
             2 | 3 => {
@@ -83,7 +92,8 @@ pub fn random_store_workload(rng: &mut SimRng, len: usize) -> Vec<StoreOp> {
             8 => StoreOp::Start(n, i),
             9 => StoreOp::Terminal(n, i),
             10 => StoreOp::Admit(n, rng.below(TURNS as u64) as u32),
-            11 => StoreOp::List,
+            11 => StoreOp::Reject(n, rng.below(TURNS as u64) as u32),
+            12 => StoreOp::List,
             _ => StoreOp::Reopen,
         });
     }
@@ -100,7 +110,8 @@ pub fn random_store_scenario(seed: u64) -> (Vec<StoreOp>, Scenario) {
 
 /// Small fixed workloads for exhaustive crash testing: spawns (with a retry under the same key
 /// and a reopen between), messages and header updates; a run's life with a repeated terminal
-/// commit and a repeated admission.
+/// commit and a repeated admission; a rejected turn, rejected again and refused admission, and
+/// an admitted turn refused a rejection.
 pub fn small_store_workloads() -> Vec<Vec<StoreOp>> {
     use StoreOp::*;
     vec![
@@ -134,11 +145,15 @@ pub fn small_store_workloads() -> Vec<Vec<StoreOp>> {
             Run(1, 0),
             RunEvent(1, 0),
             Admit(1, 0),
+            Reject(1, 1),
             Start(1, 0),
             Terminal(1, 0),
             Reopen,
             Terminal(1, 0),
             Admit(1, 0),
+            Reject(1, 1),
+            Admit(1, 1),
+            Reject(1, 0),
             RunEvent(1, 0),
         ],
     ]
