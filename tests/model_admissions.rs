@@ -54,7 +54,7 @@ fn admission(kind: &str) -> Value {
         "linked_child_provider_retry",
     ];
     let no_input = ["safe_boundary_continuation", "context_compact"];
-    json!({
+    let mut a = json!({
         "schemaVersion": 1,
         "sessionId": "session-1",
         "turnId": "turn-2",
@@ -65,7 +65,11 @@ fn admission(kind: &str) -> Value {
         "normalizedInput": if no_input.contains(&kind) { Value::Null } else { json!({"text": "go"}) },
         "sourceMessages": [],
         "admittedAt": 100
-    })
+    });
+    if kind == "agent_graph_supervisor_wake" {
+        a["turnOrchestration"] = json!({"mode": "graph", "source": "host_api"});
+    }
+    a
 }
 
 fn field_of(r: makalog::Result<RootTurnAdmission>) -> String {
@@ -167,9 +171,15 @@ fn admission_fields_are_checked_by_name() {
         json!([{"messageId": "m", "content": "c", "placement": "p", "disposition": "d"}]);
     RootTurnAdmission::from_value(first)
         .expect("a first turn of an external message with everything");
-    for key in ["turnOrchestration", "skillInvocation"] {
+    for (key, value) in [
+        (
+            "turnOrchestration",
+            json!({"mode": "default", "source": "slash_command"}),
+        ),
+        ("skillInvocation", json!({})),
+    ] {
         let mut a = admission("goal");
-        a[key] = json!({});
+        a[key] = value;
         assert_eq!(field_of(RootTurnAdmission::from_value(a)), key);
     }
     let mut a = admission("goal");
@@ -211,7 +221,10 @@ fn a_repeat_is_the_same_admission_only_with_the_same_previous_turn_and_payload()
     for (key, value) in [
         ("previousRootTurnId", json!("turn-0")),
         ("normalizedInput", json!({"text": "something else"})),
-        ("turnOrchestration", json!({"mode": "default"})),
+        (
+            "turnOrchestration",
+            json!({"mode": "default", "source": "slash_command"}),
+        ),
     ] {
         let mut other = admission("external_message");
         other[key] = value;
@@ -223,4 +236,51 @@ fn a_repeat_is_the_same_admission_only_with_the_same_previous_turn_and_payload()
         !stored.same_admission(&regenerate),
         "another execution is a conflict"
     );
+}
+
+#[test]
+fn a_supervisor_wake_requires_host_graph_orchestration_and_the_override_has_one_shape() {
+    RootTurnAdmission::from_value(admission("agent_graph_supervisor_wake"))
+        .expect("a supervisor wake under host graph orchestration");
+    for orchestration in [
+        Value::Null,
+        json!({"mode": "swarm", "source": "host_api"}),
+        json!({"mode": "graph", "source": "slash_command"}),
+    ] {
+        let mut a = admission("agent_graph_supervisor_wake");
+        match orchestration {
+            Value::Null => a
+                .as_object_mut()
+                .expect("object")
+                .remove("turnOrchestration"),
+            o => a
+                .as_object_mut()
+                .expect("object")
+                .insert("turnOrchestration".into(), o),
+        };
+        assert_eq!(
+            field_of(RootTurnAdmission::from_value(a)),
+            "turnOrchestration"
+        );
+    }
+    for (value, field) in [
+        (
+            json!({"mode": "turbo", "source": "host_api"}),
+            "turnOrchestration.mode",
+        ),
+        (
+            json!({"mode": "graph", "source": "cli"}),
+            "turnOrchestration.source",
+        ),
+        (json!({"mode": "graph"}), "turnOrchestration.source"),
+        (
+            json!({"mode": "graph", "source": "host_api", "why": 1}),
+            "turnOrchestration.why",
+        ),
+        (json!("graph"), "turnOrchestration"),
+    ] {
+        let mut a = admission("external_message");
+        a["turnOrchestration"] = value;
+        assert_eq!(field_of(RootTurnAdmission::from_value(a)), field);
+    }
 }

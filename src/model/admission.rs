@@ -30,6 +30,10 @@ pub const DESCRIPTOR_KINDS: &[&str] = &[
     "claimed_agent_graph_intent",
 ];
 
+/// The orchestration modes a turn may ask for, and where such a request may come from.
+const ORCHESTRATION_MODES: &[&str] = &["default", "swarm", "graph"];
+const ORCHESTRATION_SOURCES: &[&str] = &["slash_command", "host_api"];
+
 /// Kinds whose admission has no user message.
 const WITHOUT_USER_MESSAGE: &[&str] = &[
     "safe_boundary_continuation",
@@ -135,13 +139,30 @@ fn read_admission(a: &mut Obj) -> FieldResult<()> {
         return Err(invalid(&a.at("normalizedInput"), why));
     }
     let external = kind == "external_message";
-    for key in ["turnOrchestration", "skillInvocation"] {
-        if a.optional(key, object)?.is_some() && !external {
+    let orchestration = a.opt_object("turnOrchestration", read_orchestration)?;
+    let wake = kind == "agent_graph_supervisor_wake";
+    if wake {
+        let host_graph = a
+            .input()
+            .get("turnOrchestration")
+            .is_some_and(|o| o["mode"] == "graph" && o["source"] == "host_api");
+        if !host_graph {
             return Err(invalid(
-                &a.at(key),
-                "only an external_message admission has one",
+                &a.at("turnOrchestration"),
+                "an agent_graph_supervisor_wake admission requires mode graph and source host_api",
             ));
         }
+    } else if orchestration && !external {
+        return Err(invalid(
+            &a.at("turnOrchestration"),
+            "only an external_message admission (or a supervisor wake) has one",
+        ));
+    }
+    if a.optional("skillInvocation", object)?.is_some() && !external {
+        return Err(invalid(
+            &a.at("skillInvocation"),
+            "only an external_message admission has one",
+        ));
     }
     a.required("sourceMessages", |v, p| {
         let messages = expect_array(v, p)?;
@@ -170,6 +191,13 @@ fn read_admission(a: &mut Obj) -> FieldResult<()> {
         Ok(())
     })?;
     a.int_at_least("admittedAt", 0)?;
+    Ok(())
+}
+
+/// A turn's orchestration override: exactly a mode and where it came from.
+fn read_orchestration(o: &mut Obj) -> FieldResult<()> {
+    o.one_of("mode", ORCHESTRATION_MODES)?;
+    o.one_of("source", ORCHESTRATION_SOURCES)?;
     Ok(())
 }
 

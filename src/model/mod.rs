@@ -12,6 +12,9 @@
 //!   which name a turn and a run and so are safe ids (§7).
 //! - A legacy `permissionMode` of `execute` is stored as `ask`, as the original reads it.
 //! - Lone UTF-16 surrogates are refused, as for runtime events.
+//! - A `turnOrchestration` is exactly `{mode, source}`, mode `default`/`swarm`/`graph` and
+//!   source `slash_command`/`host_api` (the original's sets; MAKA-MODEL names only the pair a
+//!   supervisor wake requires).
 //! - A `skillInvocation` is any object; a start rejection's must hold `loaded: []` and a
 //!   non-empty `failed` array (the original's rule), whose entries are free-form.
 
