@@ -17,6 +17,7 @@ pub mod index;
 pub mod model;
 pub mod recovery;
 pub mod root;
+pub mod runtime;
 pub mod segment;
 pub mod storage;
 pub mod store;

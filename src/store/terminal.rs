@@ -26,7 +26,8 @@ impl AgentRunStore {
     /// whose status says how (`completed`, `failed`, or `aborted` / `cancelled` for a
     /// cancelled run). `extras` go into the terminal run event's `data`, beside `failureClass`
     /// (`unknown` unless the event's `actions.stateDelta.failureClass` names one) for a failed
-    /// run. Returns the run's header after the commit.
+    /// run; a cancelled run takes the event's `actions.stateDelta.abortSource` when it names
+    /// one. Returns the run's header after the commit.
     pub fn commit_terminal(
         &self,
         session_id: &str,
@@ -115,6 +116,10 @@ impl AgentRunStore {
             let mut update = json!({"status": status, "updatedAt": ts, "completedAt": ts});
             if status == "failed" {
                 update["failureClass"] = json!(failure_class);
+            }
+            let source = &terminal.value()["actions"]["stateDelta"]["abortSource"];
+            if status == "cancelled" && source.is_string() {
+                update["abortSource"] = source.clone();
             }
             let next = run.updated(&update)?;
             let base = run.canonical_json();

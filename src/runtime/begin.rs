@@ -1,0 +1,217 @@
+//! The writes that open a turn, in the order of MAKA-MODEL §12 (steps 0–6): the admission
+//! (hosted turns), the run and `run_created`, the invocation's opening, the user message and
+//! `turn_state{running}`, the user RuntimeEvent, the connection lock, then `run_started`, the
+//! run running and the session running. Each is durable before the next is written.
+
+use super::manager::{Inner, TurnInput};
+use super::mapping::TurnIds;
+use crate::error::{Error, Result};
+use crate::event::RuntimeEvent;
+use crate::model::SessionHeader;
+use crate::segment::Durability;
+use crate::store::Admission;
+use serde_json::{json, Value};
+
+/// A turn whose opening writes are done: what its stream needs.
+pub(super) struct Begun {
+    pub ids: TurnIds,
+    pub user_message_id: String,
+    pub header: SessionHeader,
+    pub started_at: f64,
+}
+
+pub(super) fn begin(inner: &Inner, session_id: &str, input: &TurnInput) -> Result<Begun> {
+    let stores = &inner.stores;
+    let s = &inner.sources;
+    let header = stores
+        .sessions
+        .read_session(session_id)?
+        .ok_or_else(|| Error::NotFound {
+            what: format!("session {session_id} to send a message to"),
+        })?;
+    let turn_id = input.turn_id.clone().unwrap_or_else(|| s.new_id());
+    let mut run_id = input.run_id.clone().unwrap_or_else(|| s.new_id());
+    let mut user_message_id = input.user_message_id.clone().unwrap_or_else(|| s.new_id());
+    // 0. A hosted turn is admitted first; the stored admission's ids win.
+    if let Some(execution) = &input.execution {
+        let admission = json!({
+            "schemaVersion": 1, "sessionId": session_id, "turnId": turn_id, "runId": run_id,
+            "userMessageId": user_message_id, "execution": execution,
+            "previousRootTurnId": null, "normalizedInput": {"text": input.text},
+            "sourceMessages": [], "admittedAt": s.now() as u64,
+        });
+        let stored = match stores.runs.admit_root_turn(admission)? {
+            Admission::Admitted(a) | Admission::Existing(a) => a,
+            Admission::Conflict(a) => {
+                return Err(Error::IdentityConflict {
+                    what: format!(
+                        "turn {turn_id} was admitted for other work: {}",
+                        a.canonical_json()
+                    ),
+                })
+            }
+        };
+        run_id = stored.value()["runId"]
+            .as_str()
+            .unwrap_or(&run_id)
+            .to_owned();
+        if let Some(m) = stored.value()["userMessageId"].as_str() {
+            user_message_id = m.to_owned();
+        }
+    }
+    let h = header.value();
+    let ids = TurnIds {
+        session_id: session_id.to_owned(),
+        invocation_id: run_id.clone(),
+        run_id: run_id.clone(),
+        turn_id: turn_id.clone(),
+    };
+    // 1. The run, then run_created.
+    let now = s.now();
+    let mut run = json!({
+        "runId": run_id, "sessionId": session_id, "turnId": turn_id,
+        "llmConnectionSlug": h["llmConnectionSlug"], "modelId": h["model"], "cwd": h["cwd"],
+        "status": "created", "backendKind": h["backend"], "permissionMode": h["permissionMode"],
+        "createdAt": now, "updatedAt": now, "invocationId": run_id,
+    });
+    for (key, value) in [
+        ("agentId", &input.agent_id),
+        ("agentName", &input.agent_name),
+    ] {
+        if let Some(v) = value {
+            run[key] = json!(v);
+        }
+    }
+    stores.runs.create_run(run)?;
+    run_event(
+        inner,
+        &ids,
+        "run_created",
+        Some(json!({
+            "textLength": input.text.encode_utf16().count(), "attachmentCount": input.attachments.len(),
+            "orchestrationMode": h.get("orchestrationMode").cloned().unwrap_or(json!("default")),
+            "toolMode": "direct",
+        })),
+    )?;
+    // 2. The invocation's opening, its first event.
+    append(
+        inner,
+        ids.event(
+            &s.new_id(),
+            s.now(),
+            false,
+            "system",
+            "system",
+            opening(h, input),
+        ),
+    )?;
+    // 3. The user message, then the turn running.
+    let at = s.now();
+    stores.sessions.append_message(
+        session_id,
+        json!({
+            "type": "user", "id": user_message_id, "turnId": turn_id, "ts": at, "text": input.text,
+        }),
+    )?;
+    stores.sessions.append_message(
+        session_id,
+        json!({
+            "type": "turn_state", "id": s.new_id(), "turnId": turn_id, "ts": s.now(),
+            "status": "running", "partialOutputRetained": false,
+        }),
+    )?;
+    // 4. The user RuntimeEvent, with the user message's id.
+    let content = json!({"content": {"kind": "text", "text": input.text}});
+    append(
+        inner,
+        ids.event(&user_message_id, at, false, "user", "user", content),
+    )?;
+    // 5. The connection is locked from the first turn on.
+    let mut next = h.clone();
+    if h["connectionLocked"] != json!(true) {
+        next["connectionLocked"] = json!(true);
+        stores.sessions.update_session(next.clone())?;
+    }
+    // 6. run_started, the run running, the session running.
+    run_event(inner, &ids, "run_started", None)?;
+    let started_at = s.now();
+    stores.runs.update_run(
+        session_id,
+        &run_id,
+        &json!({"status": "running", "updatedAt": started_at}),
+    )?;
+    next["status"] = json!("running");
+    next["statusUpdatedAt"] = json!(started_at);
+    let header = stores.sessions.update_session(next)?;
+    Ok(Begun {
+        ids,
+        user_message_id,
+        header,
+        started_at,
+    })
+}
+
+/// The opening content of the turn's invocation (§1.3): the session's route and configuration,
+/// a user root, a fresh source, and the agent as lineage when the turn is an agent's.
+fn opening(h: &Value, input: &TurnInput) -> Value {
+    let route = match h.get("llmConnectionId") {
+        Some(id) => {
+            json!({"provenance": "runtime", "backendKind": h["backend"], "llmConnectionId": id,
+                           "llmConnectionSlug": h["llmConnectionSlug"], "modelId": h["model"]})
+        }
+        None => json!({"provenance": "unknown", "backendKind": h["backend"],
+                       "llmConnectionSlug": h["llmConnectionSlug"], "modelId": h["model"]}),
+    };
+    let permission = match h["permissionMode"].as_str() {
+        Some("execute") | None => "ask",
+        Some(mode) => mode,
+    };
+    let mut content = json!({
+        "kind": "invocation_opened", "protocol": "invocation_opened_v1", "route": route,
+        "configuration": {"cwd": h["cwd"], "permissionMode": permission,
+            "collaborationMode": h.get("collaborationMode").cloned().unwrap_or(json!("agent")),
+            "orchestrationMode": h.get("orchestrationMode").cloned().unwrap_or(json!("default")),
+            "orchestrationSource": "session", "toolMode": "direct"},
+        "root": {"kind": "user"}, "source": {"kind": "fresh"},
+    });
+    if let (Some(id), Some(name)) = (&input.agent_id, &input.agent_name) {
+        content["lineage"] = json!({"agentId": id, "agentName": name});
+    }
+    json!({"modelVisibility": "hidden", "content": content})
+}
+
+/// Appends one of the turn's RuntimeEvents durably.
+pub(super) fn append(inner: &Inner, event: Value) -> Result<()> {
+    inner
+        .stores
+        .runtime_events
+        .append(&runtime_event(event)?, Durability::Durable)?;
+    Ok(())
+}
+
+/// A RuntimeEvent the runtime built, strictly decoded (one it would refuse is a typed error).
+pub(super) fn runtime_event(event: Value) -> Result<RuntimeEvent> {
+    RuntimeEvent::from_value(event).map_err(|e| {
+        Error::InvalidInput(format!(
+            "the runtime built an event the ledger refuses: {e}"
+        ))
+    })
+}
+
+/// Appends a run event of the turn's run.
+pub(super) fn run_event(
+    inner: &Inner,
+    ids: &TurnIds,
+    kind: &str,
+    data: Option<Value>,
+) -> Result<()> {
+    let mut event = json!({
+        "type": kind, "id": inner.sources.new_id(), "runId": ids.run_id,
+        "sessionId": ids.session_id, "turnId": ids.turn_id, "ts": inner.sources.now(),
+    });
+    if let Some(data) = data {
+        event["data"] = data;
+    }
+    inner.stores.runs.append_event(event)?;
+    Ok(())
+}

@@ -1,0 +1,139 @@
+//! What a backend streams for one turn (MAKA-MODEL §11): `SessionEvent`s, tagged by `type`,
+//! each with an id, its turn and a timestamp. Only the kinds this runtime's backends emit and
+//! its turn writer maps are modelled; every one is also what a caller of `send_message` sees.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// One event of a turn's stream.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum SessionEvent {
+    /// A chunk of the model's text.
+    TextDelta {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        message_id: String,
+        text: String,
+    },
+    /// The whole text of a message, once it is complete.
+    TextComplete {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        message_id: String,
+        text: String,
+    },
+    /// A tool call begins.
+    ToolStart {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        tool_use_id: String,
+        tool_name: String,
+        args: Value,
+    },
+    /// A tool call's result.
+    ToolResult {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        tool_use_id: String,
+        is_error: bool,
+        content: Value,
+    },
+    /// The backend asks the user questions and waits for the answers.
+    UserQuestionRequest {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        request_id: String,
+        tool_use_id: String,
+        questions: Value,
+    },
+    /// The answers to a question request arrived.
+    UserQuestionAnswerAck {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        request_id: String,
+    },
+    /// A failure the turn reports before it ends.
+    Error {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        recoverable: bool,
+        message: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The turn ended, and why.
+    Complete {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        stop_reason: String,
+    },
+    /// The turn was aborted (`user_stop`, `redirect`, `timeout` or `crash`).
+    Abort {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        reason: String,
+    },
+}
+
+impl SessionEvent {
+    /// The event's id.
+    pub fn id(&self) -> &str {
+        match self {
+            SessionEvent::TextDelta { id, .. }
+            | SessionEvent::TextComplete { id, .. }
+            | SessionEvent::ToolStart { id, .. }
+            | SessionEvent::ToolResult { id, .. }
+            | SessionEvent::UserQuestionRequest { id, .. }
+            | SessionEvent::UserQuestionAnswerAck { id, .. }
+            | SessionEvent::Error { id, .. }
+            | SessionEvent::Complete { id, .. }
+            | SessionEvent::Abort { id, .. } => id,
+        }
+    }
+
+    /// The event's timestamp (ms).
+    pub fn ts(&self) -> f64 {
+        match self {
+            SessionEvent::TextDelta { ts, .. }
+            | SessionEvent::TextComplete { ts, .. }
+            | SessionEvent::ToolStart { ts, .. }
+            | SessionEvent::ToolResult { ts, .. }
+            | SessionEvent::UserQuestionRequest { ts, .. }
+            | SessionEvent::UserQuestionAnswerAck { ts, .. }
+            | SessionEvent::Error { ts, .. }
+            | SessionEvent::Complete { ts, .. }
+            | SessionEvent::Abort { ts, .. } => *ts,
+        }
+    }
+
+    /// The event's `type` tag.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            SessionEvent::TextDelta { .. } => "text_delta",
+            SessionEvent::TextComplete { .. } => "text_complete",
+            SessionEvent::ToolStart { .. } => "tool_start",
+            SessionEvent::ToolResult { .. } => "tool_result",
+            SessionEvent::UserQuestionRequest { .. } => "user_question_request",
+            SessionEvent::UserQuestionAnswerAck { .. } => "user_question_answer_ack",
+            SessionEvent::Error { .. } => "error",
+            SessionEvent::Complete { .. } => "complete",
+            SessionEvent::Abort { .. } => "abort",
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! The fake backend (kind `fake`, MAKA-MODEL §11): a streamed echo, a prompt that asks the user
+//! questions and waits, and prompts that fail. Its delays run on tokio's clock, so a test with
+//! paused time never sleeps for real; `with_delays(false)` drops them (benchmarks).
+
+use super::backend::{Backend, SendInput};
+use super::events::SessionEvent;
+use super::sources::Sources;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, Notify};
+
+/// The prompt that makes the fake backend ask three questions and wait for the answers.
+pub const FAKE_ASK_USER_QUESTION_PROMPT: &str = "__e2e_ask_user_question__";
+/// The prefix of a prompt that makes the fake backend fail with the reason after it.
+pub const FAKE_ERROR_PROMPT_PREFIX: &str = "__e2e_error__:";
+
+const CHUNK_CHARS: usize = 9;
+const CHUNK_DELAY: Duration = Duration::from_millis(45);
+const QUESTION_DELAY: Duration = Duration::from_millis(100);
+const ERROR_DELAY: Duration = Duration::from_millis(250);
+
+type Answers = Option<Vec<Option<String>>>;
+
+/// The fake backend of one session.
+pub struct FakeBackend {
+    shared: Arc<Shared>,
+    delays: bool,
+}
+
+struct Shared {
+    sources: Sources,
+    stopped: AtomicBool,
+    stop: Notify,
+    question: Mutex<Option<(String, oneshot::Sender<Answers>)>>,
+}
+
+impl FakeBackend {
+    /// A fake backend with the delays of §11.
+    pub fn new(sources: Sources) -> FakeBackend {
+        FakeBackend {
+            shared: Arc::new(Shared {
+                sources,
+                stopped: AtomicBool::new(false),
+                stop: Notify::new(),
+                question: Mutex::new(None),
+            }),
+            delays: true,
+        }
+    }
+
+    /// The same backend with (`true`) or without its delays.
+    pub fn with_delays(mut self, delays: bool) -> FakeBackend {
+        self.delays = delays;
+        self
+    }
+}
+
+impl Backend for FakeBackend {
+    fn kind(&self) -> &str {
+        "fake"
+    }
+
+    fn send(&self, input: SendInput) -> mpsc::Receiver<SessionEvent> {
+        let (tx, rx) = mpsc::channel(64);
+        self.shared.stopped.store(false, Ordering::SeqCst);
+        let turn = Turn {
+            shared: self.shared.clone(),
+            tx,
+            turn_id: input.turn_id.clone(),
+            delays: self.delays,
+        };
+        tokio::spawn(turn.run(input));
+        rx
+    }
+
+    fn stop(&self) {
+        self.shared.stopped.store(true, Ordering::SeqCst);
+        self.shared.stop.notify_waiters();
+        let pending = self.shared.question.lock().map(|mut q| q.take());
+        if let Ok(Some((_, answer))) = pending {
+            let _ = answer.send(None);
+        }
+    }
+
+    fn respond_to_user_question(&self, request_id: &str, answers: Vec<Option<String>>) -> bool {
+        let Ok(mut pending) = self.shared.question.lock() else {
+            return false;
+        };
+        match pending.take() {
+            Some((id, answer)) if id == request_id => answer.send(Some(answers)).is_ok(),
+            other => {
+                *pending = other;
+                false
+            }
+        }
+    }
+}
+
+/// One turn of the fake backend, sending its events.
+struct Turn {
+    shared: Arc<Shared>,
+    tx: mpsc::Sender<SessionEvent>,
+    turn_id: String,
+    delays: bool,
+}
+
+impl Turn {
+    async fn run(self, input: SendInput) {
+        if input.text == FAKE_ASK_USER_QUESTION_PROMPT {
+            self.ask().await;
+        } else if let Some(reason) = input.text.strip_prefix(FAKE_ERROR_PROMPT_PREFIX) {
+            self.fail(reason).await;
+        } else {
+            let mut text = format!("Fake backend received: {}", input.text);
+            if !input.attachments.is_empty() {
+                text.push_str(&format!(
+                    "\nAttachments received: {}",
+                    input.attachments.join(", ")
+                ));
+            }
+            text.push_str(
+                "\n\nThis proves the session stream, SQLite storage, and renderer loop are connected.",
+            );
+            self.echo(&text).await;
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.shared.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Waits `delay` (none without delays); false if the turn was stopped meanwhile.
+    async fn pause(&self, delay: Duration) -> bool {
+        if self.delays {
+            let stopped = self.shared.stop.notified();
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = stopped => {}
+            }
+        }
+        !self.stopped()
+    }
+
+    async fn emit(&self, event: SessionEvent) {
+        // A consumer that went away ends nothing: the turn still finishes.
+        let _ = self.tx.send(event).await;
+    }
+
+    fn ids(&self) -> (String, String, f64) {
+        let s = &self.shared.sources;
+        (s.new_id(), self.turn_id.clone(), s.now())
+    }
+
+    async fn echo(&self, text: &str) {
+        let message_id = self.shared.sources.new_id();
+        let chars: Vec<char> = text.chars().collect();
+        for chunk in chars.chunks(CHUNK_CHARS) {
+            if !self.pause(CHUNK_DELAY).await {
+                return self.stop_turn().await;
+            }
+            let (id, turn_id, ts) = self.ids();
+            let text = chunk.iter().collect();
+            self.emit(SessionEvent::TextDelta {
+                id,
+                turn_id,
+                ts,
+                message_id: message_id.clone(),
+                text,
+            })
+            .await;
+        }
+        self.finish(message_id, text.to_owned()).await;
+    }
+
+    async fn finish(&self, message_id: String, text: String) {
+        let (id, turn_id, ts) = self.ids();
+        self.emit(SessionEvent::TextComplete {
+            id,
+            turn_id,
+            ts,
+            message_id,
+            text,
+        })
+        .await;
+        self.complete("end_turn").await;
+    }
+
+    async fn complete(&self, stop_reason: &str) {
+        let (id, turn_id, ts) = self.ids();
+        let stop_reason = stop_reason.to_owned();
+        self.emit(SessionEvent::Complete {
+            id,
+            turn_id,
+            ts,
+            stop_reason,
+        })
+        .await;
+    }
+
+    async fn stop_turn(&self) {
+        let (id, turn_id, ts) = self.ids();
+        let reason = "user_stop".to_owned();
+        self.emit(SessionEvent::Abort {
+            id,
+            turn_id,
+            ts,
+            reason,
+        })
+        .await;
+        self.complete("user_stop").await;
+    }
+
+    async fn ask(&self) {
+        if !self.pause(QUESTION_DELAY).await {
+            return self.stop_turn().await;
+        }
+        let questions = questions();
+        let tool_use_id = self.shared.sources.new_id();
+        let (id, turn_id, ts) = self.ids();
+        self.emit(SessionEvent::ToolStart {
+            id,
+            turn_id,
+            ts,
+            tool_use_id: tool_use_id.clone(),
+            tool_name: "AskUserQuestion".into(),
+            args: json!({"questions": questions}),
+        })
+        .await;
+        let request_id = self.shared.sources.new_id();
+        let (answer_tx, answer_rx) = oneshot::channel();
+        if let Ok(mut pending) = self.shared.question.lock() {
+            *pending = Some((request_id.clone(), answer_tx));
+        }
+        let (id, turn_id, ts) = self.ids();
+        self.emit(SessionEvent::UserQuestionRequest {
+            id,
+            turn_id,
+            ts,
+            request_id: request_id.clone(),
+            tool_use_id: tool_use_id.clone(),
+            questions: questions.clone(),
+        })
+        .await;
+        // A stop that came before the question was posted resolves it unanswered too.
+        let answers = if self.stopped() {
+            None
+        } else {
+            answer_rx.await.ok().flatten()
+        };
+        let Some(answers) = answers.filter(|_| !self.stopped()) else {
+            return self.stop_turn().await;
+        };
+        let (id, turn_id, ts) = self.ids();
+        self.emit(SessionEvent::UserQuestionAnswerAck {
+            id,
+            turn_id,
+            ts,
+            request_id,
+        })
+        .await;
+        let asked = questions.as_array().cloned().unwrap_or_default();
+        let pairs: Vec<Value> = asked
+            .iter()
+            .enumerate()
+            .map(|(i, q)| {
+                let answer = answers.get(i).cloned().flatten();
+                json!({"question": q["question"], "answer": answer})
+            })
+            .collect();
+        let (id, turn_id, ts) = self.ids();
+        self.emit(SessionEvent::ToolResult {
+            id,
+            turn_id,
+            ts,
+            tool_use_id,
+            is_error: false,
+            content: json!({"kind": "json", "value": {"answers": pairs}}),
+        })
+        .await;
+        let said: Vec<String> = (0..asked.len())
+            .map(|i| {
+                answers
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or_else(|| "未回答".into())
+            })
+            .collect();
+        let message_id = self.shared.sources.new_id();
+        self.finish(
+            message_id,
+            format!("Fake question answers: {}", said.join(" / ")),
+        )
+        .await;
+    }
+
+    async fn fail(&self, reason: &str) {
+        if !self.pause(ERROR_DELAY).await {
+            return self.stop_turn().await;
+        }
+        let known = matches!(reason, "network" | "auth" | "rate_limit");
+        let (id, turn_id, ts) = self.ids();
+        self.emit(SessionEvent::Error {
+            id,
+            turn_id,
+            ts,
+            recoverable: false,
+            message: if known {
+                format!("Deterministic {reason} failure")
+            } else {
+                "Operation failed".into()
+            },
+            code: None,
+            reason: known.then(|| reason.to_owned()),
+        })
+        .await;
+        self.complete("error").await;
+    }
+}
+
+/// The three fixed questions, two options each.
+fn questions() -> Value {
+    let q = |question: &str, header: &str, a: &str, b: &str| {
+        json!({"question": question, "header": header,
+               "options": [{"label": a}, {"label": b}], "multiSelect": false})
+    };
+    json!([
+        q(
+            "Which area should the change touch?",
+            "Area",
+            "storage",
+            "runtime"
+        ),
+        q(
+            "How thorough should the review be?",
+            "Depth",
+            "quick",
+            "deep"
+        ),
+        q("Should the tests run afterwards?", "Tests", "yes", "no"),
+    ])
+}

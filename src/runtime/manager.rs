@@ -1,0 +1,225 @@
+//! `SessionManager` (MAKA-MODEL §12): creates sessions and runs their turns through their
+//! backends, writing each turn in the order of §12. One turn runs at a time in a session (a
+//! second waits); a running turn can be stopped.
+
+use super::backend::{Backend, BackendContext, BackendRegistry, SendInput};
+use super::events::SessionEvent;
+use super::sources::Sources;
+use crate::error::{Error, Result};
+use crate::model::SessionHeader;
+use crate::store::ExecutionStores;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// One turn's input.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnInput {
+    /// The turn's id (a new one when absent).
+    pub turn_id: Option<String>,
+    pub text: String,
+    pub attachments: Vec<String>,
+    /// The run's id (a new one when absent; an admission's stored id wins).
+    pub run_id: Option<String>,
+    /// The user message's id (a new one when absent; an admission's stored id wins).
+    pub user_message_id: Option<String>,
+    /// The agent a child session's turn runs as.
+    pub agent_id: Option<String>,
+    pub agent_name: Option<String>,
+    /// A hosted turn's execution descriptor (§8): the turn is admitted with it first.
+    pub execution: Option<Value>,
+}
+
+/// How a turn ended, once its terminal commit, `turn_state` and header are durable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutcome {
+    pub session_id: String,
+    pub turn_id: String,
+    pub run_id: String,
+    pub user_message_id: String,
+    /// The run's status: `completed`, `failed` or `cancelled`.
+    pub status: String,
+    pub failure_class: Option<String>,
+    /// The last complete assistant text.
+    pub summary: String,
+    /// Events the backend streamed.
+    pub event_count: usize,
+    pub started_at: f64,
+    pub completed_at: f64,
+    /// Facts that could not be written (appended fail-open, §12).
+    pub fact_failures: usize,
+}
+
+/// A turn in flight: its events as they stream, and its outcome.
+pub struct Turn {
+    pub session_id: String,
+    pub events: mpsc::Receiver<SessionEvent>,
+    done: JoinHandle<Result<TurnOutcome>>,
+}
+
+impl Turn {
+    /// Drains the remaining events and returns the outcome.
+    pub async fn finish(mut self) -> Result<TurnOutcome> {
+        while self.events.recv().await.is_some() {}
+        self.done
+            .await
+            .map_err(|e| Error::InvalidInput(format!("the turn's task failed: {e}")))?
+    }
+}
+
+/// What the runtime shares between its calls and their tasks.
+pub(crate) struct Inner {
+    pub stores: Arc<ExecutionStores>,
+    pub sources: Sources,
+    registry: BackendRegistry,
+    backends: Mutex<HashMap<String, Arc<dyn Backend>>>,
+    /// Per session: the lock a turn holds while it runs.
+    turns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Per session: the source of the stop asked for the turn in flight.
+    stops: Mutex<HashMap<String, String>>,
+}
+
+/// Creates sessions and runs their turns.
+#[derive(Clone)]
+pub struct SessionManager {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl SessionManager {
+    /// A manager over `stores`, making backends from `registry`, with ids and time from
+    /// `sources`.
+    pub fn new(stores: Arc<ExecutionStores>, registry: BackendRegistry, sources: Sources) -> Self {
+        SessionManager {
+            inner: Arc::new(Inner {
+                stores,
+                sources,
+                registry,
+                backends: Mutex::default(),
+                turns: Mutex::default(),
+                stops: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The stores the manager writes.
+    pub fn stores(&self) -> &Arc<ExecutionStores> {
+        &self.inner.stores
+    }
+
+    /// Creates a session from `input`, a partial header (§5): what it leaves out is filled in
+    /// (a new id, `cwd` as the workspace root, now as the times, backend `ai-sdk`, permission
+    /// mode `ask`, an active status, no labels, every flag false).
+    pub fn create_session(&self, input: Value) -> Result<SessionHeader> {
+        let Value::Object(given) = input else {
+            return Err(Error::InvalidInput(
+                "a session's input is a JSON object".into(),
+            ));
+        };
+        let s = &self.inner.sources;
+        let now = s.now();
+        let cwd = given.get("cwd").cloned().unwrap_or(json!("/"));
+        let mut header = json!({
+            "schemaVersion": 1, "id": s.new_id(), "workspaceRoot": cwd, "cwd": cwd,
+            "name": "New session", "llmConnectionSlug": "default", "model": "default",
+            "createdAt": now, "lastUsedAt": now, "titleIsManual": false, "isFlagged": false,
+            "isArchived": false, "hasUnread": false, "connectionLocked": false, "labels": [],
+            "status": "active", "backend": "ai-sdk", "permissionMode": "ask",
+        });
+        for (key, value) in given {
+            header[key] = value;
+        }
+        self.inner.stores.sessions.create(header)
+    }
+
+    /// Sends a message: opens the turn (§12 steps 0–6, durable before this returns), then
+    /// streams it in a task that writes the rest. A second turn of the same session waits for
+    /// the first.
+    pub async fn send_message(&self, session_id: &str, input: TurnInput) -> Result<Turn> {
+        let turn_lock = {
+            let mut turns = lock(&self.inner.turns)?;
+            turns.entry(session_id.to_owned()).or_default().clone()
+        };
+        let guard = turn_lock.lock_owned().await;
+        let inner = self.inner.clone();
+        let begun = super::begin::begin(&inner, session_id, &input)?;
+        let backend = self.backend(session_id, &begun.header)?;
+        lock(&inner.stops)?.remove(session_id);
+        let from_backend = backend.send(SendInput {
+            session_id: session_id.to_owned(),
+            turn_id: begun.ids.turn_id.clone(),
+            text: input.text.clone(),
+            attachments: input.attachments.clone(),
+        });
+        let (to_caller, events) = mpsc::channel(256);
+        let session = session_id.to_owned();
+        let done = tokio::spawn(async move {
+            let _turn = guard;
+            let stops = |inner: &Inner| lock(&inner.stops).ok()?.get(&session).cloned();
+            let outcome =
+                super::stream::run(&inner, begun, from_backend, to_caller, || stops(&inner)).await;
+            if let Ok(mut s) = lock(&inner.stops) {
+                s.remove(&session);
+            }
+            outcome
+        });
+        Ok(Turn {
+            session_id: session_id.to_owned(),
+            events,
+            done,
+        })
+    }
+
+    /// Stops the session's turn in flight, naming `source` as its abort source; false when
+    /// the session has no backend yet.
+    pub fn stop(&self, session_id: &str, source: &str) -> Result<bool> {
+        let backend = lock(&self.inner.backends)?.get(session_id).cloned();
+        let Some(backend) = backend else {
+            return Ok(false);
+        };
+        lock(&self.inner.stops)?.insert(session_id.to_owned(), source.to_owned());
+        backend.stop();
+        Ok(true)
+    }
+
+    /// Answers a question the session's backend asked.
+    pub fn respond_to_user_question(
+        &self,
+        session_id: &str,
+        request_id: &str,
+        answers: Vec<Option<String>>,
+    ) -> Result<bool> {
+        let backend = lock(&self.inner.backends)?.get(session_id).cloned();
+        Ok(backend.is_some_and(|b| b.respond_to_user_question(request_id, answers)))
+    }
+
+    /// Disposes of every backend.
+    pub fn dispose(&self) -> Result<()> {
+        for (_, backend) in lock(&self.inner.backends)?.drain() {
+            backend.dispose();
+        }
+        Ok(())
+    }
+
+    /// The session's backend, made on first use from its header's `backend` kind.
+    fn backend(&self, session_id: &str, header: &SessionHeader) -> Result<Arc<dyn Backend>> {
+        let mut backends = lock(&self.inner.backends)?;
+        if let Some(b) = backends.get(session_id) {
+            return Ok(b.clone());
+        }
+        let kind = header.value()["backend"].as_str().unwrap_or_default();
+        let ctx = BackendContext {
+            session_id: session_id.to_owned(),
+            sources: self.inner.sources.clone(),
+        };
+        let backend = self.inner.registry.create(kind, &ctx)?;
+        backends.insert(session_id.to_owned(), backend.clone());
+        Ok(backend)
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> Result<std::sync::MutexGuard<'_, T>> {
+    m.lock()
+        .map_err(|_| Error::InvalidInput("a runtime lock was poisoned by a panic".into()))
+}

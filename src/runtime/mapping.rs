@@ -1,0 +1,141 @@
+//! How a turn's stream becomes ledger records (MAKA-MODEL §11): each `SessionEvent` that is a
+//! fact maps to a RuntimeEvent of the same id, deltas to partial events, and the end of the
+//! turn to its terminal event by the stop-reason table.
+
+use super::events::SessionEvent;
+use serde_json::{json, Map, Value};
+
+/// The ids every RuntimeEvent of one turn carries.
+#[derive(Debug, Clone)]
+pub struct TurnIds {
+    pub session_id: String,
+    pub invocation_id: String,
+    pub run_id: String,
+    pub turn_id: String,
+}
+
+impl TurnIds {
+    /// A RuntimeEvent of this turn: the envelope, with `fields` (content, actions, …) merged in.
+    pub fn event(
+        &self,
+        id: &str,
+        ts: f64,
+        partial: bool,
+        role: &str,
+        author: &str,
+        fields: Value,
+    ) -> Value {
+        let mut e = json!({
+            "id": id, "invocationId": self.invocation_id, "runId": self.run_id,
+            "sessionId": self.session_id, "turnId": self.turn_id, "ts": ts,
+            "partial": partial, "role": role, "author": author,
+        });
+        if let (Some(e), Value::Object(fields)) = (e.as_object_mut(), fields) {
+            e.extend(fields);
+        }
+        e
+    }
+}
+
+/// How a turn ended: the turn status, the run-event status and the failure class (§11).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ending {
+    /// `completed`, `failed` or `aborted` (the RuntimeEvent's status and the turn's).
+    pub status: &'static str,
+    pub failure_class: Option<String>,
+}
+
+/// The ending a `complete{stop_reason}` means, after `error` (the last error event, if any).
+pub fn ending_of(stop_reason: &str, error: Option<&SessionEvent>) -> Ending {
+    let failed = |class: String| Ending {
+        status: "failed",
+        failure_class: Some(class),
+    };
+    match stop_reason {
+        "end_turn" | "plan_handoff" | "graph_yield" | "permission_handoff" | "max_tokens" => {
+            match error {
+                Some(e) => failed(error_class(e)),
+                None => Ending {
+                    status: "completed",
+                    failure_class: None,
+                },
+            }
+        }
+        "user_stop" => Ending {
+            status: "aborted",
+            failure_class: None,
+        },
+        "step_limit" => failed("tool_step_cap_reached".into()),
+        "context_budget_exhausted" => failed("context_budget_exhausted".into()),
+        "error" => failed(
+            error
+                .map(error_class)
+                .unwrap_or_else(|| "runtime_error".into()),
+        ),
+        _ => failed("runtime_error".into()),
+    }
+}
+
+/// The failure class an error names: its reason, else its code, else `runtime_error`.
+fn error_class(error: &SessionEvent) -> String {
+    match error {
+        SessionEvent::Error { reason, code, .. } => reason
+            .clone()
+            .or_else(|| code.clone())
+            .unwrap_or_else(|| "runtime_error".into()),
+        _ => "runtime_error".into(),
+    }
+}
+
+/// The error content of an error event.
+pub fn error_content(error: &SessionEvent) -> Value {
+    let SessionEvent::Error {
+        message,
+        code,
+        reason,
+        ..
+    } = error
+    else {
+        return json!({"kind": "error", "message": "runtime_error"});
+    };
+    let mut c = json!({"kind": "error", "message": message});
+    if let Some(code) = code {
+        c["code"] = json!(code);
+    }
+    if let Some(reason) = reason {
+        c["reason"] = json!(reason);
+    }
+    c
+}
+
+/// The terminal RuntimeEvent of a turn that ended as `ending` (§11): role and author system,
+/// `endInvocation`, the stop reason, failure class and abort source in its state delta; a
+/// failure caused by an error carries that error's content.
+pub fn terminal_event(
+    ids: &TurnIds,
+    id: &str,
+    ts: f64,
+    stop_reason: &str,
+    ending: &Ending,
+    error: Option<&SessionEvent>,
+    abort_source: Option<&str>,
+) -> Value {
+    let mut delta = Map::new();
+    delta.insert("stopReason".into(), json!(stop_reason));
+    if let Some(class) = &ending.failure_class {
+        delta.insert("failureClass".into(), json!(class));
+    }
+    if let Some(source) = abort_source {
+        delta.insert("abortSource".into(), json!(source));
+    }
+    let mut fields = json!({
+        "status": ending.status,
+        "actions": {"endInvocation": true, "stateDelta": delta},
+    });
+    if ending.status == "failed" {
+        if let Some(e) = error {
+            fields["content"] = error_content(e);
+        }
+    }
+    ids.event(id, ts, false, "system", "system", fields)
+}
