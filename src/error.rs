@@ -64,6 +64,9 @@ pub enum Error {
     /// The path is not a makalog root (no marker, or a marker of another kind).
     #[error("{path}: not a makalog root: {why}", path = path.display())]
     NotARoot { path: PathBuf, why: String },
+    /// More than one failure, each reported (a journey's and the close after it).
+    #[error("{what}: {}", errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))]
+    Several { what: String, errors: Vec<Error> },
 }
 
 /// The library's result type.

@@ -12,6 +12,8 @@
 //!   which name a turn and a run and so are safe ids (§7).
 //! - A legacy `permissionMode` of `execute` is stored as `ask`, as the original reads it.
 //! - Lone UTF-16 surrogates are refused, as for runtime events.
+//! - `subagentRuntime.permissionCeiling` (`explore`/`ask`/`bypass`) is accepted though
+//!   MAKA-MODEL does not list it: the original's own test (seed 000) sets it.
 //! - A `turnOrchestration` is exactly `{mode, source}`, mode `default`/`swarm`/`graph` and
 //!   source `slash_command`/`host_api` (the original's sets; MAKA-MODEL names only the pair a
 //!   supervisor wake requires).

@@ -162,6 +162,8 @@ fn read_runtime(r: &mut Obj) -> FieldResult<()> {
     r.int_at_least("definitionVersion", 1)?;
     lids(r, &["agentId", "agentName", "profile"])?;
     r.optional("presetId", lid)?;
+    // Not in MAKA-MODEL's list: the original's own test (seed 000) sets it.
+    r.opt_one_of("permissionCeiling", &["explore", "ask", "bypass"])?;
     r.required("systemPrompt", |v, p| {
         let prompt = expect_str(v, p)?;
         let units = prompt.encode_utf16().count();

@@ -69,6 +69,9 @@ impl Turn {
     }
 }
 
+/// A claimed run in flight: its call's fingerprint and the lock a joining call waits on.
+pub(crate) type ClaimCall = (String, Arc<tokio::sync::Mutex<()>>);
+
 /// What the runtime shares between its calls and their tasks.
 pub(crate) struct Inner {
     pub stores: Arc<ExecutionStores>,
@@ -79,6 +82,8 @@ pub(crate) struct Inner {
     turns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Per session: the source of the stop asked for the turn in flight.
     stops: Mutex<HashMap<String, String>>,
+    /// Per claim in flight: its call's fingerprint and the lock a joining call waits on.
+    pub claimed: Mutex<HashMap<String, ClaimCall>>,
 }
 
 /// Creates sessions and runs their turns.
@@ -99,6 +104,7 @@ impl SessionManager {
                 backends: Mutex::default(),
                 turns: Mutex::default(),
                 stops: Mutex::default(),
+                claimed: Mutex::default(),
             }),
         }
     }

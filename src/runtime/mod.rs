@@ -6,18 +6,30 @@
 //! runs the manager on a multi-threaded runtime.
 
 mod abort;
+mod agents;
 mod backend;
 mod begin;
+mod claimed;
+mod composition;
 mod events;
 mod fake;
+mod intent;
 mod manager;
 mod mapping;
+mod recover;
+mod restart;
 mod sources;
 mod stream;
 
 pub use abort::{AbortController, AbortSignal};
+pub use agents::{AgentDefinition, LOCAL_READ_AGENT_DEFINITION};
 pub use backend::{Backend, BackendContext, BackendFactory, BackendRegistry, SendInput};
+pub use claimed::{ClaimedIntentRun, ClaimedRunResult};
+pub use composition::ExecutionComposition;
 pub use events::SessionEvent;
 pub use fake::{FakeBackend, FAKE_ASK_USER_QUESTION_PROMPT, FAKE_ERROR_PROMPT_PREFIX};
+pub use intent::{claim_id_of, stable_hash, AgentGraphRunnableIntent};
 pub use manager::{SessionManager, Turn, TurnInput, TurnOutcome};
+pub use recover::{recovery_reason, RecoveredRun, APP_RESTARTED};
+pub use restart::RecoveryReport;
 pub use sources::Sources;

@@ -98,6 +98,20 @@ impl AgentRunStore {
         self.events.with_session_state(session_id, runs_of)?
     }
 
+    /// The session's runs that have no terminal run event yet (run_completed, run_failed or
+    /// run_cancelled): what recovery at start must end. Read from the session's view, like
+    /// every answer here; for a session not open, from its files, with nothing written.
+    pub fn list_unfinished_runs(&self, session_id: &str) -> Result<Vec<RunHeader>> {
+        let headers: Vec<String> = self.events.with_session_state(session_id, |s| {
+            s.runs
+                .values()
+                .filter(|r| !r.terminal)
+                .map(|r| r.header.clone())
+                .collect()
+        })?;
+        headers.iter().map(|h| RunHeader::decode(h)).collect()
+    }
+
     /// Appends a lifecycle event to its run (which must exist), durably; returns its sequence
     /// number in the run, from 0. A run gets one terminal event (run_completed, run_failed or
     /// run_cancelled): a second is refused.

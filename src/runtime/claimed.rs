@@ -1,0 +1,325 @@
+//! Running a claimed agent-graph intent exactly once (MAKA-MODEL §12,
+//! `runClaimedAgentGraphIntent`): the claim is checked against the intent and the prompt;
+//! a run that exists is answered from the ledger (recovered first if a restart interrupted
+//! it) without calling the backend; otherwise the child's turn runs under the claim's ids,
+//! admitted with a `claimed_agent_graph_intent` descriptor. Calls for one claim join: the
+//! second waits for the first and answers from what it wrote.
+
+use super::abort::AbortSignal;
+use super::intent::AgentGraphRunnableIntent;
+use super::manager::{lock, SessionManager, TurnInput};
+use super::recover::recover_run;
+use crate::claims::{AdmissionStatus, AgentGraphIntentClaim};
+use crate::error::{Error, Result};
+use serde::Serialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// One call of [`SessionManager::run_claimed_agent_graph_intent`].
+pub struct ClaimedIntentRun {
+    pub intent: AgentGraphRunnableIntent,
+    pub graph_id: String,
+    pub intent_id: String,
+    pub prompt: String,
+    /// Aborting it stops the run, with abort source `stop_button`.
+    pub abort: Option<AbortSignal>,
+    /// Called once the run has started (its opening writes are durable).
+    pub on_ready: Option<Box<dyn FnOnce() + Send>>,
+}
+
+/// What a claimed run came to; a retry gets the same answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimedRunResult {
+    pub claim_id: String,
+    pub graph_id: String,
+    pub intent_id: String,
+    pub operator_id: String,
+    pub child_session_id: String,
+    pub agent_id: String,
+    pub agent_name: String,
+    pub profile: String,
+    pub turn_id: String,
+    pub run_id: String,
+    pub status: String,
+    pub permission_mode: String,
+    pub summary: String,
+    pub artifact_ids: Vec<String>,
+    pub started_at: f64,
+    pub completed_at: Option<f64>,
+    pub duration_ms: Option<f64>,
+    pub event_count: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_class: Option<String>,
+}
+
+fn conflict(what: String) -> Error {
+    Error::ClaimConflict { what }
+}
+
+impl SessionManager {
+    /// Runs the claimed intent `run.intent_id` of graph `run.graph_id` in its child session,
+    /// exactly once.
+    pub async fn run_claimed_agent_graph_intent(
+        &self,
+        run: ClaimedIntentRun,
+    ) -> Result<ClaimedRunResult> {
+        let stores = self.stores();
+        let stored = stores
+            .claims
+            .read_agent_graph_intent_claim(&run.graph_id, &run.intent_id)?
+            .ok_or_else(|| Error::NotFound {
+                what: format!(
+                    "claim of intent {} of graph {}",
+                    run.intent_id, run.graph_id
+                ),
+            })?;
+        let claim = stored.claim;
+        check_intent(&claim, &run.intent, &run.prompt)?;
+        let call = call_fingerprint(&claim, &run.prompt);
+        let claim_lock = {
+            let mut calls = lock(&self.inner.claimed)?;
+            let entry = calls
+                .entry(claim.claim_id.clone())
+                .or_insert_with(|| (call.clone(), Arc::default()));
+            if entry.0 != call {
+                return Err(conflict(format!(
+                    "claim {} is running with another prompt",
+                    claim.claim_id
+                )));
+            }
+            entry.1.clone()
+        };
+        let result = {
+            let _joined = claim_lock.clone().lock_owned().await;
+            self.run_claim(&claim, run).await
+        };
+        let mut calls = lock(&self.inner.claimed)?;
+        if Arc::strong_count(&claim_lock) == 2 {
+            calls.remove(&claim.claim_id);
+        }
+        result
+    }
+
+    async fn run_claim(
+        &self,
+        claim: &AgentGraphIntentClaim,
+        run: ClaimedIntentRun,
+    ) -> Result<ClaimedRunResult> {
+        let stores = self.stores();
+        let child = &claim.target_session_id;
+        let header = stores
+            .sessions
+            .read_session(child)?
+            .ok_or_else(|| Error::NotFound {
+                what: format!("child session {child} of claim {}", claim.claim_id),
+            })?;
+        let h = header.value();
+        let runtime = &h["subagentRuntime"];
+        if h["subagentParent"]["kind"] != json!("subagent") || !runtime.is_object() {
+            return Err(conflict(format!("session {child} is not a linked child")));
+        }
+        let agent = |k: &str| runtime[k].as_str().unwrap_or_default().to_owned();
+        let (agent_id, agent_name) = (agent("agentId"), agent("agentName"));
+        match stores.runs.read_run(child, &claim.target_run_id) {
+            Ok(existing) => {
+                let v = existing.value();
+                let same = v["turnId"] == json!(claim.target_turn_id)
+                    && v["agentId"] == json!(agent_id)
+                    && v["agentName"] == json!(agent_name);
+                let users: Vec<_> = stores
+                    .sessions
+                    .read_messages(child, Some(&claim.target_turn_id))?
+                    .into_iter()
+                    .filter(|m| m.message_type() == "user")
+                    .collect();
+                if !same || users.len() != 1 || users[0].value()["text"] != json!(run.prompt) {
+                    return Err(conflict(format!(
+                        "run {} does not match claim {}",
+                        claim.target_run_id, claim.claim_id
+                    )));
+                }
+                if !existing.is_terminal() {
+                    // No turn of this claim is live (calls for it are joined): a restart
+                    // interrupted it.
+                    recover_run(&self.inner, &existing)?;
+                }
+            }
+            Err(Error::NotFound { .. }) => {
+                self.start_claim(claim, run, &agent_id, &agent_name, h)
+                    .await?
+            }
+            Err(e) => return Err(e),
+        }
+        self.stored_result(claim, runtime)
+    }
+
+    async fn start_claim(
+        &self,
+        claim: &AgentGraphIntentClaim,
+        run: ClaimedIntentRun,
+        agent_id: &str,
+        agent_name: &str,
+        header: &Value,
+    ) -> Result<()> {
+        let stores = self.stores();
+        let child = &claim.target_session_id;
+        let turn_used = stores
+            .runs
+            .list_session_runs(child)?
+            .iter()
+            .any(|r| r.value()["turnId"] == json!(claim.target_turn_id));
+        if turn_used || header["isArchived"] == json!(true) {
+            return Err(conflict(format!(
+                "turn {} of {child} is used, or the child is archived",
+                claim.target_turn_id
+            )));
+        }
+        stores.claims.set_agent_graph_intent_status(
+            &claim.graph_id,
+            &claim.intent_id,
+            AdmissionStatus::Executing,
+            None,
+        )?;
+        let claim_value =
+            serde_json::to_value(claim).map_err(|e| Error::InvalidInput(e.to_string()))?;
+        let input = TurnInput {
+            turn_id: Some(claim.target_turn_id.clone()),
+            text: run.prompt.clone(),
+            run_id: Some(claim.target_run_id.clone()),
+            agent_id: Some(agent_id.to_owned()),
+            agent_name: Some(agent_name.to_owned()),
+            execution: Some(
+                json!({"kind": "claimed_agent_graph_intent", "claim": claim_value,
+                                   "agentId": agent_id, "agentName": agent_name}),
+            ),
+            ..TurnInput::default()
+        };
+        let turn = self.send_message(child, input).await?;
+        if let Some(ready) = run.on_ready {
+            ready();
+        }
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+        if let Some(signal) = run.abort {
+            let manager = self.clone();
+            let child = child.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = signal.wait() => { let _ = manager.stop(&child, "stop_button"); }
+                    _ = done_rx => {}
+                }
+            });
+        }
+        let outcome = turn.finish().await;
+        drop(done_tx);
+        if outcome.as_ref().is_ok_and(|o| o.status == "cancelled") {
+            stores.claims.set_agent_graph_intent_status(
+                &claim.graph_id,
+                &claim.intent_id,
+                AdmissionStatus::Cancelled,
+                Some("run cancelled"),
+            )?;
+        }
+        outcome.map(|_| ())
+    }
+
+    /// The claim's result as the ledger holds it: the run's header, the last assistant text of
+    /// its turn, and its RuntimeEvents.
+    fn stored_result(
+        &self,
+        claim: &AgentGraphIntentClaim,
+        runtime: &Value,
+    ) -> Result<ClaimedRunResult> {
+        let stores = self.stores();
+        let child = &claim.target_session_id;
+        let run = stores.runs.read_run(child, &claim.target_run_id)?;
+        let summary = stores
+            .sessions
+            .read_messages(child, Some(&claim.target_turn_id))?
+            .iter()
+            .rev()
+            .find(|m| m.message_type() == "assistant")
+            .and_then(|m| m.value()["text"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let events = stores
+            .runtime_events
+            .read_immutable_runtime_events(child, &claim.target_run_id)?;
+        let v = run.value();
+        let started_at = v["createdAt"].as_f64().unwrap_or(0.0);
+        let completed_at = v["completedAt"].as_f64();
+        let text = |k: &str| runtime[k].as_str().unwrap_or_default().to_owned();
+        Ok(ClaimedRunResult {
+            claim_id: claim.claim_id.clone(),
+            graph_id: claim.graph_id.clone(),
+            intent_id: claim.intent_id.clone(),
+            operator_id: claim.target_operator_id.clone(),
+            child_session_id: child.clone(),
+            agent_id: text("agentId"),
+            agent_name: text("agentName"),
+            profile: text("profile"),
+            turn_id: claim.target_turn_id.clone(),
+            run_id: claim.target_run_id.clone(),
+            status: run.status().to_owned(),
+            permission_mode: v["permissionMode"].as_str().unwrap_or_default().to_owned(),
+            summary,
+            artifact_ids: Vec::new(),
+            started_at,
+            completed_at,
+            duration_ms: completed_at.map(|c| c - started_at),
+            event_count: events.len(),
+            failure_class: v["failureClass"].as_str().map(str::to_owned),
+        })
+    }
+}
+
+/// The claim must be this intent's with this prompt (§9): the same ids, operator, readiness
+/// context, and the fingerprint recomputed from the intent and prompt.
+fn check_intent(
+    claim: &AgentGraphIntentClaim,
+    intent: &AgentGraphRunnableIntent,
+    prompt: &str,
+) -> Result<()> {
+    let pairs = [
+        ("intentId", &intent.intent_id, &claim.intent_id),
+        ("graphId", &intent.graph_id, &claim.graph_id),
+        ("operatorId", &intent.operator_id, &claim.target_operator_id),
+        (
+            "targetSessionId",
+            &intent.target_session_id,
+            &claim.target_session_id,
+        ),
+        (
+            "readinessContextFingerprint",
+            &intent.readiness_context_fingerprint,
+            &claim.readiness_context_fingerprint,
+        ),
+    ];
+    for (field, ours, claimed) in pairs {
+        if ours != claimed {
+            return Err(conflict(format!(
+                "the intent's {field} {ours:?} is not claim {}'s {claimed:?}",
+                claim.claim_id
+            )));
+        }
+    }
+    if intent.fingerprint(prompt)? != claim.intent_fingerprint {
+        return Err(conflict(format!(
+            "claim {} was taken for another intent or prompt",
+            claim.claim_id
+        )));
+    }
+    Ok(())
+}
+
+/// What identifies one call: SHA-256 of the JSON `[1, claim, prompt]`.
+fn call_fingerprint(claim: &AgentGraphIntentClaim, prompt: &str) -> String {
+    let v = json!([
+        1,
+        serde_json::to_value(claim).unwrap_or(Value::Null),
+        prompt
+    ]);
+    crate::format::hex(&Sha256::digest(
+        crate::event::canonical_string(&v).as_bytes(),
+    ))
+}

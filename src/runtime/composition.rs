@@ -1,0 +1,65 @@
+//! The execution composition: the stores of an owned root and the runtime over them, with
+//! recovery at start and a close that reports a journey's error and its own together.
+
+use super::backend::BackendRegistry;
+use super::manager::SessionManager;
+use super::restart::RecoveryReport;
+use super::sources::Sources;
+use crate::error::{Error, Result};
+use crate::root::Owner;
+use crate::store::{open_execution_stores_for_write, ExecutionStores};
+use std::sync::Arc;
+
+/// A root's stores and its runtime.
+pub struct ExecutionComposition {
+    stores: Arc<ExecutionStores>,
+    manager: SessionManager,
+}
+
+impl ExecutionComposition {
+    /// Opens the stores of `owner`'s root and a runtime with `registry`'s backends.
+    pub fn open(owner: &Owner, registry: BackendRegistry, sources: Sources) -> Result<Self> {
+        let stores = Arc::new(open_execution_stores_for_write(owner)?);
+        let manager = SessionManager::new(stores.clone(), registry, sources);
+        Ok(ExecutionComposition { stores, manager })
+    }
+
+    /// The runtime.
+    pub fn manager(&self) -> &SessionManager {
+        &self.manager
+    }
+
+    /// The stores.
+    pub fn stores(&self) -> &ExecutionStores {
+        &self.stores
+    }
+
+    /// Recovery at start: ends every interrupted run.
+    pub fn recover(&self) -> Result<RecoveryReport> {
+        self.manager.recover_interrupted_sessions()
+    }
+
+    /// Disposes of the backends and closes the stores (synced, sidecars written).
+    pub fn close(self) -> Result<()> {
+        let ExecutionComposition { stores, manager } = self;
+        let disposed = manager.dispose();
+        drop(manager);
+        let stores = Arc::try_unwrap(stores).map_err(|_| {
+            Error::InvalidInput("the composition's stores are still in use while it closes".into())
+        })?;
+        disposed.and(stores.close())
+    }
+
+    /// Closes after `journey`: its answer when both succeed; its error or the close's when one
+    /// fails; both, as [`Error::Several`], when both fail.
+    pub fn close_after<T>(self, journey: Result<T>) -> Result<T> {
+        match (journey, self.close()) {
+            (Ok(t), Ok(())) => Ok(t),
+            (Err(e), Ok(())) | (Ok(_), Err(e)) => Err(e),
+            (Err(journey), Err(close)) => Err(Error::Several {
+                what: "the journey and the composition's close both failed".into(),
+                errors: vec![journey, close],
+            }),
+        }
+    }
+}

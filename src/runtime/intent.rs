@@ -1,0 +1,73 @@
+//! Runnable agent-graph intents and their hashes (MAKA-MODEL §9): `stableHash` (SHA-256 of the
+//! canonical JSON), an intent's id, the intent fingerprint a claim pins, and a claim's id.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// An intent the graph found ready to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentGraphRunnableIntent {
+    pub schema_version: u32,
+    pub intent_id: String,
+    pub graph_id: String,
+    pub readiness_context_fingerprint: String,
+    pub policy_fingerprint: String,
+    pub readiness_id: String,
+    pub operator_id: String,
+    pub target_session_id: String,
+    /// `map`, `all_settled` or `supervisor`.
+    pub policy_kind: String,
+    pub trigger_route_ids: Vec<String>,
+    pub trigger_record_ids: Vec<String>,
+}
+
+/// `"sha256:"` and the hex SHA-256 of `value`'s canonical JSON (keys sorted at every depth),
+/// which for intents is exactly the original's `stableHash`.
+pub fn stable_hash(value: &Value) -> String {
+    let canonical = crate::event::canonical_string(value);
+    format!(
+        "sha256:{}",
+        crate::format::hex(&Sha256::digest(canonical.as_bytes()))
+    )
+}
+
+fn first_32_hex(hash: &str) -> &str {
+    &hash["sha256:".len().."sha256:".len() + 32]
+}
+
+impl AgentGraphRunnableIntent {
+    /// The id the intent's other fields give: `graph_intent_` and the first 32 hex digits of
+    /// their stable hash.
+    pub fn derived_id(&self) -> String {
+        let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
+        if let Some(o) = v.as_object_mut() {
+            o.remove("intentId");
+        }
+        format!("graph_intent_{}", first_32_hex(&stable_hash(&v)))
+    }
+
+    /// The fingerprint a claim of this intent with `prompt` pins:
+    /// `stableHash({schemaVersion:1, intent, executionInput:{prompt}})`. A blank prompt is
+    /// refused.
+    pub fn fingerprint(&self, prompt: &str) -> Result<String> {
+        if prompt.trim().is_empty() {
+            return Err(Error::InvalidInput("an intent's prompt is blank".into()));
+        }
+        let intent =
+            serde_json::to_value(self).map_err(|e| Error::InvalidInput(format!("intent: {e}")))?;
+        Ok(stable_hash(&json!({
+            "schemaVersion": 1, "intent": intent, "executionInput": {"prompt": prompt}
+        })))
+    }
+}
+
+/// A claim's id: `graph_claim_` and the first 32 hex digits of
+/// `stableHash({schemaVersion:1, graphId, intentId})`.
+pub fn claim_id_of(graph_id: &str, intent_id: &str) -> String {
+    let hash =
+        stable_hash(&json!({"schemaVersion": 1, "graphId": graph_id, "intentId": intent_id}));
+    format!("graph_claim_{}", first_32_hex(&hash))
+}

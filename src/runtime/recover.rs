@@ -1,0 +1,165 @@
+//! Ending a run a restart interrupted (MAKA-MODEL §12, "Recovery at start"): a run whose
+//! terminal RuntimeEvent is stored keeps it and its commit is finished; any other is failed
+//! with `app_restarted` and the reason the rule table gives, by a synthetic terminal event,
+//! the header, `run_failed`, the turn's `turn_state` and the session's status. Every step is
+//! skipped once done, so recovery interrupted and run again writes each step once.
+
+use super::begin::runtime_event;
+use super::manager::Inner;
+use crate::error::Result;
+use crate::model::RunHeader;
+use serde_json::{json, Map, Value};
+
+/// The failure class every recovered run gets.
+pub const APP_RESTARTED: &str = "app_restarted";
+
+/// What recovering one run did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecoveredRun {
+    pub session_id: String,
+    pub run_id: String,
+    /// The rule's reason, or `runtime_event_terminal_fact` when the run's terminal event
+    /// was already stored.
+    pub recovery_reason: String,
+}
+
+/// The reason rule table of §12 (HEAD), first match wins: `status` is the run header's,
+/// `last` the type of its last run event that is not `event_corrupt`.
+pub fn recovery_reason(status: &str, last: Option<&str>, has_terminal_event: bool) -> &'static str {
+    match last {
+        Some("model_stream_completed") if !has_terminal_event => {
+            "model_stream_completed_without_runtime_terminal"
+        }
+        _ if status == "waiting_for_user" => "stale_user_wait",
+        Some("permission_requested" | "permission_failed") => "stale_user_wait",
+        Some("tool_started") => "tool_interrupted",
+        _ if matches!(status, "created" | "running") => "run_interrupted",
+        None => "run_interrupted",
+        Some(
+            "run_created"
+            | "run_started"
+            | "turn_started"
+            | "model_resolved"
+            | "model_stream_started"
+            | "run_status_changed",
+        ) => "run_interrupted",
+        Some(_) => "non_terminal_run_recovered",
+    }
+}
+
+/// Ends `run` of `session_id`, which has no terminal commit yet.
+pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun> {
+    let stores = &inner.stores;
+    let (session_id, run_id) = (run.session_id(), run.run_id());
+    let events = stores
+        .runtime_events
+        .read_immutable_runtime_events(session_id, run_id)?;
+    let run_events = stores.runs.read_events(session_id, run_id)?;
+    let turn_id = run.value()["turnId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let stored_terminal = events
+        .iter()
+        .find(|e| !e.partial() && e.is_terminal())
+        .cloned();
+    let (terminal, reason, extras) = match stored_terminal {
+        Some(t) => (t, "runtime_event_terminal_fact".to_owned(), None),
+        None => {
+            let corrupt = run_events
+                .iter()
+                .any(|(_, e)| e.event_type() == "event_corrupt");
+            let last = run_events
+                .iter()
+                .rev()
+                .map(|(_, e)| e.event_type())
+                .find(|t| *t != "event_corrupt");
+            let has_terminal = run_events.iter().any(|(_, e)| e.is_terminal());
+            let reason = recovery_reason(run.status(), last, has_terminal);
+            let mut d = Map::new();
+            d.insert("recoveryReason".into(), json!(reason));
+            if let Some(last) = last {
+                d.insert("lastEventType".into(), json!(last));
+            }
+            if corrupt {
+                d.insert("eventCorrupt".into(), json!(true));
+            }
+            let invocation = run.value()["invocationId"]
+                .as_str()
+                .map(str::to_owned)
+                .or_else(|| events.first().map(|e| e.invocation_id().to_owned()))
+                .unwrap_or_else(|| format!("recovery-{run_id}"));
+            let mut delta = d.clone();
+            delta.insert("recovered".into(), json!(true));
+            delta.insert("failureClass".into(), json!(APP_RESTARTED));
+            let event = json!({
+                "id": inner.sources.new_id(), "invocationId": invocation, "runId": run_id,
+                "sessionId": session_id, "turnId": turn_id, "ts": inner.sources.now(),
+                "partial": false, "role": "system", "author": "system", "status": "failed",
+                "content": {"kind": "error", "code": APP_RESTARTED, "reason": APP_RESTARTED,
+                            "message": APP_RESTARTED},
+                "actions": {"endInvocation": true, "stateDelta": delta},
+            });
+            d.insert("recovered".into(), json!(true));
+            (runtime_event(event)?, reason.to_owned(), Some(d))
+        }
+    };
+    let ended = stores
+        .runs
+        .commit_terminal(session_id, run_id, &terminal, extras)?;
+    if run.value().get("parentRunId").is_none() {
+        end_turn_state(inner, session_id, &turn_id, &ended)?;
+    }
+    set_session_active(inner, session_id)?;
+    Ok(RecoveredRun {
+        session_id: session_id.to_owned(),
+        run_id: run_id.to_owned(),
+        recovery_reason: reason,
+    })
+}
+
+/// Writes the turn's final `turn_state` unless its latest already says how the run ended.
+fn end_turn_state(inner: &Inner, session_id: &str, turn_id: &str, run: &RunHeader) -> Result<()> {
+    let status = match run.status() {
+        "completed" => "completed",
+        "cancelled" => "aborted",
+        _ => "failed",
+    };
+    let messages = inner
+        .stores
+        .sessions
+        .read_messages(session_id, Some(turn_id))?;
+    let latest = messages
+        .iter()
+        .rev()
+        .find(|m| m.message_type() == "turn_state");
+    if latest.is_some_and(|m| m.value()["status"] == json!(status)) {
+        return Ok(());
+    }
+    let mut state = json!({"type": "turn_state", "id": inner.sources.new_id(), "turnId": turn_id,
+                           "ts": inner.sources.now(), "status": status,
+                           "partialOutputRetained": false});
+    if status == "failed" {
+        state["errorClass"] = run
+            .value()
+            .get("failureClass")
+            .cloned()
+            .unwrap_or(json!(APP_RESTARTED));
+    }
+    inner.stores.sessions.append_message(session_id, state)?;
+    Ok(())
+}
+
+fn set_session_active(inner: &Inner, session_id: &str) -> Result<()> {
+    let Some(header) = inner.stores.sessions.read_session(session_id)? else {
+        return Ok(());
+    };
+    if header.value()["status"] == json!("active") {
+        return Ok(());
+    }
+    let mut next: Value = header.value().clone();
+    next["status"] = json!("active");
+    next["statusUpdatedAt"] = json!(inner.sources.now());
+    inner.stores.sessions.update_session(next)?;
+    Ok(())
+}

@@ -1,0 +1,331 @@
+//! Turns through the SessionManager and the fake backend (MAKA-MODEL §11–§12), on tokio's
+//! paused clock: the write order of one turn, the streamed echo, a question answered and one
+//! stopped, the error prompts, a stop mid-stream, and turns of one session serialized.
+
+mod support;
+
+use makalog::format::RecordKind;
+use makalog::runtime::{
+    BackendRegistry, SessionEvent, SessionManager, Sources, Turn, TurnInput,
+    FAKE_ASK_USER_QUESTION_PROMPT,
+};
+use makalog::storage::RealStorage;
+use makalog::store::open_execution_stores_for_write;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+struct Fixture {
+    _t: tempfile::TempDir,
+    storage: Arc<RealStorage>,
+    _owner: makalog::root::Owner,
+    manager: SessionManager,
+}
+
+fn fixture() -> Fixture {
+    let (t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let manager = SessionManager::new(stores, BackendRegistry::with_fake(), Sources::system());
+    Fixture {
+        _t: t,
+        storage,
+        _owner: owner,
+        manager,
+    }
+}
+
+fn session(f: &Fixture) -> String {
+    f.manager
+        .create_session(
+            json!({"cwd": "/work", "backend": "fake", "llmConnectionSlug": "fake",
+                               "model": "fake-model"}),
+        )
+        .expect("session")
+        .id()
+        .to_owned()
+}
+
+fn text(t: &str) -> TurnInput {
+    TurnInput {
+        text: t.into(),
+        ..TurnInput::default()
+    }
+}
+
+/// Each record of the session's log as a short label, in log order.
+fn labels(storage: &RealStorage, session: &str) -> Vec<String> {
+    support::read_all(storage, session)
+        .expect("read")
+        .iter()
+        .map(|r| {
+            let v: Value = serde_json::from_slice(&r.payload).expect("json");
+            let s = |k: &str| v[k].as_str().unwrap_or("").to_owned();
+            match r.kind {
+                RecordKind::SessionHeader => format!("header:{}", s("status")),
+                RecordKind::Run => format!("run:{}", s("status")),
+                RecordKind::RunEvent => format!("run_event:{}", s("type")),
+                RecordKind::Message => match s("type").as_str() {
+                    "turn_state" => format!("turn_state:{}", s("status")),
+                    t => format!("message:{t}"),
+                },
+                RecordKind::RuntimeEvent if v["partial"] == json!(true) => "partial".into(),
+                RecordKind::RuntimeEvent if v.get("status").is_some() => {
+                    format!("terminal:{}", s("status"))
+                }
+                RecordKind::RuntimeEvent => {
+                    format!(
+                        "event:{}:{}",
+                        s("role"),
+                        v["content"]["kind"].as_str().unwrap_or("")
+                    )
+                }
+                other => other.name().to_owned(),
+            }
+        })
+        .collect()
+}
+
+async fn events_until(turn: &mut Turn, kind: &str) -> SessionEvent {
+    loop {
+        let e = turn.events.recv().await.expect("the stream ended early");
+        if e.type_name() == kind {
+            return e;
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_is_written_in_the_order_of_section_12_and_streams_the_echo() {
+    let f = fixture();
+    let s = session(&f);
+    let mut turn = f
+        .manager
+        .send_message(&s, text("hello"))
+        .await
+        .expect("send");
+    let mut deltas = Vec::new();
+    while let Some(e) = turn.events.recv().await {
+        if let SessionEvent::TextDelta { text, .. } = e {
+            assert!(text.chars().count() <= 9, "{text:?}");
+            deltas.push(text);
+        }
+    }
+    let outcome = turn.finish().await.expect("turn");
+    let want = "Fake backend received: hello\n\nThis proves the session stream, SQLite storage, \
+                and renderer loop are connected.";
+    assert_eq!(deltas.concat(), want);
+    assert_eq!(
+        (outcome.status.as_str(), outcome.summary.as_str()),
+        ("completed", want)
+    );
+    let got = labels(&f.storage, &s);
+    let opening = [
+        "header:active",
+        "run:created",
+        "run_event:run_created",
+        "event:system:invocation_opened",
+        "message:user",
+        "turn_state:running",
+        "event:user:text",
+        "header:active",
+        "run_event:run_started",
+        "run:running",
+        "header:running",
+    ];
+    assert_eq!(got[..opening.len()], opening);
+    let closing = [
+        "event:model:text",
+        "message:assistant",
+        "terminal:completed",
+        "run:completed",
+        "run_event:run_completed",
+        "turn_state:completed",
+        "header:active",
+    ];
+    assert_eq!(got[got.len() - closing.len()..], closing);
+    let partials = &got[opening.len()..got.len() - closing.len()];
+    assert!(
+        !partials.is_empty() && partials.iter().all(|l| l == "partial"),
+        "{partials:?}"
+    );
+    assert!(
+        partials.len() < deltas.len(),
+        "deltas are coalesced: {} of {}",
+        partials.len(),
+        deltas.len()
+    );
+    let header = f
+        .manager
+        .stores()
+        .sessions
+        .read_session(&s)
+        .expect("read")
+        .expect("header");
+    assert_eq!(header.value()["connectionLocked"], json!(true));
+    assert_eq!(header.value()["hasUnread"], json!(true));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_question_waits_for_its_answers_and_a_stopped_one_ends_the_turn_aborted() {
+    let f = fixture();
+    let s = session(&f);
+    let mut turn = f
+        .manager
+        .send_message(&s, text(FAKE_ASK_USER_QUESTION_PROMPT))
+        .await
+        .expect("send");
+    let SessionEvent::UserQuestionRequest { request_id, .. } =
+        events_until(&mut turn, "user_question_request").await
+    else {
+        unreachable!()
+    };
+    let stores = f.manager.stores();
+    let run_id = stores.runs.list_session_runs(&s).expect("runs")[0]
+        .run_id()
+        .to_owned();
+    assert_eq!(
+        stores.runs.read_run(&s, &run_id).expect("run").status(),
+        "waiting_for_user"
+    );
+    assert!(!f
+        .manager
+        .respond_to_user_question(&s, "another-request", vec![])
+        .expect("answer"));
+    let answers = vec![Some("storage".into()), Some("deep".into()), None];
+    assert!(f
+        .manager
+        .respond_to_user_question(&s, &request_id, answers)
+        .expect("answer"));
+    let outcome = turn.finish().await.expect("turn");
+    assert_eq!(outcome.status, "completed");
+    assert_eq!(
+        outcome.summary,
+        "Fake question answers: storage / deep / 未回答"
+    );
+    let messages = stores
+        .sessions
+        .read_messages(&s, Some(&outcome.turn_id))
+        .expect("messages");
+    let types: Vec<&str> = messages.iter().map(|m| m.message_type()).collect();
+    assert!(
+        types.contains(&"tool_call") && types.contains(&"tool_result"),
+        "{types:?}"
+    );
+
+    let mut turn = f
+        .manager
+        .send_message(&s, text(FAKE_ASK_USER_QUESTION_PROMPT))
+        .await
+        .expect("send");
+    events_until(&mut turn, "user_question_request").await;
+    assert!(f.manager.stop(&s, "stop_button").expect("stop"));
+    let outcome = turn.finish().await.expect("turn");
+    assert_eq!(outcome.status, "cancelled");
+    let run = stores.runs.read_run(&s, &outcome.run_id).expect("run");
+    assert_eq!(run.value()["abortSource"], json!("stop_button"));
+    let aborted = stores
+        .runtime_events
+        .read_immutable_runtime_events(&s, &outcome.run_id)
+        .expect("events")
+        .iter()
+        .filter(|e| e.status() == Some("aborted"))
+        .count();
+    assert_eq!(aborted, 1, "exactly one terminal fact");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_error_prompts_fail_the_turn_with_their_failure_class() {
+    let f = fixture();
+    let s = session(&f);
+    for (prompt, class, message) in [
+        (
+            "__e2e_error__:network",
+            "network",
+            "Deterministic network failure",
+        ),
+        (
+            "__e2e_error__:rate_limit",
+            "rate_limit",
+            "Deterministic rate_limit failure",
+        ),
+        ("__e2e_error__:disk", "runtime_error", "Operation failed"),
+    ] {
+        let outcome = f
+            .manager
+            .send_message(&s, text(prompt))
+            .await
+            .expect("send")
+            .finish()
+            .await
+            .expect("turn");
+        assert_eq!(
+            (outcome.status.as_str(), outcome.failure_class.as_deref()),
+            ("failed", Some(class))
+        );
+        let events = f
+            .manager
+            .stores()
+            .runtime_events
+            .read_immutable_runtime_events(&s, &outcome.run_id)
+            .expect("events");
+        let terminal = events
+            .iter()
+            .find(|e| e.is_terminal())
+            .expect("a terminal event");
+        assert_eq!(terminal.value()["content"]["message"], json!(message));
+        assert_eq!(
+            terminal.value()["actions"]["stateDelta"]["failureClass"],
+            json!(class)
+        );
+        let states = f
+            .manager
+            .stores()
+            .sessions
+            .read_messages(&s, Some(&outcome.turn_id))
+            .expect("read");
+        let last = states
+            .iter()
+            .rev()
+            .find(|m| m.message_type() == "turn_state")
+            .expect("turn_state");
+        assert_eq!(
+            (
+                last.value()["status"].clone(),
+                last.value()["errorClass"].clone()
+            ),
+            (json!("failed"), json!(class))
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stop_mid_stream_ends_the_run_cancelled_and_the_next_turn_waits_for_the_first() {
+    let f = fixture();
+    let s = session(&f);
+    let mut first = f
+        .manager
+        .send_message(&s, text("a long answer"))
+        .await
+        .expect("send");
+    events_until(&mut first, "text_delta").await;
+    let manager = f.manager.clone();
+    let session = s.clone();
+    // The second turn of the session starts only once the first has ended.
+    let second = tokio::spawn(async move {
+        manager
+            .send_message(&session, text("next"))
+            .await
+            .expect("send")
+            .finish()
+            .await
+    });
+    tokio::task::yield_now().await;
+    assert!(f.manager.stop(&s, "stop_button").expect("stop"));
+    let outcome = first.finish().await.expect("first");
+    assert_eq!(outcome.status, "cancelled");
+    let next = second.await.expect("task").expect("second");
+    assert_eq!(next.status, "completed");
+    let runs = f.manager.stores().runs.list_session_runs(&s).expect("runs");
+    assert_eq!(runs.len(), 2);
+    assert!(runs[0].value()["completedAt"].as_f64() <= runs[1].value()["createdAt"].as_f64());
+}
