@@ -329,3 +329,33 @@ async fn a_stop_mid_stream_ends_the_run_cancelled_and_the_next_turn_waits_for_th
     assert_eq!(runs.len(), 2);
     assert!(runs[0].value()["completedAt"].as_f64() <= runs[1].value()["createdAt"].as_f64());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_turn_writes_nothing_more_and_is_left_for_recovery() {
+    let f = fixture();
+    let s = session(&f);
+    let mut turn = f
+        .manager
+        .send_message(&s, text(FAKE_ASK_USER_QUESTION_PROMPT))
+        .await
+        .expect("send");
+    events_until(&mut turn, "user_question_request").await;
+    let before = labels(&f.storage, &s).len();
+    turn.abandon().await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let stores = f.manager.stores();
+    let run = stores
+        .runs
+        .list_session_runs(&s)
+        .expect("runs")
+        .pop()
+        .expect("a run");
+    assert_eq!(run.status(), "waiting_for_user");
+    assert!(
+        labels(&f.storage, &s).len() <= before + 3,
+        "only the wait's own writes"
+    );
+    let report = f.manager.recover_interrupted_sessions().expect("recover");
+    assert_eq!(report.recovered.len(), 1);
+    assert_eq!(report.recovered[0].recovery_reason, "stale_user_wait");
+}

@@ -65,6 +65,15 @@ impl BackendRegistry {
         registry
     }
 
+    /// A registry holding only the fake backend, without its delays (demos and benchmarks).
+    pub fn with_instant_fake() -> BackendRegistry {
+        let mut registry = BackendRegistry::default();
+        registry.register("fake", |ctx| {
+            Arc::new(super::fake::FakeBackend::new(ctx.sources.clone()).with_delays(false))
+        });
+        registry
+    }
+
     /// Registers (or replaces) the factory of backend `kind`.
     pub fn register(
         &mut self,

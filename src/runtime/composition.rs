@@ -7,7 +7,8 @@ use super::restart::RecoveryReport;
 use super::sources::Sources;
 use crate::error::{Error, Result};
 use crate::root::Owner;
-use crate::store::{open_execution_stores_for_write, ExecutionStores};
+use crate::segment::WriterConfig;
+use crate::store::{open_execution_stores_with, ExecutionStores};
 use std::sync::Arc;
 
 /// A root's stores and its runtime.
@@ -19,7 +20,17 @@ pub struct ExecutionComposition {
 impl ExecutionComposition {
     /// Opens the stores of `owner`'s root and a runtime with `registry`'s backends.
     pub fn open(owner: &Owner, registry: BackendRegistry, sources: Sources) -> Result<Self> {
-        let stores = Arc::new(open_execution_stores_for_write(owner)?);
+        Self::open_with(owner, WriterConfig::default(), registry, sources)
+    }
+
+    /// [`ExecutionComposition::open`] with the sessions' writer configuration given.
+    pub fn open_with(
+        owner: &Owner,
+        config: WriterConfig,
+        registry: BackendRegistry,
+        sources: Sources,
+    ) -> Result<Self> {
+        let stores = Arc::new(open_execution_stores_with(owner, config)?);
         let manager = SessionManager::new(stores.clone(), registry, sources);
         Ok(ExecutionComposition { stores, manager })
     }

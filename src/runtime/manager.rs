@@ -60,6 +60,14 @@ pub struct Turn {
 }
 
 impl Turn {
+    /// Stops writing the turn where it is, as a crash would: what it wrote stays, nothing more
+    /// is written, and its run is left for recovery. (A simulated restart uses it.) Returns
+    /// once the turn's task is gone.
+    pub async fn abandon(self) {
+        self.done.abort();
+        let _ = self.done.await;
+    }
+
     /// Drains the remaining events and returns the outcome.
     pub async fn finish(mut self) -> Result<TurnOutcome> {
         while self.events.recv().await.is_some() {}

@@ -1,16 +1,22 @@
-//! `makalog demo [ROOT]`: writes a few agent sessions of realistic records across several
-//! segments through the library's writer, then verifies the root and prints a summary.
+//! `makalog demo [ROOT]`: runs full journeys through the runtime on a root (sessions with
+//! streamed turns, a linked child's claimed graph intent run twice, an aborted claimed run, a
+//! turn cut off by a simulated restart and the recovery that ends it), then verifies the root
+//! and prints what happened.
 
 mod journey;
 
-use journey::write_journey;
+use journey::{journeys, session_input, Story, PROMPTS};
 use makalog::claims::{AdmissionStatus, AgentGraphIntentClaimRequest};
 use makalog::format::chain::chain_hex;
 use makalog::format::hex;
-use makalog::root::try_acquire_owner;
+use makalog::root::{try_acquire_owner, Owner};
+use makalog::runtime::{
+    BackendRegistry, ExecutionComposition, RecoveryReport, SessionEvent, Sources, TurnInput,
+    FAKE_ASK_USER_QUESTION_PROMPT,
+};
 use makalog::segment::WriterConfig;
 use makalog::storage::RealStorage;
-use makalog::store::{open_execution_stores_with, ExecutionStores};
+use makalog::store::ExecutionStores;
 use makalog::verify::verify_root;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -20,21 +26,10 @@ use std::process::ExitCode;
 /// Small segments so that even a short demo rolls and seals several of them.
 const DEMO_SEGMENT_SIZE: u64 = 8 << 10;
 
-const TURNS_PER_SESSION: u64 = 3;
-
-const PROMPTS: [&str; 3] = [
-    "summarize the failing test in crates/ledger",
-    "read src/segment/writer.rs and explain group commit",
-    "list the files that mention fdatasync",
-];
-
 pub fn run(root: &Path) -> ExitCode {
-    match write_demo(root) {
-        Ok(()) => {}
-        Err(e) => {
-            eprintln!("makalog demo: {e}");
-            return ExitCode::from(1);
-        }
+    if let Err(e) = write_demo(root) {
+        eprintln!("makalog demo: {e}");
+        return ExitCode::from(1);
     }
     let storage = RealStorage::new(root);
     let report = match verify_root(&storage) {
@@ -67,7 +62,7 @@ pub fn run(root: &Path) -> ExitCode {
     if report.is_clean() {
         say!("verify: clean");
         say!(
-            "next: makalog verify {0}; makalog dump {0} --session demo-1; makalog claims {0}",
+            "next: makalog timeline {0} --session demo-1; makalog sessions {0}; makalog claims {0}",
             root.display()
         );
         ExitCode::SUCCESS
@@ -77,29 +72,131 @@ pub fn run(root: &Path) -> ExitCode {
     }
 }
 
-fn write_demo(root: &Path) -> makalog::Result<()> {
-    let owner = try_acquire_owner(root)?.ok_or_else(|| makalog::Error::RootBusy {
-        path: root.to_owned(),
-    })?;
+fn composition(owner: &Owner) -> makalog::Result<ExecutionComposition> {
     let config = WriterConfig {
         segment_size: DEMO_SEGMENT_SIZE,
         prealloc_step: 4 << 10,
         ..WriterConfig::default()
     };
-    let stores = open_execution_stores_with(&owner, config)?;
-    for (i, prompt) in PROMPTS.iter().enumerate() {
-        let session = format!("demo-{}", i + 1);
-        let done = stores
-            .runtime_events
-            .list_session_invocations(&session)?
-            .len() as u64;
-        for turn in 0..TURNS_PER_SESSION {
-            let base = 1_800_000_000_000 + (done + turn) * 1_000;
-            write_journey(&stores, &session, prompt, base)?;
+    ExecutionComposition::open_with(
+        owner,
+        config,
+        BackendRegistry::with_instant_fake(),
+        Sources::system(),
+    )
+}
+
+fn tokio_runtime() -> makalog::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .map_err(|e| makalog::Error::InvalidInput(format!("cannot start the runtime: {e}")))
+}
+
+fn write_demo(root: &Path) -> makalog::Result<()> {
+    let owner = try_acquire_owner(root)?.ok_or_else(|| makalog::Error::RootBusy {
+        path: root.to_owned(),
+    })?;
+    // The first life of the process: recovery, the journeys, and a turn left waiting for an
+    // answer when the process "stops" (its runtime shut down under it).
+    let c = composition(&owner)?;
+    let recovered = c.recover()?;
+    say_recovery("at start", &recovered);
+    let rt = tokio_runtime()?;
+    let story = rt.block_on(journeys(&c));
+    let story = match story {
+        Ok(s) => s,
+        Err(e) => return c.close_after(Err(e)),
+    };
+    say_story(&story);
+    write_claims(c.stores())?;
+    let waiting = rt.block_on(leave_waiting(&c));
+    // Waits for the runtime's tasks to be dropped: they hold the stores.
+    rt.shutdown_timeout(std::time::Duration::from_secs(10));
+    let waiting = c.close_after(waiting)?;
+    say!("restart: the process stopped while {waiting} waited for an answer");
+    // The second life: recovery ends the interrupted run.
+    let c = composition(&owner)?;
+    let recovered = c.recover();
+    if let Ok(r) = &recovered {
+        say_recovery("after the restart", r);
+    }
+    c.close_after(recovered).map(|_| ())
+}
+
+/// Starts a turn in demo-3 that asks the user questions, and returns once it waits for the
+/// answers: the session it waits in.
+async fn leave_waiting(c: &ExecutionComposition) -> makalog::Result<String> {
+    let session = "demo-3";
+    if c.stores().sessions.read_session(session)?.is_none() {
+        c.manager()
+            .create_session(session_input(session, PROMPTS[2]))?;
+    }
+    let input = TurnInput {
+        text: FAKE_ASK_USER_QUESTION_PROMPT.into(),
+        ..TurnInput::default()
+    };
+    let mut turn = c.manager().send_message(session, input).await?;
+    while let Some(e) = turn.events.recv().await {
+        if matches!(e, SessionEvent::UserQuestionRequest { .. }) {
+            turn.abandon().await;
+            return Ok(session.to_owned());
         }
     }
-    write_claims(&stores)?;
-    stores.close()
+    Err(makalog::Error::InvalidInput(
+        "the question turn ended without asking".into(),
+    ))
+}
+
+fn say_recovery(when: &str, r: &RecoveryReport) {
+    let reasons: Vec<String> = r
+        .recovered
+        .iter()
+        .map(|x| format!("{}/{} ({})", x.session_id, x.run_id, x.recovery_reason))
+        .collect();
+    let n = r.recovered.len();
+    say!(
+        "recovery {when}: {} sessions looked at, {n} interrupted run{} ended as failed/app_restarted{}",
+        r.sessions,
+        if n == 1 { "" } else { "s" },
+        if reasons.is_empty() { String::new() } else { format!(": {}", reasons.join(", ")) }
+    );
+    for (what, why) in &r.skipped {
+        say!("  skipped {what}: {why}");
+    }
+}
+
+fn say_story(story: &Story) {
+    for (session, turns, events) in &story.turns {
+        say!("  {session}: {turns} turns streamed through the fake backend, {events} events");
+    }
+    let (f, r) = (&story.first, &story.retry);
+    say!(
+        "  {}: claimed intent {} ran {} ({} events): {:?}",
+        f.child_session_id,
+        f.intent_id,
+        f.status,
+        f.event_count,
+        f.summary
+    );
+    let same = (f.claim_id == r.claim_id) && (f.run_id == r.run_id) && (f.summary == r.summary);
+    say!(
+        "  {}: the same claim run again answered {} from the ledger ({}), without the backend",
+        r.child_session_id,
+        r.status,
+        if same {
+            "same claim, run and summary"
+        } else {
+            "A DIFFERENT ANSWER"
+        }
+    );
+    let a = &story.aborted;
+    say!(
+        "  {}: a claimed run aborted once it started ended {}",
+        a.child_session_id,
+        a.status
+    );
 }
 
 /// A graph that fans one intent out to each demo session: the first runs, the second is

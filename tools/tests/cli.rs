@@ -30,13 +30,29 @@ fn demo_writes_sessions_across_several_segments_and_verify_is_clean() {
 }
 
 #[test]
-fn running_demo_again_extends_the_same_root() {
+fn running_demo_again_extends_the_same_root_and_runs_no_claim_twice() {
     let (_t, root) = demo_root();
     let r = root.to_str().expect("utf8");
     let count = || text(&makalog(&["dump", r]).stdout).lines().count();
-    let before = count();
-    assert!(makalog(&["demo", r]).status.success());
-    assert_eq!(count(), before * 2);
+    let runs = |s: &str| text(&makalog(&["runs", r, "--session", s]).stdout);
+    let before = (count(), runs("graph-child-1"), runs("graph-child-2"));
+    let again = makalog(&["demo", r]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let out = text(&again.stdout);
+    assert!(
+        out.contains("(same claim, run and summary), without the backend"),
+        "{out}"
+    );
+    assert!(
+        out.contains("1 interrupted run ended as failed/app_restarted"),
+        "{out}"
+    );
+    assert!(count() > before.0, "new turns were written");
+    assert_eq!(
+        (runs("graph-child-1"), runs("graph-child-2")),
+        (before.1, before.2),
+        "a claimed intent runs once, however often the demo runs"
+    );
 }
 
 #[test]

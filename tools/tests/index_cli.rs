@@ -18,8 +18,8 @@ fn index_check_finds_damaged_and_missing_sidecars_and_rebuild_mends_them() {
             .lines()
             .filter(|l| l.ends_with(": equals a rebuild"))
             .count(),
-        6,
-        "three sessions and the three helper subagents of demo-1"
+        8,
+        "three sessions, the three helper subagents of demo-1 and its two graph children"
     );
     let sidecar = root.join("sessions/demo-2/index");
     let f = std::fs::OpenOptions::new()
@@ -60,7 +60,7 @@ fn invocations_lists_each_turn_with_its_outcome_in_text_and_json() {
     assert!(
         lines
             .iter()
-            .all(|l| l.starts_with("run-") && l.ends_with(" completed")),
+            .all(|l| l.contains(" run ") && l.ends_with(" completed")),
         "{lines:?}"
     );
     let json = makalog(&["invocations", r, "--session", "demo-1", "--json"]);

@@ -24,26 +24,37 @@ fn sessions_lists_every_session_with_its_status_and_last_activity() {
         .collect();
     assert_eq!(
         ids,
-        ["demo-1", "helper-0", "helper-1", "helper-2", "demo-2", "demo-3"],
-        "demo-1's helpers under it"
+        [
+            "demo-1",
+            "graph-child-1",
+            "graph-child-2",
+            "helper-0",
+            "helper-1",
+            "helper-2",
+            "demo-2",
+            "demo-3"
+        ],
+        "demo-1's children under it"
     );
     assert!(
-        lines[2].starts_with("  helper-0"),
+        lines[2].starts_with("  graph-child-1"),
         "indented under its parent: {stdout}"
     );
-    for line in [lines[1], lines[5], lines[6]] {
+    for line in [lines[1], lines[7], lines[8]] {
+        let at = line.split_whitespace().nth(2).expect("a time");
+        assert!(line.contains(" active "), "recovered and idle: {line}");
         assert!(
-            line.contains("running") && line.contains("T08:00:02.000Z"),
+            at.len() == 24 && at.as_bytes()[10] == b'T' && at.ends_with('Z'),
             "ISO 8601 UTC: {line}"
         );
     }
-    assert_eq!(lines.last().copied(), Some("6 sessions"));
+    assert_eq!(lines.last().copied(), Some("8 sessions"));
     let json = makalog(&["sessions", r, "--json"]);
     let headers: Vec<serde_json::Value> = text(&json.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON header per line"))
         .collect();
-    assert_eq!(headers.len(), 6);
+    assert_eq!(headers.len(), 8);
     assert_eq!(headers[0]["id"], "demo-1");
     assert!(headers
         .iter()
@@ -63,13 +74,14 @@ fn messages_prints_a_session_or_one_turn_and_refuses_what_is_not_there() {
         stdout.contains(" user ") && stdout.contains(" turn_state "),
         "{stdout}"
     );
-    assert_eq!(stdout.lines().last(), Some("6 messages"));
+    // Three turns of a user message, its turn running, the answer and the turn completed.
+    assert_eq!(stdout.lines().last(), Some("12 messages"));
     let json = makalog(&["messages", r, "--session", "demo-1", "--json"]);
     let messages: Vec<serde_json::Value> = text(&json.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON message per line"))
         .collect();
-    assert_eq!(messages.len(), 6);
+    assert_eq!(messages.len(), 12);
     let turn = messages[0]["turnId"].as_str().expect("turn").to_owned();
     let one = makalog(&[
         "messages",
@@ -84,8 +96,8 @@ fn messages_prints_a_session_or_one_turn_and_refuses_what_is_not_there() {
     let of_turn: Vec<&str> = one_text.lines().collect();
     assert_eq!(
         of_turn.len(),
-        2,
-        "the turn's user message and its turn state"
+        4,
+        "the turn's user message, its two turn states and the answer"
     );
     assert!(of_turn
         .iter()
@@ -108,13 +120,14 @@ fn runs_prints_each_run_with_its_status_duration_and_events() {
     let out = makalog(&["runs", r, "--session", "demo-1"]);
     assert_eq!(out.status.code(), Some(0));
     let stdout = text(&out.stdout);
-    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("run-")).collect();
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains(" completed "))
+        .collect();
     assert_eq!(rows.len(), 3, "{stdout}");
     for row in rows {
         assert!(
-            row.contains(" completed ")
-                && row.contains("0.204 s")
-                && row.ends_with("run_started, run_completed"),
+            row.contains(" s  ") && row.ends_with("run_created, run_started, run_completed"),
             "{row}"
         );
     }
@@ -123,7 +136,8 @@ fn runs_prints_each_run_with_its_status_duration_and_events() {
         serde_json::from_str(text(&json.stdout).lines().next().expect("a run")).expect("json");
     assert_eq!(first["run"]["status"], "completed");
     assert_eq!(first["events"][0]["sequence"], 0);
-    assert_eq!(first["events"][1]["event"]["type"], "run_completed");
+    assert_eq!(first["events"][1]["event"]["type"], "run_started");
+    assert_eq!(first["events"][2]["event"]["type"], "run_completed");
     assert_eq!(
         makalog(&["runs", r, "--session", "nobody"]).status.code(),
         Some(1)

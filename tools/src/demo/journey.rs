@@ -1,225 +1,159 @@
-//! One demo turn of a coding agent, written through the stores record by record.
+//! The demo's journeys through the runtime: sessions with streamed turns, a linked child whose
+//! claimed graph intent runs twice (the second call answers from the ledger), and a claimed run
+//! aborted once it started.
 
-use makalog::event::RuntimeEvent;
-use makalog::format::RecordKind;
-use makalog::segment::Durability;
-use makalog::store::ExecutionStores;
+use makalog::claims::AgentGraphIntentClaimRequest;
+use makalog::runtime::{
+    AbortController, AgentGraphRunnableIntent, ClaimedIntentRun, ClaimedRunResult,
+    ExecutionComposition, TurnInput, FAKE_ASK_USER_QUESTION_PROMPT, LOCAL_READ_AGENT_DEFINITION,
+};
 use serde_json::{json, Value};
 
-/// Appends a record through the store of its kind: a session header (created the first time,
-/// a new version after), a message, a run, a run event, or a runtime event with its strict
-/// decoding and sealing.
-fn append(
-    stores: &ExecutionStores,
-    session: &str,
-    kind: RecordKind,
-    v: &Value,
-    d: Durability,
-) -> makalog::Result<()> {
-    match kind {
-        RecordKind::RuntimeEvent => {
-            let event = RuntimeEvent::from_value(v.clone())
-                .map_err(|e| makalog::Error::InvalidInput(e.to_string()))?;
-            stores.runtime_events.append(&event, d).map(|_| ())
-        }
-        RecordKind::SessionHeader => match stores.sessions.read_session(session)? {
-            None => stores.sessions.create(v.clone()).map(|_| ()),
-            Some(_) => stores.sessions.update_session(v.clone()).map(|_| ()),
-        },
-        RecordKind::Message => stores
-            .sessions
-            .append_message(session, v.clone())
-            .map(|_| ()),
-        RecordKind::Run => stores.runs.create_run(v.clone()).map(|_| ()),
-        RecordKind::RunEvent => stores.runs.append_event(v.clone()).map(|_| ()),
-        _ => Err(makalog::Error::InvalidInput(format!(
-            "the demo writes no {} records",
-            kind.name()
-        ))),
-    }
+pub(super) const PROMPTS: [&str; 3] = [
+    "summarize the failing test in crates/ledger",
+    "read src/segment/writer.rs and explain group commit",
+    "list the files that mention fdatasync",
+];
+
+const TURNS_PER_SESSION: usize = 3;
+
+/// What the journeys did, for the summary.
+pub(super) struct Story {
+    /// Per session: turns streamed and the events they streamed.
+    pub turns: Vec<(String, usize, usize)>,
+    pub first: ClaimedRunResult,
+    pub retry: ClaimedRunResult,
+    pub aborted: ClaimedRunResult,
 }
 
-/// One turn of a coding agent: header, user message, run lifecycle, streamed text, a tool call
-/// and its result, the terminal event, and the closing records.
-pub(super) fn write_journey(
-    store: &ExecutionStores,
-    session: &str,
-    prompt: &str,
-    base: u64,
-) -> makalog::Result<()> {
-    use Durability::{Buffered, Durable};
-    let run = format!("run-{base}");
-    let turn = format!("turn-{base}");
-    let event = |n: u64, extra: Value| {
-        let mut v = json!({
-            "author": "agent", "id": format!("evt-{base}-{n}"), "invocationId": run,
-            "partial": false, "role": "model", "runId": run, "sessionId": session,
-            "ts": base + n, "turnId": turn,
-        });
-        if let (Some(obj), Value::Object(more)) = (v.as_object_mut(), extra) {
-            obj.extend(more);
+pub(super) fn session_input(id: &str, name: &str) -> Value {
+    json!({"id": id, "name": name, "cwd": "/work/project", "backend": "fake",
+           "llmConnectionSlug": "fake", "model": "fake-model", "permissionMode": "ask"})
+}
+
+pub(super) async fn journeys(c: &ExecutionComposition) -> makalog::Result<Story> {
+    let manager = c.manager();
+    let mut turns = Vec::new();
+    for (i, prompt) in PROMPTS.iter().enumerate() {
+        let session = format!("demo-{}", i + 1);
+        if c.stores().sessions.read_session(&session)?.is_none() {
+            manager.create_session(session_input(&session, prompt))?;
         }
-        v
-    };
-    append(
-        store,
-        session,
-        RecordKind::SessionHeader,
-        &json!({
-            "id": session, "cwd": "/work/project", "workspaceRoot": "/work/project", "name": prompt,
-            "backend": "fake", "llmConnectionSlug": "fake", "model": "fake-model",
-            "permissionMode": "ask", "status": "running", "createdAt": 1_800_000_000_000u64, "lastUsedAt": base,
-            "titleIsManual": false, "isFlagged": false, "isArchived": false, "hasUnread": false,
-            "connectionLocked": true, "labels": [], "schemaVersion": 1,
-        }),
-        Durable,
-    )?;
-    append(
-        store,
-        session,
-        RecordKind::Message,
-        &json!({
-            "type": "user", "id": format!("msg-{base}"), "turnId": turn, "ts": base, "text": prompt,
-        }),
-        Durable,
-    )?;
-    append(
-        store,
-        session,
-        RecordKind::Run,
-        &json!({
-            "runId": run, "sessionId": session, "turnId": turn, "status": "running",
-            "backendKind": "fake", "llmConnectionSlug": "fake", "modelId": "fake-model",
-            "cwd": "/work/project", "permissionMode": "ask", "createdAt": base, "updatedAt": base,
-            "invocationId": run,
-        }),
-        Durable,
-    )?;
-    append(
-        store,
-        session,
-        RecordKind::RunEvent,
-        &json!({
-            "type": "run_started", "id": format!("re-{base}"), "runId": run, "sessionId": session,
-            "turnId": turn, "ts": base + 1,
-        }),
-        Durable,
-    )?;
-    append(
-        store,
-        session,
-        RecordKind::RuntimeEvent,
-        &event(
-            2,
-            json!({
-                "id": format!("invocation_opened:{run}"), "role": "system", "author": "system",
-                "modelVisibility": "hidden",
-                "content": {"kind": "invocation_opened", "protocol": "invocation_opened_v1",
-                    "route": {"provenance": "runtime", "backendKind": "fake", "llmConnectionId": "fake-connection",
-                              "llmConnectionSlug": "fake", "modelId": "fake-model"},
-                    "configuration": {"cwd": "/work/project", "permissionMode": "ask", "collaborationMode": "agent",
-                        "orchestrationMode": "default", "orchestrationSource": "session", "toolMode": "direct"},
-                    "root": {"kind": "user"}, "source": {"kind": "fresh"}},
-            }),
-        ),
-        Durability::Durable,
-    )?;
-    let answer = format!("Fake backend received: {prompt}\n\nThis proves the session stream and ledger are connected.");
-    let chars: Vec<char> = answer.chars().collect();
-    for (n, chunk) in chars.chunks(9).enumerate() {
-        let text: String = chunk.iter().collect();
-        append(
-            store,
-            session,
-            RecordKind::RuntimeEvent,
-            &event(
-                10 + n as u64,
-                json!({
-                    "partial": true, "content": {"kind": "text", "text": text},
-                    "refs": {"providerEventId": format!("msg-a-{base}")},
-                }),
-            ),
-            Buffered,
-        )?;
+        let mut events = 0;
+        for turn in 1..=TURNS_PER_SESSION {
+            let input = TurnInput {
+                text: format!("{prompt} (turn {turn})"),
+                ..TurnInput::default()
+            };
+            let mut streaming = manager.send_message(&session, input).await?;
+            while streaming.events.recv().await.is_some() {
+                events += 1;
+            }
+            streaming.finish().await?;
+        }
+        turns.push((session, TURNS_PER_SESSION, events));
     }
-    append(
-        store,
-        session,
-        RecordKind::RuntimeEvent,
-        &event(
-            200,
-            json!({
-                "content": {"kind": "function_call", "id": "tool-1", "name": "Read", "args": {"path": "/work/project/src/lib.rs"}},
-                "refs": {"toolCallId": "tool-1"},
-            }),
-        ),
-        Durable,
-    )?;
-    append(
-        store,
-        session,
-        RecordKind::RuntimeEvent,
-        &event(
-            201,
-            json!({
-                "role": "tool", "author": "tool",
-                "content": {"kind": "function_response", "id": "tool-1", "name": "Read", "result": {"kind": "text", "text": "pub mod ledger;"}},
-                "refs": {"toolCallId": "tool-1"},
-            }),
-        ),
-        Durable,
-    )?;
-    append(
-        store,
-        session,
-        RecordKind::RuntimeEvent,
-        &event(
-            202,
-            json!({
-                "content": {"kind": "text", "text": answer},
-            }),
-        ),
-        Durable,
-    )?;
-    append(
-        store,
-        session,
-        RecordKind::RuntimeEvent,
-        &event(
-            203,
-            json!({
-                "role": "system", "author": "system", "status": "completed",
-                "actions": {"endInvocation": true, "stateDelta": {"stopReason": "end_turn"}},
-            }),
-        ),
-        Durable,
-    )?;
-    // The terminal commit of §7: the terminal runtime event (above), the run's status, then its
-    // one terminal run event.
-    store.runs.update_run(
-        session,
-        &run,
-        &json!({"status": "completed", "updatedAt": base + 204, "completedAt": base + 204}),
-    )?;
-    append(
-        store,
-        session,
-        RecordKind::RunEvent,
-        &json!({
-            "type": "run_completed", "id": format!("rc-{base}"), "runId": run, "sessionId": session,
-            "turnId": turn, "ts": base + 204,
-        }),
-        Durable,
-    )?;
-    append(
-        store,
-        session,
-        RecordKind::Message,
-        &json!({
-            "type": "turn_state", "id": format!("ts-{base}"), "turnId": turn, "ts": base + 205,
-            "status": "completed", "partialOutputRetained": false,
-        }),
-        Durable,
-    )?;
-    Ok(())
+    let prompt = "summarize what demo-1's turns found";
+    let (intent, graph, id) = claimed_child(c, "1", prompt)?;
+    let run = |abort| ClaimedIntentRun {
+        intent: intent.clone(),
+        graph_id: graph.clone(),
+        intent_id: id.clone(),
+        prompt: prompt.into(),
+        abort,
+        on_ready: None,
+    };
+    let first = manager.run_claimed_agent_graph_intent(run(None)).await?;
+    let retry = manager.run_claimed_agent_graph_intent(run(None)).await?;
+    let (intent, graph_id, intent_id) = claimed_child(c, "2", FAKE_ASK_USER_QUESTION_PROMPT)?;
+    let abort = AbortController::new();
+    let signal = abort.signal();
+    let aborted = manager
+        .run_claimed_agent_graph_intent(ClaimedIntentRun {
+            intent,
+            graph_id,
+            intent_id,
+            prompt: FAKE_ASK_USER_QUESTION_PROMPT.into(),
+            abort: Some(signal),
+            on_ready: Some(Box::new(move || abort.abort())),
+        })
+        .await?;
+    Ok(Story {
+        turns,
+        first,
+        retry,
+        aborted,
+    })
+}
+
+/// The linked child `graph-child-{n}` of demo-1 (created once), and a claimed intent for its
+/// first turn with `prompt` (claimed once): the intent, its graph and its id.
+fn claimed_child(
+    c: &ExecutionComposition,
+    n: &str,
+    prompt: &str,
+) -> makalog::Result<(AgentGraphRunnableIntent, String, String)> {
+    let d = LOCAL_READ_AGENT_DEFINITION;
+    let child = format!("graph-child-{n}");
+    let (turn, run) = (format!("graph-turn-{n}"), format!("graph-run-{n}"));
+    let digest = |s: &str| makalog::runtime::stable_hash(&json!(s))["sha256:".len()..].to_owned();
+    let mut header = session_input(&child, &format!("graph operator {n}"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    for (k, v) in [
+        ("schemaVersion", json!(1)),
+        ("workspaceRoot", json!("/work/project")),
+        ("createdAt", json!(now)),
+        ("lastUsedAt", json!(now)),
+        ("titleIsManual", json!(false)),
+        ("isFlagged", json!(false)),
+        ("isArchived", json!(false)),
+        ("hasUnread", json!(false)),
+        ("connectionLocked", json!(false)),
+        ("labels", json!(["graph"])),
+        ("status", json!("active")),
+        ("permissionMode", json!(d.permission_mode)),
+    ] {
+        header[k] = v;
+    }
+    header["subagentParent"] = json!({"kind": "subagent", "parentSessionId": "demo-1",
+        "spawnedBy": {"parentRunId": "demo-graph-run", "parentTurnId": "demo-graph-turn",
+                      "toolCallId": format!("graph-tool-{n}")}, "lifecycle": "foreground"});
+    header["subagentRuntime"] = json!({"schemaVersion": 1, "definitionVersion": d.definition_version,
+        "agentId": d.id, "agentName": d.name, "profile": d.profile, "systemPrompt": d.system_prompt,
+        "toolNames": d.tools, "categoryPolicy": {}});
+    header["subagentSpawn"] = json!({"schemaVersion": 1, "requestFingerprint": digest(&child),
+        "initialTurnId": turn, "initialRunId": run});
+    if c.stores().sessions.read_session(&child)?.is_none() {
+        c.stores().sessions.create_subagent(header)?;
+    }
+    let intent = AgentGraphRunnableIntent {
+        schema_version: 1,
+        intent_id: format!("graph_intent_{}", &digest(&format!("intent-{n}"))[..32]),
+        graph_id: "demo-runtime-graph".into(),
+        readiness_context_fingerprint: format!("sha256:{}", digest("readiness")),
+        policy_fingerprint: format!("sha256:{}", digest("policy")),
+        readiness_id: format!("readiness-{n}"),
+        operator_id: d.id.into(),
+        target_session_id: child.clone(),
+        policy_kind: "map".into(),
+        trigger_route_ids: vec![format!("route-{n}")],
+        trigger_record_ids: vec![format!("record-{n}")],
+    };
+    let request = AgentGraphIntentClaimRequest {
+        schema_version: 1,
+        claim_id: makalog::runtime::claim_id_of(&intent.graph_id, &intent.intent_id),
+        graph_id: intent.graph_id.clone(),
+        intent_id: intent.intent_id.clone(),
+        intent_fingerprint: intent.fingerprint(prompt)?,
+        readiness_context_fingerprint: intent.readiness_context_fingerprint.clone(),
+        target_operator_id: d.id.into(),
+        target_session_id: child,
+        target_turn_id: turn,
+        target_run_id: run,
+    };
+    c.stores().claims.claim_agent_graph_intent(request)?;
+    let (graph, id) = (intent.graph_id.clone(), intent.intent_id.clone());
+    Ok((intent, graph, id))
 }
