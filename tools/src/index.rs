@@ -128,7 +128,7 @@ pub fn rebuild_all(root: &Path) -> ExitCode {
 
 /// The view of a session, read-only: its sidecar caught up in memory when it still holds,
 /// a rebuild otherwise.
-fn view_of(storage: &RealStorage, id: &str) -> makalog::Result<SessionIndex> {
+pub(crate) fn view_of(storage: &RealStorage, id: &str) -> makalog::Result<SessionIndex> {
     let path = session_dir(id).join(SIDECAR_FILE);
     if let Ok(bytes) = storage.read_file(&path) {
         if let Some((mut view, _)) = trusted_sidecar(storage, id, &bytes)? {

@@ -10,6 +10,7 @@ mod events;
 mod index;
 mod sessions;
 mod time;
+mod timeline;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -102,6 +103,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A session's turns in order: runs, invocations and outcomes, with times and durations.
+    Timeline {
+        /// The root directory.
+        root: PathBuf,
+        /// The session.
+        #[arg(long)]
+        session: String,
+        /// One JSON object per turn.
+        #[arg(long)]
+        json: bool,
+    },
     /// A session's stored messages in append order.
     Messages {
         /// The root directory.
@@ -161,6 +173,11 @@ fn main() -> ExitCode {
             json,
         } => index::invocations(&root, &session, json),
         Command::Sessions { root, json } => sessions::list(&root, json),
+        Command::Timeline {
+            root,
+            session,
+            json,
+        } => timeline::run(&root, &session, json),
         Command::Runs {
             root,
             session,

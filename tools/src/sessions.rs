@@ -156,7 +156,7 @@ pub fn runs(root: &Path, session: &str, json: bool) -> ExitCode {
 
 /// The root's storage once it is a root holding session `session`; otherwise the exit code
 /// that says why not (a usage error, no such session, or damage).
-fn session_root(root: &Path, session: &str) -> Result<RealStorage, ExitCode> {
+pub(crate) fn session_root(root: &Path, session: &str) -> Result<RealStorage, ExitCode> {
     let storage = RealStorage::unmapped(root);
     if let Err(e) = read_marker(&storage) {
         return Err(crate::usage_error(e));
