@@ -111,6 +111,7 @@ pub mod child;
 pub mod counting;
 pub mod crash;
 pub mod events;
+pub mod runtime_crash;
 pub mod scenario;
 pub mod store_crash;
 pub mod stores;

@@ -1,0 +1,69 @@
+//! Which recovered roots a runtime workload's model allows.
+
+use super::{RuntimeModel, RuntimeView};
+
+/// Every run ended by exactly one terminal run event and one terminal RuntimeEvent; every
+/// acknowledged turn ended as acknowledged; every started run there; nothing that was not
+/// asked for; a run not acknowledged as ended either completed, was cancelled, or failed with
+/// `app_restarted`; and one run per claimed turn, ended as acknowledged.
+pub fn check(model: &RuntimeModel, got: &RuntimeView) -> Result<(), String> {
+    if got.unfinished != 0 {
+        return Err(format!(
+            "{} runs left unfinished after recovery",
+            got.unfinished
+        ));
+    }
+    for (key, run) in &got.runs {
+        if !model.asked.contains(key) {
+            return Err(format!("run {key:?} was never asked for"));
+        }
+        if (run.terminal_run_events, run.terminal_events) != (1, 1) {
+            return Err(format!(
+                "run {key:?}: {} terminal run events and {} terminal runtime events",
+                run.terminal_run_events, run.terminal_events
+            ));
+        }
+        match model.ended.get(key) {
+            Some(status) if *status != run.status => {
+                return Err(format!(
+                    "run {key:?} ended {status}, recovered {}",
+                    run.status
+                ))
+            }
+            Some(_) => {}
+            None => {
+                let recovered =
+                    run.status == "failed" && run.failure_class.as_deref() == Some("app_restarted");
+                if !(recovered || run.status == "completed" || run.status == "cancelled") {
+                    return Err(format!(
+                        "run {key:?} is {} {:?}",
+                        run.status, run.failure_class
+                    ));
+                }
+            }
+        }
+    }
+    for key in &model.started {
+        if !got.runs.contains_key(key) {
+            return Err(format!("started run {key:?} is missing"));
+        }
+    }
+    for key in model.ended.keys() {
+        if !got.runs.contains_key(key) {
+            return Err(format!("ended run {key:?} is missing"));
+        }
+    }
+    for (child, status) in &model.claims {
+        let runs: Vec<_> = got.runs.iter().filter(|((s, _), _)| s == child).collect();
+        if runs.len() != 1 {
+            return Err(format!("claimed child {child} has {} runs", runs.len()));
+        }
+        if runs[0].1.status != *status {
+            return Err(format!(
+                "claimed run of {child} ended {status}, recovered {}",
+                runs[0].1.status
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,83 @@
+//! What a recovered root holds, as the runtime's checks read it: every run of every session
+//! with its status and terminal facts, and the runs left unfinished.
+
+use super::composition;
+use makalog::root::{create_or_open_root, Owner};
+use makalog::storage::SimStorage;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// One run after recovery.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunView {
+    pub status: String,
+    pub failure_class: Option<String>,
+    pub turn_id: String,
+    /// run_completed / run_failed / run_cancelled events.
+    pub terminal_run_events: usize,
+    /// Non-partial terminal RuntimeEvents.
+    pub terminal_events: usize,
+}
+
+/// A recovered root: runs by (session, run), and how many the recovery left unfinished.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RuntimeView {
+    pub runs: BTreeMap<(String, String), RunView>,
+    pub unfinished: usize,
+}
+
+fn err(what: &str) -> impl Fn(makalog::Error) -> String + '_ {
+    move |e| format!("{what}: {e}")
+}
+
+/// Opens the root (recovering its logs), runs recovery at start, and reads every run back.
+pub fn recover(storage: &Arc<SimStorage>) -> Result<RuntimeView, String> {
+    create_or_open_root(&**storage).map_err(err("root"))?;
+    let owner = Owner::try_acquire(storage.clone())
+        .map_err(err("lease"))?
+        .ok_or("lease busy")?;
+    // A life of its own: named by what the root holds, so a recovery after a crashed one
+    // never reuses its ids, and a replay names it the same.
+    let held: usize = storage.live_files().values().map(Vec::len).sum();
+    let c = composition(&owner, &format!("recovery{held}")).map_err(err("open"))?;
+    let report = c.recover().map_err(err("recover"))?;
+    if !report.skipped.is_empty() {
+        return Err(format!("recovery skipped {:?}", report.skipped));
+    }
+    let stores = c.stores();
+    let mut view = RuntimeView::default();
+    for header in stores.sessions.list_sessions().map_err(err("list"))? {
+        let s = header.id();
+        view.unfinished += stores
+            .runs
+            .list_unfinished_runs(s)
+            .map_err(err("unfinished"))?
+            .len();
+        for run in stores.runs.list_session_runs(s).map_err(err("runs"))? {
+            let id = run.run_id();
+            let events = stores.runs.read_events(s, id).map_err(err("run events"))?;
+            let runtime = stores
+                .runtime_events
+                .read_immutable_runtime_events(s, id)
+                .map_err(err("runtime events"))?;
+            view.runs.insert(
+                (s.to_owned(), id.to_owned()),
+                RunView {
+                    status: run.status().to_owned(),
+                    failure_class: run.value()["failureClass"].as_str().map(str::to_owned),
+                    turn_id: run.value()["turnId"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    terminal_run_events: events.iter().filter(|(_, e)| e.is_terminal()).count(),
+                    terminal_events: runtime
+                        .iter()
+                        .filter(|e| !e.partial() && e.is_terminal())
+                        .count(),
+                },
+            );
+        }
+    }
+    c.close().map_err(err("close"))?;
+    Ok(view)
+}
