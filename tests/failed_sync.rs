@@ -148,3 +148,49 @@ fn a_claims_log_reopened_after_a_lost_sync_keeps_every_acknowledged_claim() {
         );
     }
 }
+
+/// A second store of the same owner, reading a session whose last sync failed in the first
+/// one, must answer only what a power loss keeps: the failed writer's bytes are written back
+/// and synced before they are served, even by a read.
+#[test]
+fn a_new_store_of_the_same_owner_never_reads_what_a_failed_sync_left_unsynced() {
+    let storage = sim_root();
+    let owner = owner(&storage);
+    let ev = |i: u32| {
+        support::events::text(
+            S,
+            "run-1",
+            "turn-1",
+            &format!("text-{i}"),
+            f64::from(i),
+            "w",
+        )
+    };
+    let first = RuntimeEventStore::open(&owner, config());
+    first.append(&ev(0), Durability::Durable).expect("first");
+    storage.inject(Fault {
+        nth: storage.operations() + 2,
+        forever: false,
+        kind: FaultKind::Eio,
+    });
+    assert!(first.append(&ev(1), Durability::Durable).is_err());
+    let _ = first.close();
+    let second = RuntimeEventStore::open(&owner, config());
+    let read: Vec<String> = second
+        .read_session_runtime_events(S)
+        .expect("read")
+        .iter()
+        .map(|e| e.id().to_owned())
+        .collect();
+    drop(second);
+    drop(owner);
+    storage.crash(Tear::None, &mut SimRng::new(3));
+    let owner = self::owner(&storage);
+    let after: Vec<String> = RuntimeEventStore::open(&owner, config())
+        .read_session_runtime_events(S)
+        .expect("read after the power loss")
+        .iter()
+        .map(|e| e.id().to_owned())
+        .collect();
+    assert_eq!(read, after, "what was read survived the power loss");
+}

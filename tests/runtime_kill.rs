@@ -52,6 +52,10 @@ fn turns_interrupted_by_sigkill_are_recovered_and_every_acknowledged_fact_surviv
     let report = c.recover().expect("recover");
     assert!(report.skipped.is_empty(), "{:?}", report.skipped);
     assert!(
+        !report.scanned_all,
+        "the open-runs file named the sessions to visit"
+    );
+    assert!(
         report.recovered.len() <= SESSIONS,
         "at most one turn in flight a session: {report:?}"
     );
@@ -125,6 +129,8 @@ fn streaming_child_process() {
         Sources::system(),
     )
     .expect("composition");
+    // As a host starts: recovery first, which creates the open-runs file turns are tracked in.
+    c.recover().expect("recover at start");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_time()

@@ -195,6 +195,12 @@ impl Owner {
         &self.lease.marker
     }
 
+    /// True when a write or sync of log `name` failed in this process and no writer has
+    /// written its bytes back since: its files may show bytes no sync persisted.
+    pub(crate) fn log_failed(&self, name: &str) -> bool {
+        lock(&self.lease.failed).contains_key(name)
+    }
+
     /// Takes the hold on log `name` for its one writer; [`Error::AlreadyOpen`] while another
     /// writer holds it.
     pub fn hold_log(&self, name: &str) -> Result<LogHold> {

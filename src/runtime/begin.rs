@@ -18,6 +18,8 @@ pub(super) struct Begun {
     pub user_message_id: String,
     pub header: SessionHeader,
     pub started_at: f64,
+    /// The run's slot in the open-runs file, to free once the run has ended.
+    pub slot: Option<usize>,
 }
 
 pub(super) fn begin(inner: &Inner, session_id: &str, input: &TurnInput) -> Result<Begun> {
@@ -66,6 +68,9 @@ pub(super) fn begin(inner: &Inner, session_id: &str, input: &TurnInput) -> Resul
         run_id: run_id.clone(),
         turn_id: turn_id.clone(),
     };
+    // The run is in the open-runs file before its first record, so recovery finds it.
+    let storage = inner.stores.runtime_events.storage();
+    let slot = super::manager::lock(&inner.open_runs)?.mark(storage, session_id, &run_id)?;
     // 1. The run, then run_created.
     let now = s.now();
     let mut run = json!({
@@ -148,6 +153,7 @@ pub(super) fn begin(inner: &Inner, session_id: &str, input: &TurnInput) -> Resul
         user_message_id,
         header,
         started_at,
+        slot,
     })
 }
 

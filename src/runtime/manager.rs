@@ -92,6 +92,8 @@ pub(crate) struct Inner {
     stops: Mutex<HashMap<String, String>>,
     /// Per claim in flight: its call's fingerprint and the lock a joining call waits on.
     pub claimed: Mutex<HashMap<String, ClaimCall>>,
+    /// The runs started and not yet ended, as the open-runs file holds them.
+    pub open_runs: Mutex<super::open_runs::OpenRuns>,
 }
 
 /// Creates sessions and runs their turns.
@@ -113,6 +115,7 @@ impl SessionManager {
                 turns: Mutex::default(),
                 stops: Mutex::default(),
                 claimed: Mutex::default(),
+                open_runs: Mutex::default(),
             }),
         }
     }

@@ -1,18 +1,25 @@
 //! Recovery at start (MAKA-MODEL §12): every run a restart left without its terminal commit,
-//! in every session that is not archived, is ended as `recover_run` says. Sessions are read
-//! through their views (a session not open is read from its files, nothing written); a
-//! session that cannot be read is reported and skipped, never guessed at.
+//! in every session that is not archived, is ended as `recover_run` says. The sessions visited
+//! are those the open-runs file names (state that stays as small as the runs in flight), or
+//! every session when the file is missing or damaged. Sessions are read through their views
+//! (a session not open is read from its files, nothing written); a session that cannot be read
+//! is reported and skipped, never guessed at.
 
+use super::manager::lock;
 use super::manager::SessionManager;
+use super::open_runs::{read_open_runs, Listing};
 use super::recover::{recover_run, RecoveredRun};
 use crate::error::Result;
 use serde_json::json;
+use std::collections::BTreeSet;
 
 /// What recovery at start did.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct RecoveryReport {
     /// Sessions looked at.
     pub sessions: usize,
+    /// True when every session was looked at (the open-runs file was missing or damaged).
+    pub scanned_all: bool,
     /// The runs ended, in session order.
     pub recovered: Vec<RecoveredRun>,
     /// Sessions or runs that could not be read or ended, with why.
@@ -20,21 +27,45 @@ pub struct RecoveryReport {
 }
 
 impl SessionManager {
-    /// Ends every interrupted run of the root's idle, non-archived sessions. Run again, it
+    /// Ends every interrupted run of the root's idle, non-archived sessions: those the
+    /// open-runs file names, or every session when it is missing or damaged. Run again, it
     /// finds nothing more to do.
     pub fn recover_interrupted_sessions(&self) -> Result<RecoveryReport> {
         let stores = self.stores();
+        let storage = stores.runtime_events.storage();
+        let listing = read_open_runs(storage)?;
         let mut report = RecoveryReport::default();
-        for header in stores.sessions.list_sessions()? {
-            if header.value()["isArchived"] == json!(true) {
-                continue;
+        let sessions: Vec<String> = match &listing {
+            Listing::Open(runs) => {
+                let named: BTreeSet<&String> = runs.iter().map(|(s, _)| s).collect();
+                named.into_iter().cloned().collect()
+            }
+            Listing::Missing | Listing::Damaged { .. } => {
+                report.scanned_all = true;
+                stores
+                    .sessions
+                    .list_sessions()?
+                    .iter()
+                    .map(|h| h.id().to_owned())
+                    .collect()
+            }
+        };
+        for id in &sessions {
+            match stores.sessions.read_session(id) {
+                Ok(Some(h)) if h.value()["isArchived"] == json!(true) => continue,
+                Ok(Some(_)) => {}
+                // A session the file names that is not there (its creation failed).
+                Ok(None) => continue,
+                Err(e) => {
+                    report.skipped.push((id.clone(), e.to_string()));
+                    continue;
+                }
             }
             report.sessions += 1;
-            let id = header.id();
             let runs = match stores.runs.list_unfinished_runs(id) {
                 Ok(runs) => runs,
                 Err(e) => {
-                    report.skipped.push((id.to_owned(), e.to_string()));
+                    report.skipped.push((id.clone(), e.to_string()));
                     continue;
                 }
             };
@@ -46,6 +77,10 @@ impl SessionManager {
                         .push((format!("{id}/{}", run.run_id()), e.to_string())),
                 }
             }
+        }
+        // What the file named is ended (or reported): only then is it emptied.
+        if report.skipped.is_empty() {
+            lock(&self.inner.open_runs)?.reset(storage)?;
         }
         Ok(report)
     }

@@ -338,6 +338,9 @@ fn finish(
         next["statusUpdatedAt"] = json!(now);
         inner.stores.sessions.update_session(next)?;
     }
+    if let Some(slot) = begun.slot {
+        super::manager::lock(&inner.open_runs)?.clear(slot);
+    }
     Ok(TurnOutcome {
         session_id: ids.session_id.clone(),
         turn_id: ids.turn_id.clone(),

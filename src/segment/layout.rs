@@ -112,3 +112,8 @@ pub fn list_sessions(storage: &dyn Storage) -> Result<(Vec<String>, Vec<PathBuf>
     }
     Ok((ids, strays))
 }
+
+/// The name a session's log is held and marked failed under, in the owner's lease.
+pub(crate) fn session_log_name(session_id: &str) -> String {
+    format!("session {session_id}")
+}

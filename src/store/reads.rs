@@ -55,7 +55,7 @@ impl RuntimeEventStore {
     /// the facts it shows are durable; another from a read-only view of its files.
     pub fn list_session_invocations(&self, session_id: &str) -> Result<Vec<RuntimeInvocation>> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        let Some(session) = self.sessions.get_open(session_id) else {
+        let Some(session) = self.open_for_reading(session_id)? else {
             return read_only_invocations(self.storage(), session_id);
         };
         let (listed, upto) = {
@@ -73,7 +73,7 @@ impl RuntimeEventStore {
     /// durable), absent (never written: empty, nothing created), or as its files hold it.
     fn reading(&self, session_id: &str) -> Result<Reading> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        if let Some(s) = self.sessions.get_open(session_id) {
+        if let Some(s) = self.open_for_reading(session_id)? {
             return Ok(Reading::Open(s));
         }
         let dir = session_dir(session_id);

@@ -79,7 +79,7 @@ impl RuntimeEventStore {
         }
     }
 
-    pub(super) fn storage(&self) -> &dyn Storage {
+    pub(crate) fn storage(&self) -> &dyn Storage {
         &**self.owner.storage()
     }
 
@@ -281,7 +281,7 @@ impl RuntimeEventStore {
         read: impl FnOnce(&crate::index::SessionState) -> T,
     ) -> Result<T> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        if let Some(open) = self.sessions.get_open(session_id) {
+        if let Some(open) = self.open_for_reading(session_id)? {
             let (answer, upto) = {
                 let st = lock(&open.state);
                 (read(&st.view.session), st.fact_seq)
@@ -293,6 +293,22 @@ impl RuntimeEventStore {
             self.storage(),
             session_id,
         )?))
+    }
+
+    /// The session if it is open here, or must be: one whose write or sync failed in this
+    /// process (in this store or an earlier one of the same owner) is opened, which writes back
+    /// and syncs what the failed writer left, so no read serves bytes a power loss can take.
+    pub(super) fn open_for_reading(&self, session_id: &str) -> Result<Option<Arc<SessionEvents>>> {
+        if let Some(open) = self.sessions.get_open(session_id) {
+            return Ok(Some(open));
+        }
+        if self
+            .owner
+            .log_failed(&crate::segment::layout::session_log_name(session_id))
+        {
+            return self.session(session_id).map(Some);
+        }
+        Ok(None)
     }
 
     /// Syncs every session, writes the sidecars that are behind their logs and cuts the zeros

@@ -56,7 +56,7 @@ impl SegmentWriter {
                 "max_payload must be 1..={MAX_PAYLOAD_LIMIT}"
             )));
         }
-        let hold = owner.hold_log(&format!("session {session_id}"))?;
+        let hold = owner.hold_log(&crate::segment::layout::session_log_name(session_id))?;
         let dir = session_dir(session_id);
         let failures = hold.failures();
         if let Some(failed) = hold.take_failed() {

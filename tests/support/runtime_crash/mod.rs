@@ -158,6 +158,13 @@ impl Running {
                 None => Ok(()),
             },
         };
+        if std::env::var_os("RT_DEBUG").is_some() {
+            eprintln!(
+                "op {i} {op:?}: {:?} ops {}",
+                done.as_ref().err(),
+                self.storage.operations()
+            );
+        }
         if done.is_err() {
             self.model.errors += 1;
             // A failed write poisons its writer: the next operation opens afresh.

@@ -1,0 +1,206 @@
+//! The open-runs file `open-runs` at the root: which runs the runtime has started and not yet
+//! ended, so recovery at start visits only their sessions instead of every session of the
+//! root. Fixed 512-byte slots, reused: a slot of all zeros is free; an occupied slot is a
+//! payload length `n` (u32 LE, 1..=504), the CRC-32 of the payload, and the payload, the
+//! canonical JSON `{"runId","sessionId"}` of a run, zeros after it. A run's slot is written and
+//! synced before its first record, and zeroed (not synced) once its terminal commit is durable.
+//! Slots a process finds occupied when it opens the file name runs of an earlier life: they
+//! are never reused before a recovery has ended those runs.
+//!
+//! The file is created by a recovery that scanned every session; while it is missing, turns
+//! are not tracked and the next recovery scans every session again. A slot that is neither
+//! free nor valid (a torn slot write) makes recovery scan every session too.
+
+use crate::error::{Error, Result};
+use crate::storage::{OpenMode, Storage, StorageFile};
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// The file's name at the root.
+pub const OPEN_RUNS_FILE: &str = "open-runs";
+/// The size of one slot.
+pub const SLOT_LEN: usize = 512;
+const MAX_PAYLOAD: usize = SLOT_LEN - 8;
+
+/// What the file says at start.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Listing {
+    /// There is no file: every session must be visited.
+    Missing,
+    /// A slot at this offset holds neither a run nor zeros: every session must be visited.
+    Damaged { offset: u64 },
+    /// The runs it holds: (session, run) by slot.
+    Open(Vec<(String, String)>),
+}
+
+/// The runtime's handle on the file.
+#[derive(Default)]
+pub(crate) struct OpenRuns {
+    file: Option<Box<dyn StorageFile>>,
+    /// Slots of this process's runs: their run.
+    in_use: BTreeMap<usize, (String, String)>,
+    /// Slots the file held when this process opened it: runs of an earlier life not yet
+    /// recovered, never overwritten before a recovery ends them.
+    earlier: BTreeSet<usize>,
+}
+
+fn io(op: &'static str) -> impl Fn(std::io::Error) -> Error {
+    move |e| Error::io(Path::new(OPEN_RUNS_FILE), op, e)
+}
+
+/// Reads the file of `storage`'s root, read-only.
+pub fn read_open_runs(storage: &dyn Storage) -> Result<Listing> {
+    let bytes = match storage.read_file(Path::new(OPEN_RUNS_FILE)) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Listing::Missing),
+        Err(e) => return Err(io("read")(e)),
+    };
+    let mut runs = Vec::new();
+    for (i, slot) in bytes.chunks(SLOT_LEN).enumerate() {
+        let offset = (i * SLOT_LEN) as u64;
+        if slot.iter().all(|&b| b == 0) {
+            continue;
+        }
+        match decode_slot(slot) {
+            Some(run) => runs.push(run),
+            None => return Ok(Listing::Damaged { offset }),
+        }
+    }
+    Ok(Listing::Open(runs))
+}
+
+fn decode_slot(slot: &[u8]) -> Option<(String, String)> {
+    if slot.len() != SLOT_LEN {
+        return None;
+    }
+    let n = u32::from_le_bytes(slot[0..4].try_into().ok()?) as usize;
+    if n == 0 || n > MAX_PAYLOAD || slot[8 + n..].iter().any(|&b| b != 0) {
+        return None;
+    }
+    let payload = &slot[8..8 + n];
+    if crc32fast::hash(payload) != u32::from_le_bytes(slot[4..8].try_into().ok()?) {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(payload).ok()?;
+    let (s, r) = (v["sessionId"].as_str()?, v["runId"].as_str()?);
+    crate::format::validate_session_id(s).ok()?;
+    Some((s.to_owned(), r.to_owned()))
+}
+
+fn encode_slot(session_id: &str, run_id: &str) -> Result<Vec<u8>> {
+    let payload =
+        crate::event::canonical_string(&json!({"runId": run_id, "sessionId": session_id}));
+    if payload.len() > MAX_PAYLOAD {
+        return Err(Error::InvalidInput(format!(
+            "run id {run_id:?} is too long to track"
+        )));
+    }
+    let mut slot = vec![0u8; SLOT_LEN];
+    slot[0..4].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    slot[4..8].copy_from_slice(&crc32fast::hash(payload.as_bytes()).to_le_bytes());
+    slot[8..8 + payload.len()].copy_from_slice(payload.as_bytes());
+    Ok(slot)
+}
+
+impl OpenRuns {
+    /// Opens the file if it exists (true), noting the slots an earlier life left occupied.
+    fn open_existing(&mut self, storage: &dyn Storage) -> Result<bool> {
+        if self.file.is_some() {
+            return Ok(true);
+        }
+        let file = match storage.open(Path::new(OPEN_RUNS_FILE), OpenMode::ReadWrite) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(io("open")(e)),
+        };
+        let len = file.size().map_err(io("size"))? as usize;
+        let mut slot = vec![0u8; SLOT_LEN];
+        for i in 0..len.div_ceil(SLOT_LEN) {
+            let n = file
+                .read_full_at(&mut slot, (i * SLOT_LEN) as u64)
+                .map_err(io("read"))?;
+            if slot[..n].iter().any(|&b| b != 0) {
+                self.earlier.insert(i);
+            }
+        }
+        self.file = Some(file);
+        Ok(true)
+    }
+
+    /// After a recovery that ended every run in the file (or scanned every session): the file
+    /// emptied and synced (created, with the root directory synced, when it was missing).
+    /// Slots still in use by turns of this process are kept.
+    pub fn reset(&mut self, storage: &dyn Storage) -> Result<()> {
+        if self.file.is_none() {
+            let path = Path::new(OPEN_RUNS_FILE);
+            let file = match storage.open(path, OpenMode::ReadWrite) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let f = storage
+                        .open(path, OpenMode::CreateNew)
+                        .map_err(io("create"))?;
+                    f.sync_data().map_err(io("sync"))?;
+                    storage
+                        .sync_dir(Path::new(""))
+                        .map_err(io("sync the root of"))?;
+                    f
+                }
+                Err(e) => return Err(io("open")(e)),
+            };
+            self.file = Some(file);
+        }
+        let file = self
+            .file
+            .as_ref()
+            .ok_or_else(|| Error::InvalidInput("no open-runs file".into()))?;
+        let keep = self
+            .in_use
+            .keys()
+            .next_back()
+            .map_or(0, |last| (last + 1) * SLOT_LEN);
+        let len = file.size().map_err(io("size"))? as usize;
+        for at in (0..keep).step_by(SLOT_LEN) {
+            if !self.in_use.contains_key(&(at / SLOT_LEN)) {
+                file.write_all_at(&[0u8; SLOT_LEN], at as u64)
+                    .map_err(io("clear"))?;
+            }
+        }
+        if len > keep {
+            file.set_len(keep as u64).map_err(io("truncate"))?;
+        }
+        file.sync_data().map_err(io("sync"))
+    }
+
+    /// Records that run `run_id` of `session_id` is starting, durably; the slot to clear when
+    /// it ends. `None` while the file does not exist (the next recovery scans everything).
+    pub fn mark(
+        &mut self,
+        storage: &dyn Storage,
+        session_id: &str,
+        run_id: &str,
+    ) -> Result<Option<usize>> {
+        if !self.open_existing(storage)? {
+            return Ok(None);
+        }
+        let Some(file) = &self.file else {
+            return Ok(None);
+        };
+        let taken = |i: &usize| self.in_use.contains_key(i) || self.earlier.contains(i);
+        let slot = (0..).find(|i| !taken(i)).unwrap_or(0);
+        file.write_all_at(&encode_slot(session_id, run_id)?, (slot * SLOT_LEN) as u64)
+            .map_err(io("write"))?;
+        file.sync_data().map_err(io("sync"))?;
+        self.in_use
+            .insert(slot, (session_id.to_owned(), run_id.to_owned()));
+        Ok(Some(slot))
+    }
+
+    /// Frees `slot` once its run's terminal commit is durable. Not synced: a slot whose
+    /// clearing was lost names a run that has ended, which recovery skips.
+    pub fn clear(&mut self, slot: usize) {
+        if let (Some(file), Some(_)) = (&self.file, self.in_use.remove(&slot)) {
+            let _ = file.write_all_at(&[0u8; SLOT_LEN], (slot * SLOT_LEN) as u64);
+        }
+    }
+}
