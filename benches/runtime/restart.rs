@@ -1,12 +1,17 @@
-//! Recovery at start of a root of `sessions` closed sessions, `interrupted` of them with a run
-//! a crash left running, beside opening every session of the same root.
+//! Recovery at start of a root of `sessions` sessions, `interrupted` of them with a turn a
+//! crash left waiting: recovery with the open-runs file (the sessions it names), recovery
+//! without it (every session: a root from before the file), and opening every session.
 
 use super::common::{scratch, BenchResult};
 use makalog::root::try_acquire_owner;
-use makalog::runtime::{BackendRegistry, ExecutionComposition, Sources};
+use makalog::runtime::{
+    BackendRegistry, ExecutionComposition, Sources, TurnInput, FAKE_ASK_USER_QUESTION_PROMPT,
+    OPEN_RUNS_FILE,
+};
 use makalog::store::open_execution_stores_for_write;
 use serde_json::json;
-use std::time::Instant;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 fn header(id: &str) -> serde_json::Value {
     json!({"schemaVersion": 1, "id": id, "workspaceRoot": "/w", "cwd": "/w", "name": id,
@@ -16,28 +21,86 @@ fn header(id: &str) -> serde_json::Value {
            "permissionMode": "ask"})
 }
 
-/// Milliseconds: recovery (open and `recover()`), then opening every session.
-pub fn recovery_case(sessions: usize, interrupted: usize) -> BenchResult<(f64, f64)> {
+/// What the case measured, in milliseconds.
+pub struct Recovery {
+    pub with_file: f64,
+    pub without_file: f64,
+    pub open_all: f64,
+}
+
+/// Leaves a turn waiting for an answer in each of `sessions`, then stops the process's runtime
+/// under them (what a crash leaves).
+fn interrupt(root: &Path, sessions: &[String]) -> BenchResult<()> {
+    let owner = try_acquire_owner(root)?.ok_or("busy")?;
+    let c = ExecutionComposition::open(
+        &owner,
+        BackendRegistry::with_instant_fake(),
+        Sources::system(),
+    )?;
+    c.recover()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()?;
+    rt.block_on(async {
+        for s in sessions {
+            let input = TurnInput {
+                text: FAKE_ASK_USER_QUESTION_PROMPT.into(),
+                ..TurnInput::default()
+            };
+            let mut turn = c.manager().send_message(s, input).await?;
+            while let Some(e) = turn.events.recv().await {
+                if e.type_name() == "user_question_request" {
+                    break;
+                }
+            }
+            turn.abandon().await;
+        }
+        Ok::<(), makalog::Error>(())
+    })?;
+    rt.shutdown_timeout(Duration::from_secs(10));
+    c.close()?;
+    Ok(())
+}
+
+/// A fresh composition's recovery, in ms; it must end `want` runs.
+fn time_recovery(root: &Path, want: usize) -> BenchResult<f64> {
+    let owner = try_acquire_owner(root)?.ok_or("busy")?;
+    let start = Instant::now();
+    let c = ExecutionComposition::open(
+        &owner,
+        BackendRegistry::with_instant_fake(),
+        Sources::system(),
+    )?;
+    let report = c.recover()?;
+    let took = start.elapsed();
+    if report.recovered.len() != want {
+        return Err(format!("recovered {} of {want}", report.recovered.len()).into());
+    }
+    c.close()?;
+    Ok(took.as_secs_f64() * 1e3)
+}
+
+pub fn recovery_case(sessions: usize, interrupted: usize) -> BenchResult<Recovery> {
     let dir = scratch()?;
     let root = dir.path().join("root");
     let ids: Vec<String> = (0..sessions).map(|n| format!("s-{n:05}")).collect();
     {
         let owner = try_acquire_owner(&root)?.ok_or("busy")?;
         let stores = open_execution_stores_for_write(&owner)?;
-        for (n, id) in ids.iter().enumerate() {
+        for id in &ids {
             stores.sessions.create(header(id))?;
-            if n % (sessions / interrupted.max(1)).max(1) == 0 {
-                stores
-                    .runs
-                    .create_run(json!({"runId": "r", "sessionId": id, "turnId": "t",
-                    "llmConnectionSlug": "fake", "modelId": "fake-model", "cwd": "/w",
-                    "status": "running", "backendKind": "fake", "permissionMode": "ask",
-                    "createdAt": 1, "updatedAt": 1}))?;
-            }
         }
         stores.close()?;
     }
-    // Both read the same files; the page cache is warm for both.
+    let step = (sessions / interrupted.max(1)).max(1);
+    let hit: Vec<String> = ids
+        .iter()
+        .step_by(step)
+        .take(interrupted)
+        .cloned()
+        .collect();
+    interrupt(&root, &hit)?;
     let open_all = {
         let owner = try_acquire_owner(&root)?.ok_or("busy")?;
         let stores = open_execution_stores_for_write(&owner)?;
@@ -47,23 +110,31 @@ pub fn recovery_case(sessions: usize, interrupted: usize) -> BenchResult<(f64, f
         }
         let took = start.elapsed();
         stores.close()?;
-        took
+        took.as_secs_f64() * 1e3
     };
-    let owner = try_acquire_owner(&root)?.ok_or("busy")?;
-    let start = Instant::now();
-    let c = ExecutionComposition::open(
-        &owner,
-        BackendRegistry::with_instant_fake(),
-        Sources::system(),
-    )?;
-    let report = c.recover()?;
-    let recover = start.elapsed();
-    let want = (0..sessions)
-        .filter(|n| n % (sessions / interrupted.max(1)).max(1) == 0)
-        .count();
-    if report.recovered.len() != want {
-        return Err(format!("recovered {} of {want}", report.recovered.len()).into());
+    // Without the file (a root from before it), on a copy of the same state: every session.
+    let copy = dir.path().join("copy");
+    copy_tree(&root, &copy)?;
+    std::fs::remove_file(copy.join(OPEN_RUNS_FILE))?;
+    let without_file = time_recovery(&copy, hit.len())?;
+    let with_file = time_recovery(&root, hit.len())?;
+    Ok(Recovery {
+        with_file,
+        without_file,
+        open_all,
+    })
+}
+
+fn copy_tree(from: &Path, to: &Path) -> BenchResult<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let target = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_tree(&e.path(), &target)?;
+        } else if e.file_name() != "owner.lock" {
+            std::fs::copy(e.path(), target)?;
+        }
     }
-    c.close()?;
-    Ok((recover.as_secs_f64() * 1e3, open_all.as_secs_f64() * 1e3))
+    Ok(())
 }
