@@ -3,12 +3,13 @@
 //! `turn_state{running}`, the user RuntimeEvent, the connection lock, then `run_started`, the
 //! run running and the session running. Each is durable before the next is written.
 
+use super::batch::Batch;
 use super::manager::{Inner, TurnInput};
 use super::mapping::TurnIds;
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
-use crate::model::SessionHeader;
-use crate::segment::Durability;
+use crate::format::RecordKind;
+use crate::model::{RunHeader, SessionHeader};
 use crate::store::Admission;
 use serde_json::{json, Value};
 
@@ -71,6 +72,35 @@ pub(super) fn begin(inner: &Inner, session_id: &str, input: &TurnInput) -> Resul
     // The run is in the open-runs file before its first record, so recovery finds it.
     let storage = inner.stores.runtime_events.storage();
     let slot = super::manager::lock(&inner.open_runs)?.mark(storage, session_id, &run_id)?;
+    // Steps 1 to 6 are queued in the session's log in their order and made durable by one
+    // sync: a crash keeps a prefix of them, as it would of separate syncs.
+    let mut batch = Batch::new(inner, session_id);
+    let written = queue_opening(&mut batch, inner, &ids, h, input, &user_message_id);
+    let durable = batch.wait();
+    let (header, started_at) = written?;
+    durable?;
+    Ok(Begun {
+        ids,
+        user_message_id,
+        header,
+        started_at,
+        slot,
+    })
+}
+
+/// Queues steps 1 to 6 of §12: the run and `run_created`, the opening, the user message and
+/// `turn_state{running}`, the user RuntimeEvent, the connection lock, `run_started`, the run
+/// running and the session running. Returns the session's header and when the run started.
+fn queue_opening(
+    batch: &mut Batch,
+    inner: &Inner,
+    ids: &TurnIds,
+    h: &Value,
+    input: &TurnInput,
+    user_message_id: &str,
+) -> Result<(SessionHeader, f64)> {
+    let s = &inner.sources;
+    let (session_id, run_id, turn_id) = (&ids.session_id, &ids.run_id, &ids.turn_id);
     // 1. The run, then run_created.
     let now = s.now();
     let mut run = json!({
@@ -87,74 +117,70 @@ pub(super) fn begin(inner: &Inner, session_id: &str, input: &TurnInput) -> Resul
             run[key] = json!(v);
         }
     }
-    stores.runs.create_run(run)?;
-    run_event(
-        inner,
-        &ids,
-        "run_created",
-        Some(json!({
-            "textLength": input.text.encode_utf16().count(), "attachmentCount": input.attachments.len(),
-            "orchestrationMode": h.get("orchestrationMode").cloned().unwrap_or(json!("default")),
-            "toolMode": "direct",
-        })),
+    let created = RunHeader::from_value(run)?;
+    batch.record(
+        RecordKind::Run,
+        created.canonical_json(),
+        &|state| match state.runs.contains_key(run_id.as_str()) {
+            true => Err(Error::InvalidRecord {
+                record: "run header",
+                field: "runId".into(),
+                why: format!("session {session_id} already has run {run_id}"),
+            }),
+            false => Ok(()),
+        },
     )?;
+    let data = json!({
+        "textLength": input.text.encode_utf16().count(), "attachmentCount": input.attachments.len(),
+        "orchestrationMode": h.get("orchestrationMode").cloned().unwrap_or(json!("default")),
+        "toolMode": "direct",
+    });
+    batch.run_event(inner, ids, "run_created", Some(data))?;
     // 2. The invocation's opening, its first event.
-    append(
-        inner,
-        ids.event(
-            &s.new_id(),
-            s.now(),
-            false,
-            "system",
-            "system",
-            opening(h, input),
-        ),
-    )?;
+    batch.event(ids.event(
+        &s.new_id(),
+        s.now(),
+        false,
+        "system",
+        "system",
+        opening(h, input),
+    ))?;
     // 3. The user message, then the turn running.
     let at = s.now();
-    stores.sessions.append_message(
-        session_id,
-        json!({
-            "type": "user", "id": user_message_id, "turnId": turn_id, "ts": at, "text": input.text,
-        }),
-    )?;
-    stores.sessions.append_message(
-        session_id,
-        json!({
-            "type": "turn_state", "id": s.new_id(), "turnId": turn_id, "ts": s.now(),
-            "status": "running", "partialOutputRetained": false,
-        }),
-    )?;
+    batch.message(json!({
+        "type": "user", "id": user_message_id, "turnId": turn_id, "ts": at, "text": input.text,
+    }))?;
+    batch.message(json!({
+        "type": "turn_state", "id": s.new_id(), "turnId": turn_id, "ts": s.now(),
+        "status": "running", "partialOutputRetained": false,
+    }))?;
     // 4. The user RuntimeEvent, with the user message's id.
     let content = json!({"content": {"kind": "text", "text": input.text}});
-    append(
-        inner,
-        ids.event(&user_message_id, at, false, "user", "user", content),
-    )?;
+    batch.event(ids.event(user_message_id, at, false, "user", "user", content))?;
     // 5. The connection is locked from the first turn on.
     let mut next = h.clone();
     if h["connectionLocked"] != json!(true) {
         next["connectionLocked"] = json!(true);
-        stores.sessions.update_session(next.clone())?;
+        batch.header(next.clone())?;
     }
     // 6. run_started, the run running, the session running.
-    run_event(inner, &ids, "run_started", None)?;
+    batch.run_event(inner, ids, "run_started", None)?;
     let started_at = s.now();
-    stores.runs.update_run(
-        session_id,
-        &run_id,
-        &json!({"status": "running", "updatedAt": started_at}),
+    let running = created.updated(&json!({"status": "running", "updatedAt": started_at}))?;
+    let base = created.canonical_json().to_owned();
+    batch.record(
+        RecordKind::Run,
+        running.canonical_json(),
+        &|state| match state.runs.get(run_id.as_str()) {
+            Some(r) if r.header == base => Ok(()),
+            _ => Err(Error::InvalidInput(format!(
+                "run {run_id} changed while it was opened"
+            ))),
+        },
     )?;
     next["status"] = json!("running");
     next["statusUpdatedAt"] = json!(started_at);
-    let header = stores.sessions.update_session(next)?;
-    Ok(Begun {
-        ids,
-        user_message_id,
-        header,
-        started_at,
-        slot,
-    })
+    Ok((batch.header(next)?, started_at))
 }
 
 /// The opening content of the turn's invocation (§1.3): the session's route and configuration,
@@ -186,15 +212,6 @@ fn opening(h: &Value, input: &TurnInput) -> Value {
     json!({"modelVisibility": "hidden", "content": content})
 }
 
-/// Appends one of the turn's RuntimeEvents durably.
-pub(super) fn append(inner: &Inner, event: Value) -> Result<()> {
-    inner
-        .stores
-        .runtime_events
-        .append(&runtime_event(event)?, Durability::Durable)?;
-    Ok(())
-}
-
 /// A RuntimeEvent the runtime built, strictly decoded (one it would refuse is a typed error).
 pub(super) fn runtime_event(event: Value) -> Result<RuntimeEvent> {
     RuntimeEvent::from_value(event).map_err(|e| {
@@ -204,20 +221,16 @@ pub(super) fn runtime_event(event: Value) -> Result<RuntimeEvent> {
     })
 }
 
-/// Appends a run event of the turn's run.
+/// Appends a run event of the turn's run, durably.
 pub(super) fn run_event(
     inner: &Inner,
     ids: &TurnIds,
     kind: &str,
     data: Option<Value>,
 ) -> Result<()> {
-    let mut event = json!({
-        "type": kind, "id": inner.sources.new_id(), "runId": ids.run_id,
-        "sessionId": ids.session_id, "turnId": ids.turn_id, "ts": inner.sources.now(),
-    });
-    if let Some(data) = data {
-        event["data"] = data;
-    }
-    inner.stores.runs.append_event(event)?;
+    inner
+        .stores
+        .runs
+        .append_event(super::batch::run_event_value(inner, ids, kind, data))?;
     Ok(())
 }

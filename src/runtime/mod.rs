@@ -8,6 +8,7 @@
 mod abort;
 mod agents;
 mod backend;
+mod batch;
 mod begin;
 mod claimed;
 mod composition;

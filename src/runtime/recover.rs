@@ -7,7 +7,8 @@
 use super::begin::runtime_event;
 use super::manager::Inner;
 use crate::error::Result;
-use crate::model::RunHeader;
+use crate::format::RecordKind;
+use crate::model::{RunHeader, SessionHeader, StoredMessage};
 use serde_json::{json, Map, Value};
 
 /// The failure class every recovered run gets.
@@ -104,13 +105,21 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
             (runtime_event(event)?, reason.to_owned(), Some(d))
         }
     };
-    let ended = stores
-        .runs
-        .commit_terminal(session_id, run_id, &terminal, extras)?;
+    // The rest of the run's end goes in the same sync: the turn's state (session-inline runs
+    // only, and only if it differs) and the session's status.
+    let status = match terminal.status() {
+        Some("completed") => "completed",
+        Some("aborted" | "cancelled") => "aborted",
+        _ => "failed",
+    };
+    let mut then = Vec::new();
     if run.value().get("parentRunId").is_none() {
-        end_turn_state(inner, session_id, &turn_id, &ended)?;
+        then.extend(turn_state(inner, session_id, &turn_id, status, &terminal)?);
     }
-    set_session_active(inner, session_id)?;
+    then.extend(session_active(inner, session_id)?);
+    stores
+        .runs
+        .commit_terminal_then(session_id, run_id, &terminal, extras, &then)?;
     Ok(RecoveredRun {
         session_id: session_id.to_owned(),
         run_id: run_id.to_owned(),
@@ -118,13 +127,14 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
     })
 }
 
-/// Writes the turn's final `turn_state` unless its latest already says how the run ended.
-fn end_turn_state(inner: &Inner, session_id: &str, turn_id: &str, run: &RunHeader) -> Result<()> {
-    let status = match run.status() {
-        "completed" => "completed",
-        "cancelled" => "aborted",
-        _ => "failed",
-    };
+/// The turn's final `turn_state`, unless its latest already says how the run ended.
+fn turn_state(
+    inner: &Inner,
+    session_id: &str,
+    turn_id: &str,
+    status: &str,
+    terminal: &crate::event::RuntimeEvent,
+) -> Result<Option<(RecordKind, String)>> {
     let messages = inner
         .stores
         .sessions
@@ -134,32 +144,40 @@ fn end_turn_state(inner: &Inner, session_id: &str, turn_id: &str, run: &RunHeade
         .rev()
         .find(|m| m.message_type() == "turn_state");
     if latest.is_some_and(|m| m.value()["status"] == json!(status)) {
-        return Ok(());
+        return Ok(None);
     }
     let mut state = json!({"type": "turn_state", "id": inner.sources.new_id(), "turnId": turn_id,
                            "ts": inner.sources.now(), "status": status,
                            "partialOutputRetained": false});
     if status == "failed" {
-        state["errorClass"] = run
-            .value()
-            .get("failureClass")
-            .cloned()
-            .unwrap_or(json!(APP_RESTARTED));
+        let class = terminal.value()["actions"]["stateDelta"]["failureClass"].clone();
+        state["errorClass"] = if class.is_string() {
+            class
+        } else {
+            json!(APP_RESTARTED)
+        };
     }
-    inner.stores.sessions.append_message(session_id, state)?;
-    Ok(())
+    let message = StoredMessage::from_value(state)?;
+    Ok(Some((
+        RecordKind::Message,
+        message.canonical_json().to_owned(),
+    )))
 }
 
-fn set_session_active(inner: &Inner, session_id: &str) -> Result<()> {
+/// The session's header with status `active`, unless it is already.
+fn session_active(inner: &Inner, session_id: &str) -> Result<Option<(RecordKind, String)>> {
     let Some(header) = inner.stores.sessions.read_session(session_id)? else {
-        return Ok(());
+        return Ok(None);
     };
     if header.value()["status"] == json!("active") {
-        return Ok(());
+        return Ok(None);
     }
     let mut next: Value = header.value().clone();
     next["status"] = json!("active");
     next["statusUpdatedAt"] = json!(inner.sources.now());
-    inner.stores.sessions.update_session(next)?;
-    Ok(())
+    let header = SessionHeader::from_value(next)?;
+    Ok(Some((
+        RecordKind::SessionHeader,
+        header.canonical_json().to_owned(),
+    )))
 }

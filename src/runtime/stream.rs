@@ -4,11 +4,14 @@
 //! `turn_state` and the session header. A stream that ends without a terminal event gets a
 //! synthetic one (`missing_terminal_event`).
 
-use super::begin::{append, run_event, runtime_event, Begun};
+use super::batch::Batch;
+use super::begin::{run_event, runtime_event, Begun};
 use super::events::SessionEvent;
 use super::manager::{Inner, TurnOutcome};
 use super::mapping::{ending_of, error_content, terminal_event, Ending};
 use crate::error::Result;
+use crate::format::RecordKind;
+use crate::model::{SessionHeader, StoredMessage};
 use crate::segment::Durability;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -127,12 +130,11 @@ impl Writer<'_> {
                 self.summary = text.clone();
                 let fields = json!({"content": {"kind": "text", "text": text},
                                     "refs": {"providerEventId": message_id}});
-                self.fact(ids.event(id, *ts, false, "model", "agent", fields));
                 let model = self.begun.header.value()["model"].clone();
-                self.message(
-                    json!({"type": "assistant", "id": message_id, "turnId": ids.turn_id,
-                                    "ts": ts, "text": text, "modelId": model}),
-                );
+                let message = json!({"type": "assistant", "id": message_id, "turnId": ids.turn_id,
+                                     "ts": ts, "text": text, "modelId": model});
+                let event = ids.event(id, *ts, false, "model", "agent", fields);
+                self.facts(event, Some(message), None);
             }
             SessionEvent::ToolStart {
                 id,
@@ -147,15 +149,11 @@ impl Writer<'_> {
                 let fields = json!({"content": {"kind": "function_call", "id": tool_use_id,
                                     "name": tool_name, "args": args},
                                     "refs": {"toolCallId": tool_use_id}});
-                self.fact(ids.event(id, *ts, false, "model", "agent", fields));
-                self.message(
-                    json!({"type": "tool_call", "id": tool_use_id, "turnId": ids.turn_id,
-                                    "ts": ts, "toolName": tool_name, "args": args}),
-                );
-                self.run_fact(
-                    "tool_started",
-                    json!({"toolUseId": tool_use_id, "toolName": tool_name}),
-                );
+                let message = json!({"type": "tool_call", "id": tool_use_id, "turnId": ids.turn_id,
+                                     "ts": ts, "toolName": tool_name, "args": args});
+                let started = json!({"toolUseId": tool_use_id, "toolName": tool_name});
+                let event = ids.event(id, *ts, false, "model", "agent", fields);
+                self.facts(event, Some(message), Some(("tool_started", started)));
             }
             SessionEvent::ToolResult {
                 id,
@@ -173,24 +171,27 @@ impl Writer<'_> {
                 let fields = json!({"content": {"kind": "function_response", "id": tool_use_id,
                                     "name": name, "result": content, "isError": is_error},
                                     "refs": {"toolCallId": tool_use_id}});
-                self.fact(ids.event(id, *ts, false, "tool", "tool", fields));
-                self.message(
-                    json!({"type": "tool_result", "id": id, "turnId": ids.turn_id,
-                                    "ts": ts, "toolUseId": tool_use_id, "isError": is_error,
-                                    "content": content}),
-                );
+                let message = json!({"type": "tool_result", "id": id, "turnId": ids.turn_id,
+                                     "ts": ts, "toolUseId": tool_use_id, "isError": is_error,
+                                     "content": content});
                 let kind = if *is_error {
                     "tool_failed"
                 } else {
                     "tool_completed"
                 };
-                self.run_fact(kind, json!({"toolUseId": tool_use_id}));
+                let event = ids.event(id, *ts, false, "tool", "tool", fields);
+                let ended = json!({"toolUseId": tool_use_id});
+                self.facts(event, Some(message), Some((kind, ended)));
             }
             SessionEvent::UserQuestionRequest { .. } => self.status("waiting_for_user"),
             SessionEvent::UserQuestionAnswerAck { .. } => self.status("running"),
             SessionEvent::Error { id, ts, .. } => {
                 let fields = json!({"content": error_content(event)});
-                self.fact(ids.event(id, *ts, false, "system", "system", fields));
+                self.facts(
+                    ids.event(id, *ts, false, "system", "system", fields),
+                    None,
+                    None,
+                );
                 self.last_error = Some(event.clone());
             }
             SessionEvent::Complete {
@@ -249,18 +250,24 @@ impl Writer<'_> {
         self.fact_failures += usize::from(written.is_err());
     }
 
-    /// A durable fact, fail-open (§12): a failure is counted, and the turn goes on.
-    fn fact(&mut self, event: Value) {
-        self.fact_failures += usize::from(append(self.inner, event).is_err());
-    }
-
-    fn message(&mut self, message: Value) {
-        let written = self
-            .inner
-            .stores
-            .sessions
-            .append_message(&self.begun.ids.session_id, message);
-        self.fact_failures += usize::from(written.is_err());
+    /// A durable fact, with the message and the run event it makes: written together, made
+    /// durable by one sync, fail-open (§12): a failure is counted, and the turn goes on.
+    fn facts(&mut self, event: Value, message: Option<Value>, run_event: Option<(&str, Value)>) {
+        let ids = &self.begun.ids;
+        let mut batch = Batch::new(self.inner, &ids.session_id);
+        let queue = || -> Result<()> {
+            batch.event(event)?;
+            if let Some(m) = message {
+                batch.message(m)?;
+            }
+            if let Some((kind, data)) = run_event {
+                batch.run_event(self.inner, ids, kind, Some(data))?;
+            }
+            Ok(())
+        };
+        let queued = queue();
+        let durable = batch.wait();
+        self.fact_failures += usize::from(queued.and(durable).is_err());
     }
 
     fn run_fact(&mut self, kind: &str, data: Value) {
@@ -309,10 +316,6 @@ fn finish(
     let abort_source = event.value()["actions"]["stateDelta"]["abortSource"]
         .as_str()
         .map(str::to_owned);
-    let run = inner
-        .stores
-        .runs
-        .commit_terminal(&ids.session_id, &ids.run_id, &event, None)?;
     let now = inner.sources.now();
     let mut state = json!({"type": "turn_state", "id": inner.sources.new_id(), "turnId": ids.turn_id,
                            "ts": now, "status": ending.status, "partialOutputRetained": false});
@@ -326,18 +329,31 @@ fn finish(
         }
         _ => {}
     }
-    inner
-        .stores
-        .sessions
-        .append_message(&ids.session_id, state)?;
+    // The turn's end in one sync: the terminal commit, then turn_state, then the header.
+    let mut then = vec![(
+        RecordKind::Message,
+        StoredMessage::from_value(state)?
+            .canonical_json()
+            .to_owned(),
+    )];
     if let Some(h) = inner.stores.sessions.read_session(&ids.session_id)? {
         let mut next = h.value().clone();
         next["lastMessageAt"] = json!(now);
         next["hasUnread"] = json!(true);
         next["status"] = json!("active");
         next["statusUpdatedAt"] = json!(now);
-        inner.stores.sessions.update_session(next)?;
+        then.push((
+            RecordKind::SessionHeader,
+            SessionHeader::from_value(next)?.canonical_json().to_owned(),
+        ));
     }
+    let run = inner.stores.runs.commit_terminal_then(
+        &ids.session_id,
+        &ids.run_id,
+        &event,
+        None,
+        &then,
+    )?;
     if let Some(slot) = begun.slot {
         super::manager::lock(&inner.open_runs)?.clear(slot);
     }

@@ -34,7 +34,7 @@ pub struct AppendedEvent {
 
 /// A record queued in its session's log and applied to its view, not yet durable. Holding it
 /// keeps the session open (it is never evicted under its caller).
-pub(super) struct Queued {
+pub(crate) struct Queued {
     session: Arc<SessionEvents>,
     seq: u64,
 }
@@ -42,7 +42,7 @@ pub(super) struct Queued {
 impl Queued {
     /// Returns the record's sequence number once it, and everything before it in its log, is
     /// durable.
-    pub(super) fn wait_durable(self) -> Result<u64> {
+    pub(crate) fn wait_durable(self) -> Result<u64> {
         self.session.writer.wait_durable(self.seq)?;
         Ok(self.seq)
     }
@@ -124,7 +124,7 @@ impl RuntimeEventStore {
     /// [`RuntimeEventStore::append`] up to the wait: the event is checked, queued and in the
     /// view, and the caller waits for it (`None` for a repeat, whose stored event is durable).
     /// Until then, readers of the view wait for it too.
-    pub(super) fn queue_event(
+    pub(crate) fn queue_event(
         &self,
         event: &RuntimeEvent,
     ) -> Result<(AppendedEvent, Option<Queued>)> {
@@ -222,7 +222,7 @@ impl RuntimeEventStore {
 
     /// [`RuntimeEventStore::append_record_if`] up to the wait: the record is checked, queued
     /// and in the view, and the caller waits for it. Until then, readers of the view wait too.
-    pub(super) fn queue_record_if(
+    pub(crate) fn queue_record_if(
         &self,
         session_id: &str,
         kind: RecordKind,

@@ -35,6 +35,21 @@ impl AgentRunStore {
         terminal: &RuntimeEvent,
         extras: Option<Map<String, Value>>,
     ) -> Result<RunHeader> {
+        self.commit_terminal_then(session_id, run_id, terminal, extras, &[])
+    }
+
+    /// [`AgentRunStore::commit_terminal`], then `then`'s records of the session (checked by
+    /// their kind's decoder, as every record is) queued behind its steps and made durable by
+    /// the same sync: the runtime ends a turn (its `turn_state`, the session's header) in one.
+    /// Crate-only: the records bypass the session store's own rules, which its callers keep.
+    pub(crate) fn commit_terminal_then(
+        &self,
+        session_id: &str,
+        run_id: &str,
+        terminal: &RuntimeEvent,
+        extras: Option<Map<String, Value>>,
+        then: &[(RecordKind, String)],
+    ) -> Result<RunHeader> {
         let run = self.read_run(session_id, run_id)?;
         let v = run.value();
         let checks = [
@@ -81,7 +96,20 @@ impl AgentRunStore {
             .iter()
             .any(|(_, e)| e.is_terminal());
         let mut queued = None;
-        let committed = self.queue_steps(&run, terminal, status, ended, extras, &mut queued);
+        let committed = self
+            .queue_steps(&run, terminal, status, ended, extras, &mut queued)
+            .and_then(|run| {
+                for (kind, payload) in then {
+                    let q = self.events().queue_record_if(
+                        session_id,
+                        *kind,
+                        payload.as_bytes(),
+                        &|_| Ok(()),
+                    )?;
+                    queued = Some(q);
+                }
+                Ok(run)
+            });
         // Waited for even when a later step was refused: readers of the view wait for what it
         // shows, and nothing else would sync it.
         if let Some(last) = queued {

@@ -1,0 +1,102 @@
+//! Records of one session queued in their order and made durable by one sync: a crash keeps
+//! a prefix of them, as it would of separate syncs. What the runtime opens a turn with.
+
+use super::begin::runtime_event;
+use super::manager::Inner;
+use super::mapping::TurnIds;
+use crate::error::Result;
+use crate::format::RecordKind;
+use crate::model::{RunEvent, SessionHeader, StoredMessage};
+use crate::store::Queued;
+use serde_json::{json, Value};
+
+/// Records of one session queued in order, waited for once.
+pub(super) struct Batch<'a> {
+    inner: &'a Inner,
+    session_id: &'a str,
+    last: Option<Queued>,
+}
+
+impl<'a> Batch<'a> {
+    pub(super) fn new(inner: &'a Inner, session_id: &'a str) -> Self {
+        Batch {
+            inner,
+            session_id,
+            last: None,
+        }
+    }
+
+    pub(super) fn record(
+        &mut self,
+        kind: RecordKind,
+        payload: &str,
+        precondition: &dyn Fn(&crate::index::SessionState) -> Result<()>,
+    ) -> Result<()> {
+        let events = &self.inner.stores.runtime_events;
+        self.last = Some(events.queue_record_if(
+            self.session_id,
+            kind,
+            payload.as_bytes(),
+            precondition,
+        )?);
+        Ok(())
+    }
+
+    pub(super) fn message(&mut self, message: Value) -> Result<()> {
+        let message = StoredMessage::from_value(message)?;
+        self.record(RecordKind::Message, message.canonical_json(), &|_| Ok(()))
+    }
+
+    /// A new version of the session's header, built from the one read at the turn's start
+    /// (so the members §5 makes immutable are the stored ones).
+    pub(super) fn header(&mut self, header: Value) -> Result<SessionHeader> {
+        let header = SessionHeader::from_value(header)?;
+        self.record(RecordKind::SessionHeader, header.canonical_json(), &|_| {
+            Ok(())
+        })?;
+        Ok(header)
+    }
+
+    pub(super) fn run_event(
+        &mut self,
+        inner: &Inner,
+        ids: &TurnIds,
+        kind: &str,
+        data: Option<Value>,
+    ) -> Result<()> {
+        let event = RunEvent::from_value(run_event_value(inner, ids, kind, data))?;
+        self.record(RecordKind::RunEvent, event.canonical_json(), &|_| Ok(()))
+    }
+
+    pub(super) fn event(&mut self, event: Value) -> Result<()> {
+        let event = runtime_event(event)?;
+        let (_, queued) = self.inner.stores.runtime_events.queue_event(&event)?;
+        if queued.is_some() {
+            self.last = queued;
+        }
+        Ok(())
+    }
+
+    /// Waits until everything queued is durable: also after a refused step, since what was
+    /// queued before it is in the session's view.
+    pub(super) fn wait(self) -> Result<()> {
+        self.last.map_or(Ok(()), |q| q.wait_durable().map(|_| ()))
+    }
+}
+
+/// A run event of the turn's run.
+pub(super) fn run_event_value(
+    inner: &Inner,
+    ids: &TurnIds,
+    kind: &str,
+    data: Option<Value>,
+) -> Value {
+    let mut event = json!({
+        "type": kind, "id": inner.sources.new_id(), "runId": ids.run_id,
+        "sessionId": ids.session_id, "turnId": ids.turn_id, "ts": inner.sources.now(),
+    });
+    if let Some(data) = data {
+        event["data"] = data;
+    }
+    event
+}
