@@ -2,10 +2,8 @@
 //! retried (the retry answers from the ledger).
 
 use super::common::{owner, scratch, BenchResult};
-use makalog::claims::AgentGraphIntentClaimRequest;
 use makalog::runtime::{
-    claim_id_of, AgentGraphRunnableIntent, BackendRegistry, ClaimedIntentRun, ExecutionComposition,
-    Sources,
+    AgentGraphRunnableIntent, BackendRegistry, ClaimedIntentRun, ExecutionComposition, Sources,
 };
 use serde_json::json;
 use std::time::Instant;
@@ -63,20 +61,8 @@ pub fn claimed_case(n: usize) -> BenchResult<(f64, f64)> {
     for i in 0..n {
         c.stores().sessions.create_subagent(child(i))?;
         let it = intent(i);
-        c.stores()
-            .claims
-            .claim_agent_graph_intent(AgentGraphIntentClaimRequest {
-                schema_version: 1,
-                claim_id: claim_id_of(&it.graph_id, &it.intent_id),
-                graph_id: it.graph_id.clone(),
-                intent_id: it.intent_id.clone(),
-                intent_fingerprint: it.fingerprint(PROMPT)?,
-                readiness_context_fingerprint: it.readiness_context_fingerprint.clone(),
-                target_operator_id: "local-read".into(),
-                target_session_id: format!("c-{i}"),
-                target_turn_id: format!("turn-{i}"),
-                target_run_id: format!("run-{i}"),
-            })?;
+        let request = it.claim_request(PROMPT, &format!("turn-{i}"), &format!("run-{i}"))?;
+        c.stores().claims.claim_agent_graph_intent(request)?;
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

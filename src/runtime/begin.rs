@@ -121,14 +121,7 @@ fn queue_opening(
     batch.record(
         RecordKind::Run,
         created.canonical_json(),
-        &|state| match state.runs.contains_key(run_id.as_str()) {
-            true => Err(Error::InvalidRecord {
-                record: "run header",
-                field: "runId".into(),
-                why: format!("session {session_id} already has run {run_id}"),
-            }),
-            false => Ok(()),
-        },
+        &crate::store::run_is_new(session_id, run_id),
     )?;
     let data = json!({
         "textLength": input.text.encode_utf16().count(), "attachmentCount": input.attachments.len(),

@@ -1,6 +1,7 @@
 //! Runnable agent-graph intents and their hashes (MAKA-MODEL §9): `stableHash` (SHA-256 of the
 //! canonical JSON), an intent's id, the intent fingerprint a claim pins, and a claim's id.
 
+use crate::claims::AgentGraphIntentClaimRequest;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -61,6 +62,31 @@ impl AgentGraphRunnableIntent {
         Ok(stable_hash(&json!({
             "schemaVersion": 1, "intent": intent, "executionInput": {"prompt": prompt}
         })))
+    }
+}
+
+impl AgentGraphRunnableIntent {
+    /// The request that claims this intent with `prompt` for turn `turn_id` and run `run_id`
+    /// of its target session (§9): the claim id derived from the graph and intent, the
+    /// fingerprint from the intent and prompt.
+    pub fn claim_request(
+        &self,
+        prompt: &str,
+        turn_id: &str,
+        run_id: &str,
+    ) -> Result<AgentGraphIntentClaimRequest> {
+        Ok(AgentGraphIntentClaimRequest {
+            schema_version: 1,
+            claim_id: claim_id_of(&self.graph_id, &self.intent_id),
+            graph_id: self.graph_id.clone(),
+            intent_id: self.intent_id.clone(),
+            intent_fingerprint: self.fingerprint(prompt)?,
+            readiness_context_fingerprint: self.readiness_context_fingerprint.clone(),
+            target_operator_id: self.operator_id.clone(),
+            target_session_id: self.target_session_id.clone(),
+            target_turn_id: turn_id.to_owned(),
+            target_run_id: run_id.to_owned(),
+        })
     }
 }
 

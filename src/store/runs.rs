@@ -51,14 +51,7 @@ impl AgentRunStore {
             &session_id,
             RecordKind::Run,
             run.canonical_json().as_bytes(),
-            &|state| match state.runs.contains_key(&run_id) {
-                true => Err(Error::InvalidRecord {
-                    record: "run header",
-                    field: "runId".into(),
-                    why: format!("session {session_id} already has run {run_id}"),
-                }),
-                false => Ok(()),
-            },
+            &run_is_new(&session_id, &run_id),
         )?;
         Ok(run)
     }
@@ -198,4 +191,19 @@ pub(super) fn run_events_of(
             Ok((seq as u64, RunEvent::decode(text)?))
         })
         .collect()
+}
+
+/// The precondition of a new run: the session has no run with its id yet.
+pub(crate) fn run_is_new<'a>(
+    session_id: &'a str,
+    run_id: &'a str,
+) -> impl Fn(&crate::index::SessionState) -> Result<()> + 'a {
+    move |state| match state.runs.contains_key(run_id) {
+        true => Err(Error::InvalidRecord {
+            record: "run header",
+            field: "runId".into(),
+            why: format!("session {session_id} already has run {run_id}"),
+        }),
+        false => Ok(()),
+    }
 }

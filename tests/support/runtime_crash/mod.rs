@@ -231,20 +231,8 @@ impl Running {
             .read_agent_graph_intent_claim(&intent.graph_id, &intent.intent_id)?
             .is_none()
         {
-            stores.claims.claim_agent_graph_intent(
-                makalog::claims::AgentGraphIntentClaimRequest {
-                    schema_version: 1,
-                    claim_id: makalog::runtime::claim_id_of(&intent.graph_id, &intent.intent_id),
-                    graph_id: intent.graph_id.clone(),
-                    intent_id: intent.intent_id.clone(),
-                    intent_fingerprint: intent.fingerprint(prompt)?,
-                    readiness_context_fingerprint: intent.readiness_context_fingerprint.clone(),
-                    target_operator_id: intent.operator_id.clone(),
-                    target_session_id: child.to_owned(),
-                    target_turn_id: format!("{child}-turn"),
-                    target_run_id: run.clone(),
-                },
-            )?;
+            let request = intent.claim_request(prompt, &format!("{child}-turn"), &run)?;
+            stores.claims.claim_agent_graph_intent(request)?;
         }
         let manager = c.manager().clone();
         let controller = AbortController::new();

@@ -2,7 +2,6 @@
 //! claimed graph intent runs twice (the second call answers from the ledger), and a claimed run
 //! aborted once it started.
 
-use makalog::claims::AgentGraphIntentClaimRequest;
 use makalog::runtime::{
     AbortController, AgentGraphRunnableIntent, ClaimedIntentRun, ClaimedRunResult,
     ExecutionComposition, TurnInput, FAKE_ASK_USER_QUESTION_PROMPT, LOCAL_READ_AGENT_DEFINITION,
@@ -141,18 +140,7 @@ fn claimed_child(
         trigger_route_ids: vec![format!("route-{n}")],
         trigger_record_ids: vec![format!("record-{n}")],
     };
-    let request = AgentGraphIntentClaimRequest {
-        schema_version: 1,
-        claim_id: makalog::runtime::claim_id_of(&intent.graph_id, &intent.intent_id),
-        graph_id: intent.graph_id.clone(),
-        intent_id: intent.intent_id.clone(),
-        intent_fingerprint: intent.fingerprint(prompt)?,
-        readiness_context_fingerprint: intent.readiness_context_fingerprint.clone(),
-        target_operator_id: d.id.into(),
-        target_session_id: child,
-        target_turn_id: turn,
-        target_run_id: run,
-    };
+    let request = intent.claim_request(prompt, &turn, &run)?;
     c.stores().claims.claim_agent_graph_intent(request)?;
     let (graph, id) = (intent.graph_id.clone(), intent.intent_id.clone());
     Ok((intent, graph, id))
