@@ -359,3 +359,28 @@ async fn an_abandoned_turn_writes_nothing_more_and_is_left_for_recovery() {
     assert_eq!(report.recovered.len(), 1);
     assert_eq!(report.recovered[0].recovery_reason, "stale_user_wait");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_session_whose_backend_is_not_registered_gets_no_run() {
+    let f = fixture();
+    let s = f
+        .manager
+        .create_session(json!({"backend": "ai-sdk", "cwd": "/work"}))
+        .expect("session")
+        .id()
+        .to_owned();
+    let before = labels(&f.storage, &s);
+    match f.manager.send_message(&s, text("hello")).await {
+        Err(makalog::Error::InvalidInput(why)) => assert!(why.contains("ai-sdk"), "{why}"),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("a turn without a backend"),
+    }
+    assert_eq!(labels(&f.storage, &s), before, "nothing written");
+    assert!(f
+        .manager
+        .stores()
+        .runs
+        .list_session_runs(&s)
+        .expect("runs")
+        .is_empty());
+}

@@ -160,8 +160,16 @@ impl SessionManager {
         };
         let guard = turn_lock.lock_owned().await;
         let inner = self.inner.clone();
+        // The backend first: a session whose backend cannot be made gets no run.
+        let header = inner
+            .stores
+            .sessions
+            .read_session(session_id)?
+            .ok_or_else(|| Error::NotFound {
+                what: format!("session {session_id} to send a message to"),
+            })?;
+        let backend = self.backend(session_id, &header)?;
         let begun = super::begin::begin(&inner, session_id, &input)?;
-        let backend = self.backend(session_id, &begun.header)?;
         lock(&inner.stops)?.remove(session_id);
         let from_backend = backend.send(SendInput {
             session_id: session_id.to_owned(),
