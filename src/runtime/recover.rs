@@ -52,6 +52,9 @@ pub fn recovery_reason(status: &str, last: Option<&str>, has_terminal_event: boo
 pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun> {
     let stores = &inner.stores;
     let (session_id, run_id) = (run.session_id(), run.run_id());
+    // Opened for writing once (the commit below needs it): every read after answers from the
+    // session's view in memory instead of reading its files again.
+    stores.runtime_events.open_session_now(session_id)?;
     let events = stores
         .runtime_events
         .read_immutable_runtime_events(session_id, run_id)?;

@@ -51,6 +51,16 @@ impl SessionManager {
             }
         };
         for id in &sessions {
+            // A session the file names is opened for writing at once (ending a run needs it):
+            // its reads then answer from its view in memory, not from its files again.
+            let dir = crate::segment::layout::session_dir(id);
+            let exists = storage.entry_kind(&dir).is_ok_and(|k| k.is_some());
+            if !report.scanned_all && exists {
+                if let Err(e) = stores.runtime_events.open_session_now(id) {
+                    report.skipped.push((id.clone(), e.to_string()));
+                    continue;
+                }
+            }
             match stores.sessions.read_session(id) {
                 Ok(Some(h)) if h.value()["isArchived"] == json!(true) => continue,
                 Ok(Some(_)) => {}
