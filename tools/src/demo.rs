@@ -156,11 +156,22 @@ fn say_recovery(when: &str, r: &RecoveryReport) {
         .map(|x| format!("{}/{} ({})", x.session_id, x.run_id, x.recovery_reason))
         .collect();
     let n = r.recovered.len();
+    let plural = |k: usize| if k == 1 { "" } else { "s" };
+    let which = if r.scanned_all {
+        "every session (no open-runs file yet)"
+    } else {
+        "the sessions the open-runs file names"
+    };
     say!(
-        "recovery {when}: {} sessions looked at, {n} interrupted run{} ended as failed/app_restarted{}",
+        "recovery {when}: visited {which}: {} session{}; {n} interrupted run{} ended as failed/app_restarted{}",
         r.sessions,
-        if n == 1 { "" } else { "s" },
-        if reasons.is_empty() { String::new() } else { format!(": {}", reasons.join(", ")) }
+        plural(r.sessions),
+        plural(n),
+        if reasons.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", reasons.join(", "))
+        }
     );
     for (what, why) in &r.skipped {
         say!("  skipped {what}: {why}");
