@@ -6,18 +6,19 @@
 //! the flush that carries the frames, so rolls need no lock of their own.
 
 mod open;
+mod sink;
+
+use sink::{Chunk, Roll, SegmentSink};
 
 use super::layout::segment_file_name;
-use crate::commit::{AppendFile, GroupCommit, Pending, Prealloc, Sink};
+use crate::commit::{GroupCommit, Pending, Prealloc};
 use crate::error::{Error, Result};
 use crate::format::{
     next_chain, ChainValue, FrameBatch, FrameKind, FrameLayout, RecordKind, SealFooter,
     SegmentHeader, DEFAULT_MAX_PAYLOAD, FOOTER_LEN, HEADER_LEN,
 };
-use crate::root::{FailureMark, LogHold};
-use crate::storage::Storage;
+use crate::root::LogHold;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// How a writer lays out its segments.
 #[derive(Debug, Clone)]
@@ -113,82 +114,6 @@ struct Head {
     max_payload: u32,
     /// How the current segment's frames are laid out.
     layout: FrameLayout,
-}
-
-/// Bytes for one segment file, and the segment that follows if they end with a seal footer.
-struct Chunk {
-    /// A new header for the segment, written (and synced) before `bytes`: an empty segment
-    /// whose payload bound is too small for the next record gets a larger one in place.
-    rewrite: Option<SegmentHeader>,
-    bytes: FrameBatch,
-    roll: Option<Roll>,
-}
-
-struct Roll {
-    path: PathBuf,
-    header: SegmentHeader,
-}
-
-/// The segment being appended to; only the flush leader touches it.
-struct SegmentSink {
-    storage: Arc<dyn Storage>,
-    file: AppendFile,
-    config: WriterConfig,
-    /// Where a failed write or sync is told, so the session's next open writes it again.
-    failures: FailureMark,
-}
-
-impl SegmentSink {
-    fn write_chunks(&mut self, chunks: Vec<Chunk>, sync: bool, durable_seq: u64) -> Result<()> {
-        for chunk in chunks {
-            if let Some(header) = &chunk.rewrite {
-                self.file.rewrite_header(&header.encode())?;
-            }
-            let bytes = chunk.bytes.stamped(durable_seq);
-            let Some(roll) = chunk.roll else {
-                self.file.append(&bytes)?;
-                continue;
-            };
-            self.file.finish(&bytes)?;
-            self.file = AppendFile::create(
-                &*self.storage,
-                &roll.path,
-                &roll.header.encode(),
-                self.config.prealloc(),
-            )?;
-        }
-        if sync {
-            self.file.sync()?;
-        }
-        Ok(())
-    }
-
-    /// Cuts the zeros after the data and syncs (a clean close).
-    fn cut(&mut self) -> Result<()> {
-        let result = self.file.cut();
-        self.failed_if(result)
-    }
-
-    fn failed_if(&self, result: Result<()>) -> Result<()> {
-        if result.is_err() {
-            self.failures
-                .failed_in(self.file.path(), self.file.synced_end());
-        }
-        result
-    }
-}
-
-impl Sink for SegmentSink {
-    type Chunk = Chunk;
-
-    fn write_out(&mut self, chunks: Vec<Chunk>, sync: bool, durable_seq: u64) -> Result<()> {
-        let result = self.write_chunks(chunks, sync, durable_seq);
-        self.failed_if(result)
-    }
-
-    fn current_path(&self) -> PathBuf {
-        self.file.path().to_owned()
-    }
 }
 
 impl SegmentWriter {

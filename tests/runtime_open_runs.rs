@@ -1,0 +1,82 @@
+//! The open-runs file (FORMAT.md, "Open runs"): recovery at start visits only the sessions it
+//! names, empties it after, and visits every session when it is missing or a slot is torn.
+
+mod support;
+
+use makalog::runtime::{BackendRegistry, SessionManager, Sources};
+use makalog::storage::Storage;
+use makalog::store::open_execution_stores_for_write;
+use serde_json::json;
+use std::sync::Arc;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recovery_visits_the_sessions_the_open_runs_file_names_and_scans_all_when_it_is_torn() {
+    use makalog::runtime::{
+        read_open_runs, Listing, TurnInput, FAKE_ASK_USER_QUESTION_PROMPT, OPEN_RUNS_FILE,
+    };
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let manager = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_fake(),
+        Sources::system(),
+    );
+    for n in 0..5 {
+        manager
+            .create_session(json!({"id": format!("idle-{n}"), "backend": "fake", "model": "m"}))
+            .expect("session");
+    }
+    let first = manager.recover_interrupted_sessions().expect("recover");
+    assert!(first.scanned_all, "no file yet: every session is visited");
+    assert_eq!(
+        read_open_runs(&*storage).expect("read"),
+        Listing::Open(vec![])
+    );
+    // A turn left waiting when the process stops: its run is in the file.
+    let input = TurnInput {
+        text: FAKE_ASK_USER_QUESTION_PROMPT.into(),
+        ..TurnInput::default()
+    };
+    let mut turn = manager.send_message("idle-3", input).await.expect("send");
+    while let Some(e) = turn.events.recv().await {
+        if e.type_name() == "user_question_request" {
+            break;
+        }
+    }
+    let run = stores.runs.list_session_runs("idle-3").expect("runs")[0]
+        .run_id()
+        .to_owned();
+    turn.abandon().await;
+    assert_eq!(
+        read_open_runs(&*storage).expect("read"),
+        Listing::Open(vec![("idle-3".into(), run.clone())])
+    );
+    let restarted = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_fake(),
+        Sources::system(),
+    );
+    let report = restarted.recover_interrupted_sessions().expect("recover");
+    assert!(!report.scanned_all);
+    assert_eq!(report.sessions, 1, "only the session the file names");
+    assert_eq!(report.recovered.len(), 1);
+    assert_eq!(
+        read_open_runs(&*storage).expect("read"),
+        Listing::Open(vec![]),
+        "emptied"
+    );
+    // A torn slot (a crash while one was written) makes recovery visit every session again.
+    let path = storage.describe_root().join(OPEN_RUNS_FILE);
+    std::fs::write(&path, [7u8; 100]).expect("tear");
+    assert_eq!(
+        read_open_runs(&*storage).expect("read"),
+        Listing::Damaged { offset: 0 }
+    );
+    let torn = restarted.recover_interrupted_sessions().expect("recover");
+    assert!(torn.scanned_all && torn.sessions == 5, "{torn:?}");
+    assert_eq!(
+        read_open_runs(&*storage).expect("read"),
+        Listing::Open(vec![])
+    );
+}
