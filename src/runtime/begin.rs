@@ -23,15 +23,15 @@ pub(super) struct Begun {
     pub slot: Option<usize>,
 }
 
-pub(super) fn begin(inner: &Inner, session_id: &str, input: &TurnInput) -> Result<Begun> {
+/// Opens a turn of session `session_id`, whose header (read by the caller) is `header`.
+pub(super) fn begin(
+    inner: &Inner,
+    session_id: &str,
+    header: SessionHeader,
+    input: &TurnInput,
+) -> Result<Begun> {
     let stores = &inner.stores;
     let s = &inner.sources;
-    let header = stores
-        .sessions
-        .read_session(session_id)?
-        .ok_or_else(|| Error::NotFound {
-            what: format!("session {session_id} to send a message to"),
-        })?;
     let turn_id = input.turn_id.clone().unwrap_or_else(|| s.new_id());
     let mut run_id = input.run_id.clone().unwrap_or_else(|| s.new_id());
     let mut user_message_id = input.user_message_id.clone().unwrap_or_else(|| s.new_id());

@@ -169,7 +169,7 @@ impl SessionManager {
                 what: format!("session {session_id} to send a message to"),
             })?;
         let backend = self.backend(session_id, &header)?;
-        let begun = super::begin::begin(&inner, session_id, &input)?;
+        let begun = super::begin::begin(&inner, session_id, header, &input)?;
         lock(&inner.stops)?.remove(session_id);
         let from_backend = backend.send(SendInput {
             session_id: session_id.to_owned(),

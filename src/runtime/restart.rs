@@ -10,6 +10,7 @@ use super::manager::SessionManager;
 use super::open_runs::{read_open_runs, Listing};
 use super::recover::{recover_run, RecoveredRun};
 use crate::error::Result;
+use crate::model::SessionHeader;
 use serde_json::json;
 use std::collections::BTreeSet;
 
@@ -35,41 +36,37 @@ impl SessionManager {
         let storage = stores.runtime_events.storage();
         let listing = read_open_runs(storage)?;
         let mut report = RecoveryReport::default();
-        let sessions: Vec<String> = match &listing {
+        // Each session to visit, with its header when the listing already read it.
+        let sessions: Vec<(String, Option<SessionHeader>)> = match &listing {
             Listing::Open(runs) => {
                 let named: BTreeSet<&String> = runs.iter().map(|(s, _)| s).collect();
-                named.into_iter().cloned().collect()
+                named.into_iter().map(|s| (s.clone(), None)).collect()
             }
             Listing::Missing | Listing::Damaged { .. } => {
                 report.scanned_all = true;
-                stores
-                    .sessions
-                    .list_sessions()?
-                    .iter()
-                    .map(|h| h.id().to_owned())
+                let headers = stores.sessions.list_sessions()?;
+                headers
+                    .into_iter()
+                    .map(|h| (h.id().to_owned(), Some(h)))
                     .collect()
             }
         };
-        for id in &sessions {
-            // A session the file names is opened for writing at once (ending a run needs it):
-            // its reads then answer from its view in memory, not from its files again.
-            let dir = crate::segment::layout::session_dir(id);
-            let exists = storage.entry_kind(&dir).is_ok_and(|k| k.is_some());
-            if !report.scanned_all && exists {
-                if let Err(e) = stores.runtime_events.open_session_now(id) {
-                    report.skipped.push((id.clone(), e.to_string()));
-                    continue;
-                }
-            }
-            match stores.sessions.read_session(id) {
-                Ok(Some(h)) if h.value()["isArchived"] == json!(true) => continue,
-                Ok(Some(_)) => {}
-                // A session the file names that is not there (its creation failed).
-                Ok(None) => continue,
-                Err(e) => {
-                    report.skipped.push((id.clone(), e.to_string()));
-                    continue;
-                }
+        for (id, listed) in &sessions {
+            let header = match listed {
+                Some(h) => Some(h.clone()),
+                None => match self.open_named(id) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        report.skipped.push((id.clone(), e.to_string()));
+                        continue;
+                    }
+                },
+            };
+            // A session the file names that is not there (its creation failed) has nothing
+            // to end; an archived one is left as it is.
+            match header {
+                Some(h) if h.value()["isArchived"] != json!(true) => {}
+                _ => continue,
             }
             report.sessions += 1;
             let runs = match stores.runs.list_unfinished_runs(id) {
@@ -93,5 +90,22 @@ impl SessionManager {
             lock(&self.inner.open_runs)?.reset(storage)?;
         }
         Ok(report)
+    }
+
+    /// A session the open-runs file names: opened for writing at once when it exists (ending a
+    /// run needs it, and its reads then answer from its view in memory, not its files again),
+    /// and its header.
+    fn open_named(&self, id: &str) -> Result<Option<SessionHeader>> {
+        let stores = self.stores();
+        let dir = crate::segment::layout::session_dir(id);
+        let kind = stores.runtime_events.storage().entry_kind(&dir);
+        if kind
+            .map_err(|e| crate::error::Error::io(&dir, "stat", e))?
+            .is_none()
+        {
+            return Ok(None);
+        }
+        stores.runtime_events.open_session_now(id)?;
+        stores.sessions.read_session(id)
     }
 }
