@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
 use crate::format::ChainValue;
 use crate::format::RecordKind;
-use crate::recovery::TORN_INFIX;
+use crate::recovery::{Problem, TORN_INFIX};
 use crate::root::{read_marker, RootMarker};
 use crate::segment::check::check_session;
 use crate::segment::layout::list_sessions;
@@ -56,9 +56,9 @@ pub struct VerifyReport {
 impl VerifyReport {
     /// A problem found: a finding, but a torn tail (only ever at the end of a log) is a note
     /// when a live owner may be writing there.
-    fn record(&mut self, p: &crate::recovery::Problem, live: bool) {
+    fn record(&mut self, p: &Problem, live: bool) {
         match p {
-            crate::recovery::Problem::TornTail { file, offset, .. } if live => {
+            Problem::TornTail { file, offset, .. } if live => {
                 self.notes.push(format!(
                     "{} at byte {offset}: the end of the data seen, a write in flight (the root is owned by a live process)",
                     file.display()
@@ -115,8 +115,18 @@ pub fn verify_root(storage: &dyn Storage) -> Result<VerifyReport> {
             .quarantined
             .extend(listing.torn.iter().map(|p| p.display().to_string()));
         let check = check_session(&id, &scanned, None);
+        // The session's only file, created and never written: a creation a crash cut short
+        // before its first record. It holds nothing to lose or recover, so it is no damage.
+        let never_written =
+            scanned.len() == 1 && matches!(check.problems.as_slice(), [Problem::TornCreate { .. }]);
         for p in &check.problems {
-            report.record(p, live);
+            match p {
+                Problem::TornCreate { file, .. } if never_written => report.notes.push(format!(
+                    "{} at byte 0: a session created and never written (its creation was interrupted); it holds no record",
+                    file.display()
+                )),
+                _ => report.record(p, live),
+            }
         }
         check_payloads(storage, &id, &mut report.findings);
         report.sessions.push(SessionSummary {

@@ -345,6 +345,33 @@ fn an_empty_file_as_the_only_segment_is_a_torn_create() {
     assert_eq!(w.next_seq(), 1, "the session starts again from genesis");
 }
 
+/// Found by the fuzz model: a session whose creation a crash cut short (its id claimed, its
+/// only file empty) is opened by no one again, so verify must not call it damage forever.
+#[test]
+fn verify_notes_a_session_whose_only_segment_is_a_torn_create_and_finds_a_later_one() {
+    let (_t, storage) = temp_root();
+    let config = exact_config();
+    write_n(&storage, S, &config, 1, 1, 50);
+    let seg = &segment_paths(&storage.describe_root(), S)[0];
+    set_len(seg, 0);
+    let report = makalog::verify::verify_root(&*storage).expect("verify");
+    assert!(report.is_clean(), "{:?}", report.findings);
+    assert!(
+        report.notes.iter().any(|n| n.contains("never written")),
+        "{:?}",
+        report.notes
+    );
+    let (_t, storage) = temp_root();
+    let (_, segs) = three_segments(&storage);
+    set_len(segs.last().expect("last"), 0);
+    let report = makalog::verify::verify_root(&*storage).expect("verify");
+    assert!(
+        report.findings.iter().any(|f| f.contains("torn create")),
+        "a torn create after records is a finding: {:?}",
+        report.findings
+    );
+}
+
 #[test]
 fn a_sealed_last_segment_continues_in_a_new_segment() {
     let (_t, storage) = temp_root();
