@@ -51,7 +51,7 @@ pub enum Decision {
 }
 
 /// Every claim of a root.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClaimTables {
     graph: BTreeMap<IntentKey, StoredGraphIntentClaim>,
     by_claim_id: HashMap<String, IntentKey>,
