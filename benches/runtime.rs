@@ -11,6 +11,7 @@ mod common;
 
 use common::{group, owner, parse_args, run_threads, scratch, BenchResult, ROUNDS};
 use makalog::format::RecordKind;
+use makalog::root::Owner;
 use makalog::runtime::{BackendRegistry, ExecutionComposition, Sources, TurnInput};
 use makalog::segment::{Durability, SegmentWriter, WriterConfig};
 use serde_json::json;
@@ -98,14 +99,19 @@ fn writer_turns(sessions: usize, turns: usize, per_turn: usize) -> BenchResult<(
     Ok((sessions * turns * per_turn, took))
 }
 
+/// A composition over `owner`'s root, with the fake backend without its delays.
+fn composition(owner: &Owner) -> BenchResult<ExecutionComposition> {
+    Ok(ExecutionComposition::open(
+        owner,
+        BackendRegistry::with_instant_fake(),
+        Sources::system(),
+    )?)
+}
+
 fn stream_case(sessions: usize, turns: usize) -> BenchResult<(f64, f64, f64)> {
     let dir = scratch()?;
     let owner = owner(dir.path())?;
-    let c = ExecutionComposition::open(
-        &owner,
-        BackendRegistry::with_instant_fake(),
-        Sources::system(),
-    )?;
+    let c = composition(&owner)?;
     let names: Vec<String> = (0..sessions).map(|n| format!("s-{n}")).collect();
     for s in &names {
         c.manager().create_session(session_input(s))?;

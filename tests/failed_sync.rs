@@ -19,6 +19,18 @@ use support::{payload, read_all, sim_root};
 
 const S: &str = "fsyncgate";
 
+/// Text event `i` of the session's one run, saying `words`.
+fn text_event(i: u32, words: &str) -> makalog::event::RuntimeEvent {
+    support::events::text(
+        S,
+        "run-1",
+        "turn-1",
+        &format!("text-{i}"),
+        f64::from(i),
+        words,
+    )
+}
+
 fn owner(storage: &Arc<SimStorage>) -> Owner {
     Owner::try_acquire(storage.clone())
         .expect("lease")
@@ -87,16 +99,7 @@ fn the_store_opens_a_session_whose_sync_failed_again_by_itself() {
     let storage = sim_root();
     let owner = owner(&storage);
     let store = RuntimeEventStore::open(&owner, config());
-    let ev = |i: u32| {
-        support::events::text(
-            S,
-            "run-1",
-            "turn-1",
-            &format!("text-{i}"),
-            f64::from(i),
-            "words",
-        )
-    };
+    let ev = |i: u32| text_event(i, "words");
     store.append(&ev(0), Durability::Durable).expect("first");
     store.append(&ev(1), Durability::Durable).expect("second");
     lose_next_sync(&storage);
@@ -156,16 +159,7 @@ fn a_claims_log_reopened_after_a_lost_sync_keeps_every_acknowledged_claim() {
 fn a_new_store_of_the_same_owner_never_reads_what_a_failed_sync_left_unsynced() {
     let storage = sim_root();
     let owner = owner(&storage);
-    let ev = |i: u32| {
-        support::events::text(
-            S,
-            "run-1",
-            "turn-1",
-            &format!("text-{i}"),
-            f64::from(i),
-            "w",
-        )
-    };
+    let ev = |i: u32| text_event(i, "w");
     let first = RuntimeEventStore::open(&owner, config());
     first.append(&ev(0), Durability::Durable).expect("first");
     storage.inject(Fault {

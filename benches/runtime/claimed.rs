@@ -2,9 +2,7 @@
 //! retried (the retry answers from the ledger).
 
 use super::common::{owner, scratch, BenchResult};
-use makalog::runtime::{
-    AgentGraphRunnableIntent, BackendRegistry, ClaimedIntentRun, ExecutionComposition, Sources,
-};
+use makalog::runtime::{AgentGraphRunnableIntent, ClaimedIntentRun};
 use serde_json::json;
 use std::time::Instant;
 
@@ -47,11 +45,7 @@ const PROMPT: &str = "summarize the record";
 pub fn claimed_case(n: usize) -> BenchResult<(f64, f64)> {
     let dir = scratch()?;
     let owner = owner(dir.path())?;
-    let c = ExecutionComposition::open(
-        &owner,
-        BackendRegistry::with_instant_fake(),
-        Sources::system(),
-    )?;
+    let c = super::composition(&owner)?;
     let mut parent = child(0);
     for key in ["subagentParent", "subagentRuntime", "subagentSpawn"] {
         parent.as_object_mut().map(|o| o.remove(key));

@@ -4,10 +4,7 @@
 
 use super::common::{scratch, BenchResult};
 use makalog::root::try_acquire_owner;
-use makalog::runtime::{
-    BackendRegistry, ExecutionComposition, Sources, TurnInput, FAKE_ASK_USER_QUESTION_PROMPT,
-    OPEN_RUNS_FILE,
-};
+use makalog::runtime::{TurnInput, FAKE_ASK_USER_QUESTION_PROMPT, OPEN_RUNS_FILE};
 use makalog::store::open_execution_stores_for_write;
 use serde_json::json;
 use std::path::Path;
@@ -32,11 +29,7 @@ pub struct Recovery {
 /// under them (what a crash leaves).
 fn interrupt(root: &Path, sessions: &[String]) -> BenchResult<()> {
     let owner = try_acquire_owner(root)?.ok_or("busy")?;
-    let c = ExecutionComposition::open(
-        &owner,
-        BackendRegistry::with_instant_fake(),
-        Sources::system(),
-    )?;
+    let c = super::composition(&owner)?;
     c.recover()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -67,11 +60,7 @@ fn interrupt(root: &Path, sessions: &[String]) -> BenchResult<()> {
 fn time_recovery(root: &Path, want: usize) -> BenchResult<f64> {
     let owner = try_acquire_owner(root)?.ok_or("busy")?;
     let start = Instant::now();
-    let c = ExecutionComposition::open(
-        &owner,
-        BackendRegistry::with_instant_fake(),
-        Sources::system(),
-    )?;
+    let c = super::composition(&owner)?;
     let report = c.recover()?;
     let took = start.elapsed();
     if report.recovered.len() != want {
