@@ -12,6 +12,7 @@ pub mod claims;
 mod commit;
 pub mod error;
 pub mod event;
+pub mod forensics;
 pub mod format;
 pub mod index;
 pub mod model;

@@ -9,7 +9,7 @@ mod request;
 mod table;
 
 pub use log::{ClaimsLog, GraphClaimOutcome, SpawnClaimOutcome};
-pub use replay::{replay_claims, ClaimsReplay, CLAIMS_FILE};
+pub use replay::{replay_claims, replay_claims_visiting, ClaimsLink, ClaimsReplay, CLAIMS_FILE};
 pub use request::{
     validate_graph_request, AdmissionStatus, AdmissionStatusChange, AgentGraphIntentClaim,
     AgentGraphIntentClaimRequest, SessionCreateClaim, SubagentSpawnClaim,

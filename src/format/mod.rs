@@ -110,6 +110,20 @@ pub fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// The 32 bytes 64 hex digits (either case) spell; `None` for anything else.
+pub fn parse_hex32(text: &str) -> Option<[u8; 32]> {
+    let digits = text.as_bytes();
+    if digits.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, pair) in digits.chunks(2).enumerate() {
+        let nibble = |c: u8| (c as char).to_digit(16);
+        out[i] = (nibble(pair[0])? * 16 + nibble(pair[1])?) as u8;
+    }
+    Some(out)
+}
+
 pub(crate) fn u16_at(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }

@@ -31,17 +31,8 @@ pub struct RootMarker {
 impl RootMarker {
     /// The rootId as 32 bytes.
     pub fn root_id_bytes(&self) -> Result<[u8; 32]> {
-        let mut out = [0u8; 32];
-        let digits = self.root_id.as_bytes();
-        if digits.len() != 64 {
-            return Err(Error::InvalidInput("rootId is not 64 hex digits".into()));
-        }
-        for (i, pair) in digits.chunks(2).enumerate() {
-            let text = std::str::from_utf8(pair).unwrap_or("");
-            out[i] = u8::from_str_radix(text, 16)
-                .map_err(|_| Error::InvalidInput("rootId is not hex".into()))?;
-        }
-        Ok(out)
+        crate::format::parse_hex32(&self.root_id)
+            .ok_or_else(|| Error::InvalidInput("rootId is not 64 hex digits".into()))
     }
 
     fn validate(&self) -> std::result::Result<(), String> {

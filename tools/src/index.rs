@@ -1,5 +1,6 @@
 //! `makalog index check|rebuild ROOT` and `makalog invocations ROOT --session ID`.
 
+use makalog::forensics::{sidecar_standing, SidecarStanding};
 use makalog::index::{
     catch_up, decode_sidecar_header, decode_sidecar_state, encode_sidecar, id_entries, rebuild,
     rebuild_sidecar, section, trusted_sidecar, SessionIndex, SIDECAR_FILE, SIDECAR_VERSION,
@@ -48,16 +49,7 @@ pub fn check(root: &Path) -> ExitCode {
                 }
                 Ok(got) => Some(match decode_sidecar_header(&got) {
                     Err(e) => format!("damaged at byte {}: {}", e.offset, e.what),
-                    Ok(h)
-                        if h.covers.last()
-                            != decode_sidecar_header(&want)
-                                .ok()
-                                .and_then(|w| w.covers.last().cloned())
-                                .as_ref() =>
-                    {
-                        "stale: it does not cover the whole log".to_owned()
-                    }
-                    Ok(_) => "differs from a rebuild".to_owned(),
+                    Ok(h) => against_log(&storage, id, &h.covers),
                 }),
             },
         };
@@ -75,6 +67,25 @@ pub fn check(root: &Path) -> ExitCode {
     } else {
         say!("index check: {bad} of {} sidecars do not", ids.len());
         ExitCode::from(1)
+    }
+}
+
+/// Why a sidecar that differs from a rebuild does: behind the log, contradicted by it (the log
+/// or the sidecar was rewritten), or covering the log but holding something else.
+fn against_log(storage: &RealStorage, id: &str, covers: &[makalog::index::Cover]) -> String {
+    let log = match makalog::forensics::session_chain(storage, id) {
+        Ok(log) => log,
+        Err(e) => return format!("cannot read the log: {e}"),
+    };
+    match sidecar_standing(covers, &log) {
+        SidecarStanding::Behind {
+            covers_to,
+            log_head,
+        } => format!("stale: it covers the log up to seq {covers_to} of {log_head}"),
+        SidecarStanding::Contradicts { what, .. } => format!("contradiction: {what}"),
+        SidecarStanding::Current => {
+            "differs from a rebuild: its covers hold, but what it says of them does not".to_owned()
+        }
     }
 }
 
@@ -111,18 +122,22 @@ pub fn rebuild_all(root: &Path) -> ExitCode {
         }
         Err(e) => return crate::usage_error(e),
     };
+    let bar = crate::progress::bar("rebuilding sidecars", ids.len() as u64);
     for id in &ids {
         let path = session_dir(id).join(SIDECAR_FILE);
         let result =
             rebuild_sidecar(&owner, id, WriterConfig::default()).map(|v| v.invocations.len());
+        bar.inc(1);
         match result {
-            Ok(n) => say!("{}: rebuilt ({n} invocations)", path.display()),
+            Ok(n) => bar.suspend(|| say!("{}: rebuilt ({n} invocations)", path.display())),
             Err(e) => {
+                bar.abandon();
                 eprintln!("makalog: {id}: {e}");
                 return ExitCode::from(1);
             }
         }
     }
+    bar.finish_and_clear();
     ExitCode::SUCCESS
 }
 

@@ -5,9 +5,12 @@
 mod output;
 mod claims;
 mod demo;
+mod diff;
 mod dump;
 mod events;
+mod heads;
 mod index;
+mod progress;
 mod sessions;
 mod time;
 mod timeline;
@@ -33,10 +36,57 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Check every segment, frame, seal and chain of a root. Exit 0 clean, 1 findings, 2 not a root.
+    /// Check every segment, frame, seal and chain of a root (optionally against heads recorded
+    /// earlier). Exit 0 clean, 1 findings, 2 usage or not a root.
+    #[command(
+        after_help = "Examples:\n  makalog verify ROOT\n  makalog heads ROOT --json > heads.json   # keep it elsewhere\n  makalog verify COPY --against heads.json  # unchanged, grew, rewritten or lost, per log"
+    )]
     Verify {
         /// The root directory.
         root: PathBuf,
+        /// Heads recorded earlier by `makalog heads --json`: report, per log, whether it is
+        /// unchanged, grew, was rewritten or lost records.
+        #[arg(long, value_name = "HEADS.json")]
+        against: Option<PathBuf>,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Each session's and the claims log's record count and chain head, to keep elsewhere.
+    #[command(
+        after_help = "Examples:\n  makalog heads ROOT\n  makalog heads ROOT --json > heads.json"
+    )]
+    Heads {
+        /// The root directory.
+        root: PathBuf,
+        /// The heads file `verify --against` reads.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare two copies of a root: per log the common prefix, where the chains diverge, and
+    /// the records only in A and only in B. Exit 0 the same, 1 different, 2 usage.
+    #[command(
+        after_help = "Examples:\n  makalog diff ROOT copy-of-root\n  makalog diff ROOT copy-of-root --session demo-1 --json"
+    )]
+    Diff {
+        /// Copy A.
+        root_a: PathBuf,
+        /// Copy B.
+        root_b: PathBuf,
+        /// Only this session.
+        #[arg(long)]
+        session: Option<String>,
+        /// One JSON object per log.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Example:\n  makalog completions bash > /etc/bash_completion.d/makalog"
+    )]
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
     },
     /// Print every record as one JSON object per line.
     Dump {
@@ -154,7 +204,28 @@ enum EventsCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Verify { root } => verify::run(&root),
+        Command::Verify {
+            root,
+            against,
+            json,
+        } => verify::run(&root, against.as_deref(), json),
+        Command::Heads { root, json } => heads::run(&root, json),
+        Command::Diff {
+            root_a,
+            root_b,
+            session,
+            json,
+        } => diff::run(&root_a, &root_b, session.as_deref(), json),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "makalog",
+                &mut std::io::stdout(),
+            );
+            ExitCode::SUCCESS
+        }
         Command::Dump { root, session } => dump::run(&root, session.as_deref()),
         Command::Claims { root, graph, json } => claims::run(&root, graph.as_deref(), json),
         Command::Demo { root } => demo::run(&root),

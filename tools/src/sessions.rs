@@ -136,7 +136,7 @@ pub fn runs(root: &Path, session: &str, json: bool) -> ExitCode {
         let v = run.value();
         let created = v["createdAt"].as_f64();
         let took = match (created, v["completedAt"].as_f64()) {
-            (Some(a), Some(b)) if b >= a => format!("{:.3} s", (b - a) / 1000.0),
+            (Some(a), Some(b)) if b >= a => crate::time::duration(b - a),
             _ => "-".to_owned(),
         };
         let kinds: Vec<&str> = events.iter().map(|(_, e)| e.event_type()).collect();

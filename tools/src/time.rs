@@ -19,6 +19,32 @@ pub fn iso8601(ms: f64) -> String {
     )
 }
 
+/// Now, as ISO 8601 UTC.
+pub fn now_iso8601() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    iso8601(ms as f64)
+}
+
+/// A duration in milliseconds as people read it: `850 ms`, `12.345 s`, `3 min 05 s`, `2 h 01 min`.
+pub fn duration(ms: f64) -> String {
+    if !ms.is_finite() || ms < 0.0 {
+        return "-".to_owned();
+    }
+    let s = ms / 1000.0;
+    match s {
+        s if s < 1.0 => format!("{ms:.0} ms"),
+        s if s < 60.0 => format!("{s:.3} s"),
+        s if s < 3600.0 => format!("{} min {:02} s", (s / 60.0) as u64, (s % 60.0) as u64),
+        s => format!(
+            "{} h {:02} min",
+            (s / 3600.0) as u64,
+            (s % 3600.0 / 60.0) as u64
+        ),
+    }
+}
+
 /// The proleptic Gregorian date of `days` since 1970-01-01 (Howard Hinnant's algorithm).
 fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
@@ -44,5 +70,15 @@ mod tests {
         assert_eq!(iso8601(1_796_128_205_123.0), "2026-12-01T12:30:05.123Z");
         assert_eq!(iso8601(1.5), "1.5", "not a whole millisecond");
         assert_eq!(iso8601(-1.0), "-1");
+    }
+
+    #[test]
+    fn durations_read_in_the_unit_that_fits() {
+        use super::duration;
+        assert_eq!(duration(850.0), "850 ms");
+        assert_eq!(duration(12_345.0), "12.345 s");
+        assert_eq!(duration(185_000.0), "3 min 05 s");
+        assert_eq!(duration(7_260_000.0), "2 h 01 min");
+        assert_eq!(duration(-1.0), "-");
     }
 }

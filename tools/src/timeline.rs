@@ -106,7 +106,7 @@ fn push(turn: &mut Value, key: &str, item: Value) {
 
 fn duration(from: &Value, to: &Value) -> String {
     match (from.as_f64(), to.as_f64()) {
-        (Some(a), Some(b)) if b >= a => format!("{:.3} s", (b - a) / 1000.0),
+        (Some(a), Some(b)) if b >= a => crate::time::duration(b - a),
         _ => "-".to_owned(),
     }
 }

@@ -64,3 +64,61 @@ pub fn last_record(root: &Path, session: &str) -> (makalog::segment::Record, Pat
     let data_end = last.end;
     (last, seg, data_end)
 }
+
+/// Copies a root (or any directory) file by file.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from)
+        .expect("dir")
+        .map(|e| e.expect("entry"))
+    {
+        let target = to.join(e.file_name());
+        if e.file_type().expect("type").is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// A copy of `root` at `to` in which session `session`'s record `seq` says something else
+/// (one letter of its first text changed) and every later record's CRC and chain value, every
+/// segment header's previous chain and every seal were recomputed: the session written again,
+/// through the library, as a forger with the tool's own code would. Its old sidecar is left.
+pub fn forge(root: &Path, to: &Path, session: &str, seq: u64) {
+    copy_dir(root, to);
+    let storage = makalog::storage::RealStorage::new(root);
+    let records: Vec<makalog::segment::Record> =
+        makalog::segment::SessionReader::open(&storage, session, 1)
+            .expect("reader")
+            .map(|r| r.expect("valid"))
+            .collect();
+    let dir = to.join("sessions").join(session);
+    for e in std::fs::read_dir(&dir).expect("dir").map(|e| e.expect("e")) {
+        if e.file_name() != "index" {
+            std::fs::remove_file(e.path()).expect("rm");
+        }
+    }
+    let owner = makalog::root::try_acquire_owner(to)
+        .expect("owner")
+        .expect("free");
+    let config = makalog::segment::WriterConfig {
+        segment_size: 8192,
+        ..makalog::segment::WriterConfig::default()
+    };
+    let (writer, _) = makalog::segment::SegmentWriter::open(&owner, session, config).expect("w");
+    for r in records {
+        let mut payload = r.payload.clone();
+        if r.seq == seq {
+            let text = String::from_utf8(payload).expect("utf8");
+            let at = text.find("\"text\":\"").expect("a text field") + 8;
+            let mut changed = text.into_bytes();
+            changed[at] = if changed[at] == b'X' { b'Y' } else { b'X' };
+            payload = changed;
+        }
+        writer
+            .append(r.kind, &payload, makalog::segment::Durability::Durable)
+            .expect("append");
+    }
+    writer.close().expect("close");
+}

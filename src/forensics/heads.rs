@@ -1,0 +1,159 @@
+//! Heads: each session's and the claims log's record count and chain head, recorded now so a
+//! later copy of the root can be checked against them (`makalog heads`, `verify --against`).
+
+use super::chains::{claims_chain, Chain};
+use crate::error::Result;
+use crate::format::chain::chain_hex;
+use crate::format::ChainValue;
+use crate::root::read_marker;
+use crate::segment::check::check_session;
+use crate::segment::layout::list_sessions;
+use crate::segment::load::scan_session_files;
+use crate::storage::Storage;
+use serde::{Deserialize, Serialize};
+
+/// The head of one log's valid prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogHead {
+    pub records: u64,
+    /// Sequence number of the last record (0 when none).
+    pub head_seq: u64,
+    /// The chain value after it (the genesis value when none).
+    pub chain: ChainValue,
+}
+
+/// Every head of a root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootHeads {
+    pub root_id: String,
+    /// By session id, in listing order.
+    pub sessions: Vec<(String, LogHead)>,
+    /// The claims log's, when the root has one.
+    pub claims: Option<LogHead>,
+}
+
+/// The heads of every session's and the claims log's valid prefix, as `verify` computes them
+/// (a session that cannot be listed has no head here; `verify` reports it).
+pub fn read_heads(storage: &dyn Storage) -> Result<RootHeads> {
+    let marker = read_marker(storage)?;
+    let (ids, _) = list_sessions(storage)?;
+    let mut sessions = Vec::with_capacity(ids.len());
+    for id in ids {
+        let Ok((_, scanned)) = scan_session_files(storage, &id, None) else {
+            continue;
+        };
+        let check = check_session(&id, &scanned, None);
+        sessions.push((
+            id,
+            LogHead {
+                records: check.record_count,
+                head_seq: check.head.0,
+                chain: check.head.1,
+            },
+        ));
+    }
+    let claims = claims_chain(storage)?.map(|c| head_of(&c));
+    Ok(RootHeads {
+        root_id: marker.root_id,
+        sessions,
+        claims,
+    })
+}
+
+fn head_of(chain: &Chain) -> LogHead {
+    LogHead {
+        records: chain.links.len() as u64,
+        head_seq: chain.head_seq(),
+        chain: chain.head_chain(),
+    }
+}
+
+/// The heads file: `{"format":"makalog-heads/1","rootId":…,"sessions":[…],"claims":…}` plus
+/// what the writer adds (tool, madeAt), which a reader ignores.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HeadsFile {
+    format: String,
+    root_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    made_at: Option<String>,
+    sessions: Vec<HeadEntry>,
+    claims: Option<HeadEntry>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct HeadEntry {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    session: Option<String>,
+    records: u64,
+    head_seq: u64,
+    chain: String,
+}
+
+/// The heads file's format name and version.
+pub const HEADS_FORMAT: &str = "makalog-heads/1";
+
+impl HeadEntry {
+    fn of(session: Option<&str>, h: &LogHead) -> HeadEntry {
+        HeadEntry {
+            session: session.map(str::to_owned),
+            records: h.records,
+            head_seq: h.head_seq,
+            chain: chain_hex(&h.chain),
+        }
+    }
+
+    fn head(&self) -> std::result::Result<LogHead, String> {
+        let chain = crate::format::parse_hex32(&self.chain)
+            .ok_or_else(|| format!("chain {:?} is not 64 hex digits", self.chain))?;
+        Ok(LogHead {
+            records: self.records,
+            head_seq: self.head_seq,
+            chain,
+        })
+    }
+}
+
+impl RootHeads {
+    /// The heads as JSON, with the tool that made them and when.
+    pub fn to_json(&self, tool: &str, made_at: &str) -> serde_json::Value {
+        let file = HeadsFile {
+            format: HEADS_FORMAT.into(),
+            root_id: self.root_id.clone(),
+            tool: Some(tool.into()),
+            made_at: Some(made_at.into()),
+            sessions: self
+                .sessions
+                .iter()
+                .map(|(id, h)| HeadEntry::of(Some(id), h))
+                .collect(),
+            claims: self.claims.as_ref().map(|h| HeadEntry::of(None, h)),
+        };
+        serde_json::to_value(file).expect("heads serialize")
+    }
+
+    /// Reads a heads file; the reason when it is not one.
+    pub fn from_json(text: &str) -> std::result::Result<RootHeads, String> {
+        let file: HeadsFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if file.format != HEADS_FORMAT {
+            return Err(format!("format {:?} is not {HEADS_FORMAT:?}", file.format));
+        }
+        let mut sessions = Vec::with_capacity(file.sessions.len());
+        for e in &file.sessions {
+            let id = e
+                .session
+                .clone()
+                .ok_or("a session entry without \"session\"")?;
+            sessions.push((id, e.head()?));
+        }
+        let claims = file.claims.as_ref().map(HeadEntry::head).transpose()?;
+        Ok(RootHeads {
+            root_id: file.root_id,
+            sessions,
+            claims,
+        })
+    }
+}

@@ -1,0 +1,15 @@
+//! Offline forensics over a root someone else wrote: the chain of every log, heads recorded
+//! and checked later, two copies compared, a session as it stood at a point in its history,
+//! and the valid prefix of a damaged root salvaged into a new one. Read-only on its input.
+
+pub mod against;
+pub mod chains;
+pub mod diff;
+pub mod heads;
+pub mod sidecar;
+
+pub use against::{compare_heads, HeadVerdict};
+pub use chains::{claims_chain, session_chain, Chain, Link};
+pub use diff::{diff_chains, diff_roots, LogDiff};
+pub use heads::{read_heads, LogHead, RootHeads, HEADS_FORMAT};
+pub use sidecar::{sidecar_standing, SidecarStanding};

@@ -1,0 +1,112 @@
+//! `makalog heads ROOT [--json]` and `makalog verify ROOT --against HEADS.json`: tamper
+//! evidence as a workflow. Record the heads, keep them elsewhere, check a copy against them.
+
+use crate::time::now_iso8601;
+use makalog::forensics::{compare_heads, read_heads, HeadVerdict, RootHeads};
+use makalog::format::chain::chain_hex;
+use makalog::storage::RealStorage;
+use makalog::Error;
+use serde_json::json;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// The tool's name and version, as bundles and heads files record it.
+pub fn tool() -> String {
+    format!("makalog {}", env!("CARGO_PKG_VERSION"))
+}
+
+pub fn run(root: &Path, as_json: bool) -> ExitCode {
+    let storage = RealStorage::unmapped(root);
+    let heads = match read_heads(&storage) {
+        Ok(h) => h,
+        Err(e @ Error::NotARoot { .. }) => return crate::usage_error(e),
+        Err(e) => {
+            eprintln!("makalog: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if as_json {
+        let v = heads.to_json(&tool(), &now_iso8601());
+        say!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        return ExitCode::SUCCESS;
+    }
+    say!("root {} ({}, {})", heads.root_id, tool(), now_iso8601());
+    let width = heads
+        .sessions
+        .iter()
+        .map(|(id, _)| id.len())
+        .max()
+        .unwrap_or(0)
+        .max("claims.log".len());
+    say!(
+        "{:<width$}  {:>10}  {:>10}  CHAIN",
+        "LOG",
+        "RECORDS",
+        "HEAD SEQ"
+    );
+    let claims = heads.claims.iter().map(|h| ("claims.log", h));
+    for (name, h) in heads
+        .sessions
+        .iter()
+        .map(|(id, h)| (id.as_str(), h))
+        .chain(claims)
+    {
+        say!(
+            "{name:<width$}  {:>10}  {:>10}  {}",
+            h.records,
+            h.head_seq,
+            chain_hex(&h.chain)
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// Reads a heads file; a usage error (exit 2) when it cannot be read or is not one.
+pub fn load(path: &Path) -> Result<RootHeads, ExitCode> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| crate::usage_error(format!("{}: {e}", path.display())))?;
+    RootHeads::from_json(&text)
+        .map_err(|why| crate::usage_error(format!("{}: not a heads file: {why}", path.display())))
+}
+
+/// Each log's verdict against `recorded`, printed; true when any says evidence was altered
+/// or lost. `Err` with the exit code when the heads belong to another root.
+pub fn against(
+    storage: &RealStorage,
+    recorded: &RootHeads,
+    as_json: bool,
+) -> Result<(bool, Vec<serde_json::Value>), ExitCode> {
+    let verdicts = compare_heads(storage, recorded).map_err(|e| match e {
+        Error::InvalidInput(_) | Error::NotARoot { .. } => crate::usage_error(e),
+        e => {
+            eprintln!("makalog: {e}");
+            ExitCode::from(1)
+        }
+    })?;
+    let altered = verdicts.iter().any(|(_, v)| v.is_finding());
+    let width = verdicts.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    let mut listed = Vec::new();
+    for (name, verdict) in &verdicts {
+        if as_json {
+            listed.push(verdict_json(name, verdict));
+        } else {
+            say!("against: {name:<width$}  {}", verdict.describe());
+        }
+    }
+    Ok((altered, listed))
+}
+
+fn verdict_json(name: &str, v: &HeadVerdict) -> serde_json::Value {
+    let mut out = json!({"log": name, "verdict": v.name(), "finding": v.is_finding()});
+    match v {
+        HeadVerdict::Grew { added } => out["added"] = json!(added),
+        HeadVerdict::Rewritten { seq } => out["seq"] = json!(seq),
+        HeadVerdict::Lost { recorded, holds } => {
+            out["recorded"] = json!(recorded);
+            out["holds"] = json!(holds);
+        }
+        HeadVerdict::New { records } => out["records"] = json!(records),
+        HeadVerdict::Unchanged | HeadVerdict::Missing => {}
+    }
+    out
+}
