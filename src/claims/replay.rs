@@ -33,7 +33,7 @@ pub struct ClaimsReplay {
 
 /// Replays the bytes of a claims log that belongs to the root with `root_id`.
 pub fn replay_claims(bytes: &[u8], root_id: &[u8; 32]) -> ClaimsReplay {
-    replay_claims_visiting(bytes, root_id, &mut |_| {})
+    replay_claims_visiting(bytes, root_id, &mut |_, _| {})
 }
 
 /// Where one record of the valid prefix lives, and the chain value after it.
@@ -48,12 +48,13 @@ pub struct ClaimsLink {
     pub end: u64,
 }
 
-/// [`replay_claims`], calling `visit` for each record of the valid prefix in order: what the
-/// forensic commands compare chains by, without the replay keeping every record.
+/// [`replay_claims`], calling `visit` for each record of the valid prefix in order, with its
+/// payload: what the forensic commands compare chains by, without the replay keeping every
+/// record.
 pub fn replay_claims_visiting(
     bytes: &[u8],
     root_id: &[u8; 32],
-    visit: &mut dyn FnMut(ClaimsLink),
+    visit: &mut dyn FnMut(ClaimsLink, &[u8]),
 ) -> ClaimsReplay {
     let file = Path::new(CLAIMS_FILE).to_path_buf();
     let genesis = claims_genesis(root_id);
@@ -108,13 +109,16 @@ pub fn replay_claims_visiting(
         out.record_count += 1;
         out.head = (frame.seq, frame.chain);
         out.data_end = cursor.data_end();
-        visit(ClaimsLink {
-            seq: frame.seq,
-            kind: frame.kind,
-            chain: frame.chain,
-            offset,
-            end: out.data_end,
-        });
+        visit(
+            ClaimsLink {
+                seq: frame.seq,
+                kind: frame.kind,
+                chain: frame.chain,
+                offset,
+                end: out.data_end,
+            },
+            frame.payload,
+        );
     }
     match cursor.end() {
         Some(Tail::Torn { len, what }) => out.problems.push(Problem::TornTail {

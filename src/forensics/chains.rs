@@ -96,7 +96,7 @@ pub fn claims_chain(storage: &dyn Storage) -> Result<Option<Chain>> {
         genesis: claims_genesis(&root_id),
         ..Chain::default()
     };
-    let replay = replay_claims_visiting(&bytes, &root_id, &mut |l| {
+    let replay = replay_claims_visiting(&bytes, &root_id, &mut |l, _| {
         out.links.push(Link {
             seq: l.seq,
             chain: l.chain,

@@ -6,10 +6,12 @@ pub mod against;
 pub mod chains;
 pub mod diff;
 pub mod heads;
+pub mod point;
 pub mod sidecar;
 
 pub use against::{compare_heads, HeadVerdict};
 pub use chains::{claims_chain, session_chain, Chain, Link};
 pub use diff::{diff_chains, diff_roots, LogDiff};
 pub use heads::{read_heads, LogHead, RootHeads, HEADS_FORMAT};
+pub use point::{stated_time, view_at, Point, PointView};
 pub use sidecar::{sidecar_standing, SidecarStanding};

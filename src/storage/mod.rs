@@ -6,11 +6,13 @@
 //! and volatile bytes apart, for crash tests) must keep the same contract, stated on each method.
 
 mod atomic;
+mod cut;
 mod real;
 #[cfg(feature = "test")]
 pub mod sim;
 
 pub use atomic::{replace_cache_file, write_atomically};
+pub use cut::{Cut, CutView};
 pub use real::RealStorage;
 #[cfg(feature = "test")]
 pub use sim::{Fault, FaultKind, SimRng, SimStorage, Tear};

@@ -1,6 +1,6 @@
 //! `makalog claims ROOT [--graph ID] [--json]`: the claims of a root, read-only.
 
-use makalog::claims::{replay_claims, ClaimTables, CLAIMS_FILE};
+use makalog::claims::{replay_claims, ClaimTables, ClaimsReplay, CLAIMS_FILE};
 use makalog::root::read_marker;
 use makalog::storage::{RealStorage, Storage};
 use std::path::Path;
@@ -8,25 +8,9 @@ use std::process::ExitCode;
 
 pub fn run(root: &Path, graph: Option<&str>, json: bool) -> ExitCode {
     let storage = RealStorage::unmapped(root);
-    let marker = match read_marker(&storage) {
-        Ok(m) => m,
-        Err(e) => return crate::usage_error(e),
-    };
-    let bytes = match storage.read_file(Path::new(CLAIMS_FILE)) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => {
-            eprintln!("makalog: {CLAIMS_FILE}: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let replay = if bytes.is_empty() {
-        None
-    } else {
-        match marker.root_id_bytes() {
-            Ok(id) => Some(replay_claims(&bytes, &id)),
-            Err(e) => return crate::usage_error(e),
-        }
+    let replay = match read_claims(&storage) {
+        Ok(r) => r,
+        Err(code) => return code,
     };
     let tables = replay
         .as_ref()
@@ -48,6 +32,45 @@ pub fn run(root: &Path, graph: Option<&str>, json: bool) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// The claims log of the root `storage` is rooted at, replayed read-only (`None` when there
+/// is none); the exit code when it is not a root or the log cannot be read.
+pub fn read_claims(storage: &dyn Storage) -> Result<Option<ClaimsReplay>, ExitCode> {
+    let marker = read_marker(storage).map_err(crate::usage_error)?;
+    let bytes = match storage.read_file(Path::new(CLAIMS_FILE)) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => {
+            eprintln!("makalog: {CLAIMS_FILE}: {e}");
+            return Err(ExitCode::from(1));
+        }
+    };
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    let id = marker.root_id_bytes().map_err(crate::usage_error)?;
+    Ok(Some(replay_claims(&bytes, &id)))
+}
+
+/// The claims that name `session`: graph intents it is the target of, spawns it is the parent
+/// or child of, and its own session-create claim; as JSON lines.
+pub fn claims_of(tables: &ClaimTables, session: &str) -> Vec<serde_json::Value> {
+    tables
+        .to_json_lines(None)
+        .into_iter()
+        .filter(|line| {
+            let c = &line["claim"];
+            [
+                "targetSessionId",
+                "parentSessionId",
+                "childSessionId",
+                "sessionId",
+            ]
+            .iter()
+            .any(|k| c[k] == session)
+        })
+        .collect()
 }
 
 fn print_text(tables: &ClaimTables, graph: Option<&str>) {

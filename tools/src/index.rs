@@ -143,7 +143,7 @@ pub fn rebuild_all(root: &Path) -> ExitCode {
 
 /// The view of a session, read-only: its sidecar caught up in memory when it still holds,
 /// a rebuild otherwise.
-pub(crate) fn view_of(storage: &RealStorage, id: &str) -> makalog::Result<SessionIndex> {
+pub(crate) fn view_of(storage: &dyn Storage, id: &str) -> makalog::Result<SessionIndex> {
     let path = session_dir(id).join(SIDECAR_FILE);
     if let Ok(bytes) = storage.read_file(&path) {
         if let Some((mut view, _)) = trusted_sidecar(storage, id, &bytes)? {
@@ -164,8 +164,13 @@ pub fn invocations(root: &Path, session: &str, json: bool) -> ExitCode {
     if let Err(why) = makalog::format::validate_session_id(session) {
         return crate::usage_error(why);
     }
-    let listed = view_of(&storage, session)
-        .and_then(|view| makalog::index::invocations_from_log(&storage, &view));
+    print_invocations(&storage, session, json)
+}
+
+/// Prints a session's invocations as read from `storage`.
+pub fn print_invocations(storage: &dyn Storage, session: &str, json: bool) -> ExitCode {
+    let listed = view_of(storage, session)
+        .and_then(|view| makalog::index::invocations_from_log(storage, &view));
     let invocations = match listed {
         Ok(v) => v,
         Err(e) => {
@@ -173,19 +178,37 @@ pub fn invocations(root: &Path, session: &str, json: bool) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    for inv in invocations {
-        if json {
+    if json {
+        for inv in &invocations {
             say!("{}", inv.to_canonical_json());
-        } else {
-            say!(
-                "{} run {} turn {} openedAt {} {}",
-                inv.invocation_id,
-                inv.run_id,
-                inv.turn_id,
-                inv.opened_at,
-                inv.outcome().unwrap_or("open")
-            );
         }
+        return ExitCode::SUCCESS;
     }
+    let w = |f: &dyn Fn(&makalog::index::RuntimeInvocation) -> usize, min: usize| {
+        invocations.iter().map(f).max().unwrap_or(0).max(min)
+    };
+    let (wi, wr, wt) = (
+        w(&|i| i.invocation_id.len(), 10),
+        w(&|i| i.run_id.len(), 3),
+        w(&|i| i.turn_id.len(), 4),
+    );
+    say!(
+        "{:<wi$}  {:<wr$}  {:<wt$}  {:<24}  OUTCOME",
+        "INVOCATION",
+        "RUN",
+        "TURN",
+        "OPENED (UTC)"
+    );
+    for inv in &invocations {
+        say!(
+            "{:<wi$}  {:<wr$}  {:<wt$}  {:<24}  {}",
+            inv.invocation_id,
+            inv.run_id,
+            inv.turn_id,
+            crate::time::iso8601(inv.opened_at),
+            inv.outcome().unwrap_or("open")
+        );
+    }
+    say!("{} invocations", invocations.len());
     ExitCode::SUCCESS
 }

@@ -11,6 +11,7 @@ mod events;
 mod heads;
 mod index;
 mod progress;
+mod replay;
 mod sessions;
 mod time;
 mod timeline;
@@ -77,6 +78,33 @@ enum Command {
         #[arg(long)]
         session: Option<String>,
         /// One JSON object per log.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A session as the stores would have answered at a point of its history: header, runs
+    /// and their status, messages, invocations and outcomes, and the claims known then,
+    /// rebuilt from the log prefix alone.
+    #[command(
+        after_help = "Examples:\n  makalog replay ROOT --session demo-1 --until 20\n  makalog replay ROOT --session demo-1 --at 2026-12-01T12:30:05Z --json\n\nA record's time is the latest instant it states; --at keeps the longest prefix of records\nthat state none later than TIME (milliseconds since the epoch, or ISO 8601 UTC)."
+    )]
+    Replay {
+        /// The root directory.
+        root: PathBuf,
+        /// The session.
+        #[arg(long)]
+        session: String,
+        /// Up to and including the record with this sequence number.
+        #[arg(
+            long,
+            value_name = "SEQ",
+            conflicts_with = "at",
+            required_unless_present = "at"
+        )]
+        until: Option<u64>,
+        /// As it stood at this time.
+        #[arg(long, value_name = "TIME")]
+        at: Option<String>,
+        /// One JSON object.
         #[arg(long)]
         json: bool,
     },
@@ -216,6 +244,13 @@ fn main() -> ExitCode {
             session,
             json,
         } => diff::run(&root_a, &root_b, session.as_deref(), json),
+        Command::Replay {
+            root,
+            session,
+            until,
+            at,
+            json,
+        } => replay::run(&root, &session, until, at.as_deref(), json),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(

@@ -5,7 +5,7 @@
 use crate::time::iso8601;
 use makalog::model::{SessionHeader, StoredMessage};
 use makalog::root::read_marker;
-use makalog::storage::RealStorage;
+use makalog::storage::{RealStorage, Storage};
 use makalog::store::ReadOnlySessions;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -68,11 +68,20 @@ pub fn list(root: &Path, json: bool) -> ExitCode {
 
 /// A session's messages in append order, or one turn's.
 pub fn messages(root: &Path, session: &str, turn: Option<&str>, json: bool) -> ExitCode {
-    let storage = match session_root(root, session) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let sessions = ReadOnlySessions::new(&storage);
+    match session_root(root, session) {
+        Ok(storage) => print_messages(&storage, session, turn, json),
+        Err(code) => code,
+    }
+}
+
+/// Prints a session's messages as read from `storage`.
+pub fn print_messages(
+    storage: &dyn Storage,
+    session: &str,
+    turn: Option<&str>,
+    json: bool,
+) -> ExitCode {
+    let sessions = ReadOnlySessions::new(storage);
     let messages = match sessions.read_messages(session, turn) {
         Ok(m) => m,
         Err(e) => return failed(e),
@@ -99,18 +108,28 @@ pub fn messages(root: &Path, session: &str, turn: Option<&str>, json: bool) -> E
 /// A session's runs by createdAt: status, turn, when created and how long they took, and their
 /// events.
 pub fn runs(root: &Path, session: &str, json: bool) -> ExitCode {
-    let storage = match session_root(root, session) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let sessions = ReadOnlySessions::new(&storage);
+    match session_root(root, session) {
+        Ok(storage) => print_runs(&storage, session, json),
+        Err(code) => code,
+    }
+}
+
+/// Prints a session's runs and their events as read from `storage`.
+pub fn print_runs(storage: &dyn Storage, session: &str, json: bool) -> ExitCode {
+    let sessions = ReadOnlySessions::new(storage);
     let runs = match sessions.list_session_runs(session) {
         Ok(r) => r,
         Err(e) => return failed(e),
     };
+    let w = runs
+        .iter()
+        .map(|r| r.run_id().len())
+        .max()
+        .unwrap_or(0)
+        .max(3);
     if !json {
         say!(
-            "{:<24} {:<17} {:<24} {:>10}  EVENTS",
+            "{:<w$} {:<17} {:<24} {:>12}  EVENTS",
             "RUN",
             "STATUS",
             "CREATED (UTC)",
@@ -141,7 +160,7 @@ pub fn runs(root: &Path, session: &str, json: bool) -> ExitCode {
         };
         let kinds: Vec<&str> = events.iter().map(|(_, e)| e.event_type()).collect();
         say!(
-            "{:<24} {:<17} {:<24} {took:>10}  {}",
+            "{:<w$} {:<17} {:<24} {took:>12}  {}",
             run.run_id(),
             run.status(),
             created.map(iso8601).unwrap_or_default(),

@@ -56,13 +56,19 @@ fn invocations_lists_each_turn_with_its_outcome_in_text_and_json() {
     let out = makalog(&["invocations", r, "--session", "demo-1"]);
     assert_eq!(out.status.code(), Some(0));
     let lines: Vec<String> = text(&out.stdout).lines().map(str::to_owned).collect();
-    assert_eq!(lines.len(), 3);
+    assert_eq!(
+        lines.len(),
+        5,
+        "a header, three invocations, a count: {lines:?}"
+    );
+    assert!(lines[0].starts_with("INVOCATION ") && lines[0].ends_with(" OUTCOME"));
     assert!(
-        lines
+        lines[1..4]
             .iter()
-            .all(|l| l.contains(" run ") && l.ends_with(" completed")),
+            .all(|l| l.contains("Z  ") && l.ends_with("  completed")),
         "{lines:?}"
     );
+    assert_eq!(lines[4], "3 invocations");
     let json = makalog(&["invocations", r, "--session", "demo-1", "--json"]);
     let values: Vec<serde_json::Value> = text(&json.stdout)
         .lines()

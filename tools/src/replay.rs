@@ -1,0 +1,170 @@
+//! `makalog replay ROOT --session ID (--until SEQ | --at TIME) [--json]`: a session as the
+//! stores would have answered at that point, rebuilt from the log prefix alone.
+
+use crate::time::iso8601;
+use makalog::forensics::{view_at, Point, PointView};
+use makalog::storage::Storage;
+use makalog::store::ReadOnlySessions;
+use makalog::Error;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::ExitCode;
+
+pub fn run(
+    root: &Path,
+    session: &str,
+    until: Option<u64>,
+    at: Option<&str>,
+    json: bool,
+) -> ExitCode {
+    let point = match (until, at.map(crate::time::parse_time)) {
+        (Some(seq), None) => Point::Seq(seq),
+        (None, Some(Ok(t))) => Point::Time(t),
+        (None, Some(Err(why))) => return crate::usage_error(why),
+        _ => return crate::usage_error("give one of --until SEQ and --at TIME"),
+    };
+    let storage = match crate::sessions::session_root(root, session) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let at = match view_at(&storage, session, point) {
+        Ok(v) => v,
+        Err(e @ Error::InvalidInput(_)) => return crate::usage_error(e),
+        Err(e) => return failed(e),
+    };
+    let result = if json {
+        as_json(&at, session).map(|v| say!("{v}"))
+    } else {
+        print(&at, session)
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => failed(e),
+    }
+}
+
+fn failed(e: Error) -> ExitCode {
+    eprintln!("makalog: {e}");
+    ExitCode::from(1)
+}
+
+fn point_line(at: &PointView<'_>, session: &str) -> String {
+    let upto = at.last.as_ref().map_or(0, |l| l.seq);
+    let as_of = at.as_of.map(iso8601).unwrap_or_else(|| "-".into());
+    format!(
+        "session {session} at seq {upto} of {} (as of {as_of}), rebuilt from the log prefix alone; claims known then: {} of {} claims-log records",
+        at.total, at.claims_kept, at.claims_total
+    )
+}
+
+fn print(at: &PointView<'_>, session: &str) -> makalog::Result<()> {
+    say!("{}", point_line(at, session));
+    let view: &dyn Storage = &at.view;
+    let Some(header) = ReadOnlySessions::new(view).read_session(session)? else {
+        say!("no session header yet at this point");
+        return Ok(());
+    };
+    let h = header.value();
+    say!(
+        "\nHEADER  status {}  name {:?}  created {}  last activity {}",
+        header.status(),
+        h["name"].as_str().unwrap_or_default(),
+        h["createdAt"].as_f64().map(iso8601).unwrap_or_default(),
+        h["lastUsedAt"].as_f64().map(iso8601).unwrap_or_default()
+    );
+    say!("\nRUNS");
+    crate::sessions::print_runs(view, session, false);
+    say!("\nMESSAGES");
+    crate::sessions::print_messages(view, session, None, false);
+    say!("\nINVOCATIONS");
+    crate::index::print_invocations(view, session, false);
+    say!("\nCLAIMS KNOWN THEN");
+    let claims = claims(view, session);
+    for c in &claims {
+        say!("{}", claim_line(c));
+    }
+    say!("{} claims", claims.len());
+    Ok(())
+}
+
+/// The claims naming the session in the cut claims log.
+fn claims(view: &dyn Storage, session: &str) -> Vec<Value> {
+    match crate::claims::read_claims(view) {
+        Ok(Some(replay)) => {
+            let mut c = crate::claims::claims_of(&replay.tables, session);
+            c.sort_by_key(|v| v["seq"].as_u64());
+            c
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn claim_line(c: &Value) -> String {
+    let k = &c["claim"];
+    let s = |key: &str| k[key].as_str().unwrap_or_default().to_owned();
+    let seq = c["seq"].as_u64().unwrap_or_default();
+    match c["type"].as_str().unwrap_or_default() {
+        "graph_intent_claim" => format!(
+            "seq {seq:>4}  graph intent  {}/{}  {}  target {}/{}  claimed {}",
+            s("graphId"),
+            s("intentId"),
+            c["status"].as_str().unwrap_or_default(),
+            s("targetTurnId"),
+            s("targetRunId"),
+            k["claimedAt"].as_f64().map(iso8601).unwrap_or_default()
+        ),
+        "subagent_spawn_claim" => format!(
+            "seq {seq:>4}  spawn         {} -> {}  tool call {}",
+            s("parentSessionId"),
+            s("childSessionId"),
+            s("toolCallId")
+        ),
+        _ => format!(
+            "seq {seq:>4}  session       {}  created {}",
+            s("sessionId"),
+            k["createdAt"].as_f64().map(iso8601).unwrap_or_default()
+        ),
+    }
+}
+
+fn as_json(at: &PointView<'_>, session: &str) -> makalog::Result<Value> {
+    let view: &dyn Storage = &at.view;
+    let sessions = ReadOnlySessions::new(view);
+    let header = sessions.read_session(session)?;
+    let mut out = json!({
+        "session": session,
+        "untilSeq": at.last.as_ref().map_or(0, |l| l.seq),
+        "records": at.total,
+        "asOf": at.as_of,
+        "claimsKept": at.claims_kept,
+        "claimsTotal": at.claims_total,
+        "header": header.as_ref().map(|h| h.value().clone()),
+        "runs": [], "messages": [], "invocations": [],
+        "claims": claims(view, session),
+    });
+    if header.is_none() {
+        return Ok(out);
+    }
+    let mut runs = Vec::new();
+    for run in sessions.list_session_runs(session)? {
+        let events: Vec<Value> = sessions
+            .read_run_events(session, run.run_id())?
+            .iter()
+            .map(|(n, e)| json!({"sequence": n, "event": e.value()}))
+            .collect();
+        runs.push(json!({"run": run.value(), "events": events}));
+    }
+    out["runs"] = json!(runs);
+    out["messages"] = json!(sessions
+        .read_messages(session, None)?
+        .iter()
+        .map(|m| m.value().clone())
+        .collect::<Vec<_>>());
+    let index = crate::index::view_of(view, session)?;
+    let invocations: Vec<Value> = makalog::index::invocations_from_log(view, &index)?
+        .iter()
+        .map(|i| serde_json::from_str(&i.to_canonical_json()).unwrap_or(Value::Null))
+        .collect();
+    out["invocations"] = json!(invocations);
+    Ok(out)
+}

@@ -1,0 +1,205 @@
+//! `makalog replay`: a session as the stores would have answered at a point of its history,
+//! from the log prefix alone, on the demo root and on a damaged copy of it.
+
+mod common;
+
+use common::{demo_root, makalog, snapshot, text};
+use serde_json::Value;
+
+fn replay_json(root: &str, args: &[&str]) -> Value {
+    let mut all = vec!["replay", root, "--json"];
+    all.extend_from_slice(args);
+    let out = makalog(&all);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+fn lines_json(root: &str, args: &[&str]) -> Vec<Value> {
+    let out = makalog(args);
+    assert_eq!(out.status.code(), Some(0), "{root}: {}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect()
+}
+
+#[test]
+fn replay_to_the_last_record_answers_what_the_stores_answer_now() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let (last, _, _) = common::last_record(&root, "graph-child-1");
+    let until = last.seq.to_string();
+    let before = snapshot(&root);
+    let v = replay_json(r, &["--session", "graph-child-1", "--until", &until]);
+    assert_eq!(snapshot(&root), before, "replay writes nothing");
+    let messages = lines_json(r, &["messages", r, "--session", "graph-child-1", "--json"]);
+    assert_eq!(v["messages"].as_array().expect("messages"), &messages);
+    let runs = lines_json(r, &["runs", r, "--session", "graph-child-1", "--json"]);
+    assert_eq!(v["runs"].as_array().expect("runs"), &runs);
+    let invocations = lines_json(
+        r,
+        &["invocations", r, "--session", "graph-child-1", "--json"],
+    );
+    assert_eq!(v["invocations"].as_array().expect("inv"), &invocations);
+    assert_eq!(v["runs"][0]["run"]["status"], "completed");
+    let claims = v["claims"].as_array().expect("claims");
+    let names = |c: &Value| {
+        [
+            "targetSessionId",
+            "parentSessionId",
+            "childSessionId",
+            "sessionId",
+        ]
+        .iter()
+        .any(|k| c["claim"][k] == "graph-child-1")
+    };
+    let mut now: Vec<Value> = lines_json(r, &["claims", r, "--json"])
+        .into_iter()
+        .filter(names)
+        .collect();
+    now.sort_by_key(|c| c["seq"].as_u64());
+    assert_eq!(
+        claims, &now,
+        "the claims naming the session, as `claims` lists them"
+    );
+    assert!(claims.iter().any(|c| c["type"] == "graph_intent_claim"));
+    assert!(claims.iter().any(|c| c["type"] == "subagent_spawn_claim"));
+}
+
+#[test]
+fn replay_to_an_earlier_record_or_time_shows_the_run_still_going() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let storage = makalog::storage::RealStorage::new(&root);
+    let records: Vec<makalog::segment::Record> =
+        makalog::segment::SessionReader::open(&storage, "graph-child-1", 1)
+            .expect("reader")
+            .map(|x| x.expect("valid"))
+            .collect();
+    // The record that marked the run running: after it, its invocation is still open.
+    let started = records
+        .iter()
+        .find(|x| {
+            x.kind == makalog::format::RecordKind::Run
+                && String::from_utf8_lossy(&x.payload).contains("\"status\":\"running\"")
+        })
+        .expect("the run marked running");
+    let until = started.seq.to_string();
+    let v = replay_json(r, &["--session", "graph-child-1", "--until", &until]);
+    assert_eq!(v["untilSeq"], started.seq);
+    assert_eq!(v["runs"][0]["run"]["status"], "running");
+    assert!(v["invocations"]
+        .as_array()
+        .expect("inv")
+        .iter()
+        .all(|i| i["terminalEvent"].is_null()));
+    let claim = v["claims"]
+        .as_array()
+        .expect("claims")
+        .iter()
+        .find(|c| c["type"] == "graph_intent_claim")
+        .cloned()
+        .expect("the claim is known before its run starts");
+    assert_eq!(claim["status"], "executing");
+    // The same point named by its time: the latest instant the prefix states.
+    let as_of = v["asOf"].as_f64().expect("asOf");
+    let by_time = replay_json(
+        r,
+        &[
+            "--session",
+            "graph-child-1",
+            "--at",
+            &format!("{}", as_of as u64),
+        ],
+    );
+    assert!(by_time["untilSeq"].as_u64() >= Some(started.seq));
+    assert_eq!(by_time["runs"][0]["run"]["status"], "running");
+    let text_out = makalog(&["replay", r, "--session", "graph-child-1", "--until", &until]);
+    let stdout = text(&text_out.stdout);
+    assert!(
+        stdout.starts_with(&format!(
+            "session graph-child-1 at seq {until} of {}",
+            records.len()
+        )),
+        "{stdout}"
+    );
+    for section in [
+        "\nRUNS\n",
+        "\nMESSAGES\n",
+        "\nINVOCATIONS\n",
+        "\nCLAIMS KNOWN THEN\n",
+    ] {
+        assert!(stdout.contains(section), "{section}: {stdout}");
+    }
+    // Before anything happened: no header yet.
+    let early = replay_json(r, &["--session", "demo-1", "--at", "1970-01-01T00:00:00Z"]);
+    assert_eq!(early["untilSeq"], 0);
+    assert!(early["header"].is_null());
+}
+
+#[test]
+fn replay_refuses_bad_points_with_exit_2_and_a_missing_session_with_1() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    for args in [
+        vec!["replay", r, "--session", "demo-1"],
+        vec![
+            "replay",
+            r,
+            "--session",
+            "demo-1",
+            "--until",
+            "3",
+            "--at",
+            "0",
+        ],
+        vec!["replay", r, "--session", "demo-1", "--at", "yesterday"],
+        vec!["replay", r, "--session", "demo-1", "--until", "999999"],
+        vec!["replay", r, "--session", "../x", "--until", "1"],
+    ] {
+        let out = makalog(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = makalog(&["replay", r, "--session", "nobody", "--until", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn replay_of_a_damaged_session_reaches_only_its_valid_prefix() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let storage = makalog::storage::RealStorage::new(&root);
+    let records: Vec<makalog::segment::Record> =
+        makalog::segment::SessionReader::open(&storage, "demo-2", 1)
+            .expect("reader")
+            .map(|x| x.expect("valid"))
+            .collect();
+    let victim = &records[records.len() / 2];
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(root.join(&victim.file))
+        .expect("open");
+    std::os::unix::fs::FileExt::write_all_at(&f, b"\xff\xff", victim.offset + 20).expect("damage");
+    let before_seq = (victim.seq - 1).to_string();
+    let v = replay_json(r, &["--session", "demo-2", "--until", &before_seq]);
+    assert_eq!(
+        v["records"],
+        victim.seq - 1,
+        "the valid prefix ends before the damage"
+    );
+    let out = makalog(&[
+        "replay",
+        r,
+        "--session",
+        "demo-2",
+        "--until",
+        &victim.seq.to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains(&format!("holds {} valid records", victim.seq - 1)));
+}
