@@ -128,7 +128,11 @@ pub fn verify_root(storage: &dyn Storage) -> Result<VerifyReport> {
                 _ => report.record(p, live),
             }
         }
-        check_payloads(storage, &id, &mut report.findings);
+        report.findings.extend(
+            payload_problems(storage, &id)
+                .iter()
+                .map(PayloadProblem::describe),
+        );
         report.sessions.push(SessionSummary {
             session_id: id,
             record_count: check.record_count,
@@ -139,20 +143,46 @@ pub fn verify_root(storage: &dyn Storage) -> Result<VerifyReport> {
     Ok(report)
 }
 
+/// A record whose frame is sound but whose payload the stores could not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PayloadProblem {
+    /// The segment holding it, relative to the root.
+    pub file: std::path::PathBuf,
+    pub offset: u64,
+    pub seq: u64,
+    pub kind: RecordKind,
+    pub why: String,
+}
+
+impl PayloadProblem {
+    /// The finding `verify` prints.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} at byte {}: {} record {} does not decode: {}",
+            self.file.display(),
+            self.offset,
+            self.kind.name(),
+            self.seq,
+            self.why
+        )
+    }
+}
+
 /// Reads every record of the valid prefix as the stores will: a runtime event must be UTF-8
 /// and decode as a canonical RuntimeEvent, a session header or message as MAKA-MODEL §5 and §6
-/// say, or the session could not be read by the store though its frames are sound. One finding
-/// per record that does not.
-fn check_payloads(storage: &dyn Storage, session_id: &str, findings: &mut Vec<String>) {
+/// say, or the session could not be read by the store though its frames are sound. One problem
+/// per record that does not, in sequence order.
+pub fn payload_problems(storage: &dyn Storage, session_id: &str) -> Vec<PayloadProblem> {
+    let mut problems = Vec::new();
     let Ok(reader) = SessionReader::open(storage, session_id, 1) else {
-        return;
+        return problems;
     };
     // Run events are checked against the runs before them, as the view applies them.
     let mut state = crate::index::SessionState::default();
     for record in reader {
         // Damage to the frames was reported by the scan.
         let Ok(r) = record else {
-            return;
+            break;
         };
         // The same checks the session's view applies when it reads the record.
         let mut scratch = crate::index::SessionState::default();
@@ -180,15 +210,16 @@ fn check_payloads(storage: &dyn Storage, session_id: &str, findings: &mut Vec<St
             _ => continue,
         };
         if let Err(why) = decoded {
-            findings.push(format!(
-                "{} at byte {}: {} record {} does not decode: {why}",
-                r.file.display(),
-                r.offset,
-                r.kind.name(),
-                r.seq
-            ));
+            problems.push(PayloadProblem {
+                file: r.file,
+                offset: r.offset,
+                seq: r.seq,
+                kind: r.kind,
+                why,
+            });
         }
     }
+    problems
 }
 
 /// Replays the claims log read-only and lists quarantined tails cut from it.

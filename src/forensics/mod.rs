@@ -7,6 +7,7 @@ pub mod chains;
 pub mod diff;
 pub mod heads;
 pub mod point;
+pub mod salvage;
 pub mod sidecar;
 
 pub use against::{compare_heads, HeadVerdict};

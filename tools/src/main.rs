@@ -12,6 +12,7 @@ mod heads;
 mod index;
 mod progress;
 mod replay;
+mod salvage;
 mod sessions;
 mod time;
 mod timeline;
@@ -104,6 +105,26 @@ enum Command {
         /// As it stood at this time.
         #[arg(long, value_name = "TIME")]
         at: Option<String>,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Copy every intact session and the valid prefix of each damaged one (and of the claims
+    /// log) into a new root that verifies clean, recomputing nothing; report what was left
+    /// behind by file and offset. The source is never written. Exit 0 nothing left behind,
+    /// 1 something was, 2 usage.
+    #[command(
+        after_help = "Examples:\n  makalog salvage damaged-root --into salvaged-root\n  makalog salvage damaged-root --into one-session --session demo-1 --session demo-2 --json"
+    )]
+    Salvage {
+        /// The root directory to read.
+        root: PathBuf,
+        /// The new root to write; it must not exist.
+        #[arg(long, value_name = "NEW_ROOT")]
+        into: PathBuf,
+        /// Only these sessions (every session when none is given).
+        #[arg(long = "session", value_name = "ID")]
+        sessions: Vec<String>,
         /// One JSON object.
         #[arg(long)]
         json: bool,
@@ -251,6 +272,12 @@ fn main() -> ExitCode {
             at,
             json,
         } => replay::run(&root, &session, until, at.as_deref(), json),
+        Command::Salvage {
+            root,
+            into,
+            sessions,
+            json,
+        } => salvage::run(&root, &into, &sessions, json),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(
