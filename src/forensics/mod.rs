@@ -5,6 +5,7 @@
 pub mod against;
 pub mod chains;
 pub mod diff;
+pub mod durable;
 pub mod heads;
 pub mod point;
 pub mod salvage;
@@ -13,6 +14,7 @@ pub mod sidecar;
 pub use against::{compare_heads, HeadVerdict};
 pub use chains::{claims_chain, session_chain, Chain, Link};
 pub use diff::{diff_chains, diff_roots, LogDiff};
+pub use durable::durable_view;
 pub use heads::{read_heads, LogHead, RootHeads, HEADS_FORMAT};
 pub use point::{stated_time, view_at, Point, PointView};
 pub use sidecar::{sidecar_standing, SidecarStanding};

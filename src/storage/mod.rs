@@ -7,12 +7,14 @@
 
 mod atomic;
 mod cut;
+mod mem;
 mod real;
 #[cfg(feature = "test")]
 pub mod sim;
 
 pub use atomic::{replace_cache_file, write_atomically};
 pub use cut::{Cut, CutView};
+pub use mem::MemStorage;
 pub use real::RealStorage;
 #[cfg(feature = "test")]
 pub use sim::{Fault, FaultKind, SimRng, SimStorage, Tear};
@@ -94,6 +96,8 @@ pub enum FileBytes {
     Mapped(memmap2::Mmap),
     /// A copy in memory.
     Owned(Vec<u8>),
+    /// A range of a buffer shared with other files (a bundle's entries held in memory).
+    Shared(std::sync::Arc<Vec<u8>>, std::ops::Range<usize>),
 }
 
 impl Deref for FileBytes {
@@ -102,6 +106,7 @@ impl Deref for FileBytes {
         match self {
             FileBytes::Mapped(m) => m,
             FileBytes::Owned(v) => v,
+            FileBytes::Shared(data, range) => &data[range.clone()],
         }
     }
 }

@@ -3,11 +3,13 @@
 
 #[macro_use]
 mod output;
+mod bundle;
 mod claims;
 mod demo;
 mod diff;
 mod dump;
 mod events;
+mod export;
 mod heads;
 mod index;
 mod progress;
@@ -44,7 +46,7 @@ enum Command {
         after_help = "Examples:\n  makalog verify ROOT\n  makalog heads ROOT --json > heads.json   # keep it elsewhere\n  makalog verify COPY --against heads.json  # unchanged, grew, rewritten or lost, per log"
     )]
     Verify {
-        /// The root directory.
+        /// The root directory, or a bundle `makalog export` wrote.
         root: PathBuf,
         /// Heads recorded earlier by `makalog heads --json`: report, per log, whether it is
         /// unchanged, grew, was rewritten or lost records.
@@ -125,6 +127,25 @@ enum Command {
         /// Only these sessions (every session when none is given).
         #[arg(long = "session", value_name = "ID")]
         sessions: Vec<String>,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a self-verifying bundle: the root's files (or the named sessions' and the root's
+    /// own) and a manifest of every file's SHA-256, each log's head, the root id, the tool and
+    /// when it was made. Check it with `makalog verify BUNDLE.tar`.
+    #[command(
+        after_help = "Examples:\n  makalog export ROOT -o evidence.tar\n  makalog export ROOT --session demo-1 -o demo-1.tar\n  makalog verify evidence.tar"
+    )]
+    Export {
+        /// The root directory.
+        root: PathBuf,
+        /// Only these sessions (every session when none is given).
+        #[arg(long = "session", value_name = "ID")]
+        sessions: Vec<String>,
+        /// The bundle to write; it must not exist.
+        #[arg(short = 'o', long = "output", value_name = "BUNDLE.tar")]
+        output: PathBuf,
         /// One JSON object.
         #[arg(long)]
         json: bool,
@@ -278,6 +299,12 @@ fn main() -> ExitCode {
             sessions,
             json,
         } => salvage::run(&root, &into, &sessions, json),
+        Command::Export {
+            root,
+            sessions,
+            output,
+            json,
+        } => export::run(&root, &sessions, &output, json),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(

@@ -9,6 +9,12 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(root: &Path, against: Option<&Path>, as_json: bool) -> ExitCode {
+    if root.is_file() {
+        if against.is_some() {
+            return crate::usage_error("--against checks a root; a bundle carries its own heads");
+        }
+        return crate::bundle::verify(root, as_json);
+    }
     let recorded = match against.map(crate::heads::load).transpose() {
         Ok(r) => r,
         Err(code) => return code,

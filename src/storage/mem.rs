@@ -1,0 +1,183 @@
+//! Read-only files held in one shared buffer: the entries of an export bundle, checked as a
+//! root without being extracted. Each file is a byte range of the buffer; nothing is copied.
+
+use super::{DirEntry, EntryKind, FileBytes, OpenMode, Storage, StorageFile, StorageLock};
+use std::collections::BTreeMap;
+use std::io;
+use std::ops::Range;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+/// A tree of read-only files over ranges of `data`, named like a root's files.
+pub struct MemStorage {
+    data: Arc<Vec<u8>>,
+    files: BTreeMap<PathBuf, Range<usize>>,
+    /// Every directory (the root is the empty path) with its entries, sorted by name.
+    dirs: BTreeMap<PathBuf, Vec<DirEntry>>,
+    name: PathBuf,
+}
+
+fn refused() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        "files held in memory are read-only",
+    )
+}
+
+fn not_found(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{}: no such file", path.display()),
+    )
+}
+
+impl MemStorage {
+    /// The files `files` names (relative paths of normal components only, each once, none
+    /// also a directory) over `data`; the reason when they cannot be a tree. `name` is what
+    /// messages call the root.
+    pub fn new(
+        name: impl Into<PathBuf>,
+        data: Arc<Vec<u8>>,
+        files: Vec<(PathBuf, Range<usize>)>,
+    ) -> Result<MemStorage, String> {
+        let mut out = MemStorage {
+            data,
+            files: BTreeMap::new(),
+            dirs: BTreeMap::from([(PathBuf::new(), Vec::new())]),
+            name: name.into(),
+        };
+        for (path, range) in files {
+            if path.as_os_str().is_empty()
+                || !path.components().all(|c| matches!(c, Component::Normal(_)))
+            {
+                return Err(format!(
+                    "{}: not a relative path of plain names",
+                    path.display()
+                ));
+            }
+            if range.start > range.end || range.end > out.data.len() {
+                return Err(format!(
+                    "{}: its bytes lie outside the buffer",
+                    path.display()
+                ));
+            }
+            if out.files.contains_key(&path) || out.dirs.contains_key(&path) {
+                return Err(format!("{}: named twice", path.display()));
+            }
+            // Every ancestor is a directory, and none of them a file.
+            let mut child = path.clone();
+            let mut kind = EntryKind::File;
+            while let Some(parent) = child.parent().map(Path::to_path_buf) {
+                if out.files.contains_key(&parent) {
+                    return Err(format!("{}: both a file and a directory", parent.display()));
+                }
+                let name = child
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let entries = out.dirs.entry(parent.clone()).or_default();
+                let known = entries.iter().any(|e| e.name == name);
+                if !known {
+                    entries.push(DirEntry { name, kind });
+                }
+                if known || parent.as_os_str().is_empty() {
+                    break;
+                }
+                kind = EntryKind::Dir;
+                child = parent;
+            }
+            out.files.insert(path, range);
+        }
+        for entries in out.dirs.values_mut() {
+            entries.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        Ok(out)
+    }
+
+    fn range(&self, path: &Path) -> io::Result<Range<usize>> {
+        self.files.get(path).cloned().ok_or_else(|| not_found(path))
+    }
+}
+
+struct MemFile {
+    data: Arc<Vec<u8>>,
+    range: Range<usize>,
+}
+
+impl StorageFile for MemFile {
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.range.len() as u64)
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let bytes = &self.data[self.range.clone()];
+        let Some(rest) = usize::try_from(offset).ok().and_then(|o| bytes.get(o..)) else {
+            return Ok(0);
+        };
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        Ok(n)
+    }
+    fn write_all_at(&self, _: &[u8], _: u64) -> io::Result<()> {
+        Err(refused())
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        Err(refused())
+    }
+    fn set_len(&self, _: u64) -> io::Result<()> {
+        Err(refused())
+    }
+}
+
+impl Storage for MemStorage {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageFile>> {
+        if mode != OpenMode::Read {
+            return Err(refused());
+        }
+        Ok(Box::new(MemFile {
+            data: Arc::clone(&self.data),
+            range: self.range(path)?,
+        }))
+    }
+    fn map_file(&self, path: &Path) -> io::Result<FileBytes> {
+        Ok(FileBytes::Shared(Arc::clone(&self.data), self.range(path)?))
+    }
+    fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
+        Ok(self.data[self.range(path)?].to_vec())
+    }
+    fn create_dir(&self, _: &Path) -> io::Result<()> {
+        Err(refused())
+    }
+    fn rename(&self, _: &Path, _: &Path) -> io::Result<()> {
+        Err(refused())
+    }
+    fn remove_file(&self, _: &Path) -> io::Result<()> {
+        Err(refused())
+    }
+    fn sync_dir(&self, _: &Path) -> io::Result<()> {
+        Err(refused())
+    }
+    fn sync_all(&self) -> io::Result<()> {
+        Err(refused())
+    }
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
+        self.dirs.get(path).cloned().ok_or_else(|| not_found(path))
+    }
+    fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
+        Ok(if self.files.contains_key(path) {
+            Some(EntryKind::File)
+        } else if self.dirs.contains_key(path) {
+            Some(EntryKind::Dir)
+        } else {
+            None
+        })
+    }
+    fn try_lock(&self, _: &Path) -> io::Result<Option<Box<dyn StorageLock>>> {
+        Err(refused())
+    }
+    fn is_locked(&self, _: &Path) -> io::Result<bool> {
+        Ok(false)
+    }
+    fn describe_root(&self) -> PathBuf {
+        self.name.clone()
+    }
+}

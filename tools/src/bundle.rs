@@ -1,0 +1,316 @@
+//! The export bundle and `makalog verify BUNDLE.tar`: the bundle is checked where it lies,
+//! its entries held in memory and verified as a root, never extracted.
+
+use makalog::forensics::{read_heads, RootHeads};
+use makalog::storage::{MemStorage, RealStorage, Storage};
+use makalog::verify::verify_root;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The manifest's name: the bundle's last entry.
+pub const MANIFEST_NAME: &str = "makalog-manifest.json";
+/// The manifest's format name and version.
+pub const BUNDLE_FORMAT: &str = "makalog-bundle/1";
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Manifest {
+    pub format: String,
+    pub tool: String,
+    pub made_at: String,
+    pub root_id: String,
+    /// True when the root was owned by a live process: each log was cut at its valid prefix.
+    pub live: bool,
+    /// The sessions exported, when not all of them were.
+    pub sessions: Option<Vec<String>>,
+    pub files: Vec<FileEntry>,
+    /// The heads of the bundle's logs, as `makalog heads --json` writes them.
+    pub heads: serde_json::Value,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileEntry {
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// What checking a bundle found.
+struct Checked {
+    findings: Vec<String>,
+    manifest: Option<Manifest>,
+    files: usize,
+    verified: Option<makalog::verify::VerifyReport>,
+}
+
+pub fn verify(bundle: &Path, as_json: bool) -> ExitCode {
+    let dir = bundle
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = bundle.file_name().map(PathBuf::from).unwrap_or_default();
+    let data = match RealStorage::unmapped(dir).read_file(&name) {
+        Ok(d) => Arc::new(d),
+        Err(e) => return crate::usage_error(format!("{}: {e}", bundle.display())),
+    };
+    let checked = match crate::progress::spinner("checking the bundle", || check(&data)) {
+        Ok(c) => c,
+        Err(why) => {
+            return crate::usage_error(format!("{}: not a bundle: {why}", bundle.display()))
+        }
+    };
+    let clean = checked.findings.is_empty();
+    if as_json {
+        say!(
+            "{}",
+            serde_json::json!({
+                "bundle": bundle.display().to_string(),
+                "clean": clean,
+                "files": checked.files,
+                "findings": checked.findings,
+                "madeAt": checked.manifest.as_ref().map(|m| &m.made_at),
+                "tool": checked.manifest.as_ref().map(|m| &m.tool),
+                "rootId": checked.manifest.as_ref().map(|m| &m.root_id),
+                "verify": checked.verified.as_ref().map(crate::verify::report_json),
+            })
+        );
+    } else {
+        if let Some(m) = &checked.manifest {
+            say!(
+                "bundle {}: made {} by {} from root {}{}",
+                bundle.display(),
+                m.made_at,
+                m.tool,
+                m.root_id,
+                if m.live { " (a live root)" } else { "" }
+            );
+        }
+        if let Some(v) = &checked.verified {
+            crate::verify::print(v);
+        }
+        for f in &checked.findings {
+            say!("{}: {f}", bundle.display());
+        }
+        if clean {
+            say!(
+                "clean: {} files, each matching its SHA-256 in the manifest, none missing or extra; the root verifies clean and its heads match the manifest",
+                checked.files
+            );
+        } else {
+            say!("{} findings", checked.findings.len());
+        }
+    }
+    if clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Checks a bundle's bytes; `Err` when they are not a bundle at all.
+fn check(data: &Arc<Vec<u8>>) -> Result<Checked, String> {
+    let mut findings = Vec::new();
+    let mut entries: Vec<(PathBuf, std::ops::Range<usize>)> = Vec::new();
+    let mut manifest_bytes: Option<std::ops::Range<usize>> = None;
+    let mut archive = tar::Archive::new(&data[..]);
+    let iter = archive.entries().map_err(|e| brief(&e))?;
+    for entry in iter {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) if entries.is_empty() && manifest_bytes.is_none() => return Err(brief(&e)),
+            Err(e) => {
+                findings.push(format!(
+                    "the archive is damaged after {} entries: {e}",
+                    entries.len()
+                ));
+                break;
+            }
+        };
+        let at = entry.raw_header_position();
+        let path = match entry.path() {
+            Ok(p) => p.into_owned(),
+            Err(e) => {
+                findings.push(format!("entry at byte {at}: its name does not decode: {e}"));
+                continue;
+            }
+        };
+        if entry.header().entry_type() != tar::EntryType::Regular {
+            findings.push(format!(
+                "entry at byte {at} ({}): not a regular file",
+                path.display()
+            ));
+            continue;
+        }
+        let start = usize::try_from(entry.raw_file_position()).unwrap_or(usize::MAX);
+        let len = usize::try_from(entry.size()).unwrap_or(usize::MAX);
+        let range = start..start.saturating_add(len);
+        if range.end > data.len() {
+            findings.push(format!(
+                "entry at byte {at} ({}): its bytes run past the end of the bundle",
+                path.display()
+            ));
+            break;
+        }
+        if manifest_bytes.is_some() {
+            findings.push(format!(
+                "entry at byte {at} ({}): after the manifest",
+                path.display()
+            ));
+        }
+        if path == Path::new(MANIFEST_NAME) {
+            manifest_bytes = Some(range);
+        } else {
+            entries.push((path, range));
+        }
+    }
+    let Some(m) = manifest_bytes else {
+        if entries.is_empty() {
+            return Err("no entries".into());
+        }
+        findings.push(format!(
+            "no {MANIFEST_NAME}: the bundle is incomplete (cut short?)"
+        ));
+        return Ok(Checked {
+            findings,
+            manifest: None,
+            files: entries.len(),
+            verified: None,
+        });
+    };
+    let manifest: Manifest = serde_json::from_slice(&data[m])
+        .map_err(|e| format!("{MANIFEST_NAME} does not decode: {e}"))?;
+    if manifest.format != BUNDLE_FORMAT {
+        return Err(format!(
+            "{MANIFEST_NAME}: format {:?} is not {BUNDLE_FORMAT:?}",
+            manifest.format
+        ));
+    }
+    check_files(data, &entries, &manifest, &mut findings);
+    let files = entries.len();
+    let held = match MemStorage::new("bundle", Arc::clone(data), entries) {
+        Ok(h) => h,
+        Err(why) => {
+            findings.push(why);
+            return Ok(Checked {
+                findings,
+                manifest: Some(manifest),
+                files,
+                verified: None,
+            });
+        }
+    };
+    let verified = match verify_root(&held) {
+        Ok(v) => {
+            findings.extend(v.findings.iter().map(|f| format!("in the bundle: {f}")));
+            Some(v)
+        }
+        Err(e) => {
+            findings.push(format!("in the bundle: {e}"));
+            None
+        }
+    };
+    check_heads(&held, &manifest, &mut findings);
+    Ok(Checked {
+        findings,
+        manifest: Some(manifest),
+        files,
+        verified,
+    })
+}
+
+/// Every file the manifest lists is there with its length and SHA-256, and nothing else is.
+fn check_files(
+    data: &[u8],
+    entries: &[(PathBuf, std::ops::Range<usize>)],
+    manifest: &Manifest,
+    findings: &mut Vec<String>,
+) {
+    let listed: BTreeMap<&str, &FileEntry> = manifest
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f))
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for (path, range) in entries {
+        let name = path.display().to_string();
+        let Some(want) = listed.get(name.as_str()) else {
+            findings.push(format!("{name}: in the bundle but not in the manifest"));
+            continue;
+        };
+        seen.insert(want.path.as_str());
+        let bytes = &data[range.clone()];
+        let got = makalog::format::hex(&Sha256::digest(bytes));
+        if bytes.len() as u64 != want.bytes || got != want.sha256 {
+            findings.push(format!(
+                "{name}: {} bytes with SHA-256 {got}, the manifest says {} bytes with {}",
+                bytes.len(),
+                want.bytes,
+                want.sha256
+            ));
+        }
+    }
+    for f in &manifest.files {
+        if !seen.contains(f.path.as_str()) {
+            findings.push(format!(
+                "{}: in the manifest but missing from the bundle",
+                f.path
+            ));
+        }
+    }
+}
+
+/// The heads of the bundle's logs are the ones the manifest recorded, of the same root.
+fn check_heads(held: &MemStorage, manifest: &Manifest, findings: &mut Vec<String>) {
+    let recorded = match RootHeads::from_json(&manifest.heads.to_string()) {
+        Ok(r) => r,
+        Err(why) => return findings.push(format!("the manifest's heads do not decode: {why}")),
+    };
+    let now = match read_heads(held) {
+        Ok(h) => h,
+        Err(e) => return findings.push(format!("the bundle's heads cannot be read: {e}")),
+    };
+    if recorded.root_id != manifest.root_id || now.root_id != manifest.root_id {
+        findings.push(format!(
+            "root ids disagree: the manifest says {}, its heads {}, the bundle's marker {}",
+            manifest.root_id, recorded.root_id, now.root_id
+        ));
+    }
+    if recorded.sessions != now.sessions || recorded.claims != now.claims {
+        let names = |h: &RootHeads| {
+            h.sessions
+                .iter()
+                .map(|(id, _)| id.clone())
+                .collect::<Vec<_>>()
+        };
+        for id in names(&recorded).into_iter().chain(names(&now)) {
+            let (a, b) = (
+                recorded.sessions.iter().find(|(x, _)| *x == id),
+                now.sessions.iter().find(|(x, _)| *x == id),
+            );
+            if a != b {
+                findings.push(format!(
+                    "session {id}: its head is not the one the manifest recorded"
+                ));
+            }
+        }
+        if recorded.claims != now.claims {
+            findings.push("claims.log: its head is not the one the manifest recorded".into());
+        }
+    }
+}
+
+/// An archive error in one short line: the tar reader quotes the bytes it could not read,
+/// which in a file that is not a bundle can be anything.
+fn brief(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let line = text.lines().next().unwrap_or_default();
+    match line.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    }
+}
