@@ -14,6 +14,7 @@ mod heads;
 mod index;
 mod progress;
 mod replay;
+mod report;
 mod salvage;
 mod sessions;
 mod time;
@@ -149,6 +150,19 @@ enum Command {
         /// One JSON object.
         #[arg(long)]
         json: bool,
+    },
+    /// Write one self-contained HTML report: verify status and findings, heads, the session
+    /// tree, the claims, and per session a timeline (runs as bars coloured by outcome, tool
+    /// calls and errors marked), its runs, invocations and claims. No script, no network.
+    #[command(
+        after_help = "Example:\n  makalog report ROOT -o report.html && chromium report.html"
+    )]
+    Report {
+        /// The root directory.
+        root: PathBuf,
+        /// The HTML file to write (replaced if present).
+        #[arg(short = 'o', long = "output", value_name = "report.html")]
+        output: PathBuf,
     },
     /// Print a shell completion script.
     #[command(
@@ -305,6 +319,7 @@ fn main() -> ExitCode {
             output,
             json,
         } => export::run(&root, &sessions, &output, json),
+        Command::Report { root, output } => report::run(&root, &output),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(

@@ -1,0 +1,153 @@
+//! A session's timeline as SVG: one row per run, a bar from its creation to its completion
+//! (or to the session's last known instant while it is open), coloured by outcome; tool calls
+//! marked on their run's row, errors in red. Plain SVG with <title> tooltips, no script.
+
+use super::gather::Session;
+use super::html::esc;
+use crate::time::{duration, iso8601};
+use std::fmt::Write;
+
+const WIDTH: f64 = 960.0;
+const LEFT: f64 = 210.0;
+const ROW: f64 = 24.0;
+
+/// The fill of a run's bar by its status.
+pub fn colour(status: &str) -> &'static str {
+    match status {
+        "completed" => "#2e7d32",
+        "failed" => "#c62828",
+        "cancelled" => "#757575",
+        "waiting_for_user" => "#ef6c00",
+        _ => "#1565c0",
+    }
+}
+
+fn num(v: &serde_json::Value, key: &str) -> Option<f64> {
+    v.get(key).and_then(serde_json::Value::as_f64)
+}
+
+/// The SVG, or `None` when the session has no run to draw.
+pub fn timeline(s: &Session) -> Option<String> {
+    if s.runs.is_empty() {
+        return None;
+    }
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    let mut see = |t: Option<f64>| {
+        if let Some(t) = t.filter(|t| t.is_finite()) {
+            lo = lo.min(t);
+            hi = hi.max(t);
+        }
+    };
+    for r in &s.runs {
+        see(num(r.header.value(), "createdAt"));
+        see(num(r.header.value(), "completedAt"));
+        see(num(r.header.value(), "updatedAt"));
+    }
+    for m in &s.messages {
+        see(num(m.value(), "ts"));
+    }
+    if !lo.is_finite() {
+        return None;
+    }
+    let span = (hi - lo).max(1.0);
+    let x = |t: f64| LEFT + (t - lo) / span * (WIDTH - LEFT - 20.0);
+    let height = 40.0 + ROW * s.runs.len() as f64;
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" role="img"><title>{} runs from {} over {}</title>"#,
+        s.runs.len(),
+        iso8601(lo),
+        duration(hi - lo)
+    );
+    let _ = write!(
+        out,
+        r##"<line x1="{LEFT}" y1="{y}" x2="{}" y2="{y}" stroke="#999"/><text x="{LEFT}" y="{ty}" class="axis">{}</text><text x="{}" y="{ty}" class="axis" text-anchor="end">+{}</text>"##,
+        WIDTH - 20.0,
+        iso8601(lo),
+        WIDTH - 20.0,
+        duration(hi - lo),
+        y = height - 24.0,
+        ty = height - 8.0
+    );
+    for (i, r) in s.runs.iter().enumerate() {
+        let v = r.header.value();
+        let y = 10.0 + ROW * i as f64;
+        let start = num(v, "createdAt").unwrap_or(lo);
+        let end = num(v, "completedAt").unwrap_or(hi).max(start);
+        let (x0, x1) = (x(start), x(end));
+        let status = r.header.status();
+        let failure = v.get("failureClass").and_then(|f| f.as_str()).unwrap_or("");
+        let _ = write!(
+            out,
+            r#"<text x="4" y="{}" class="run">{}</text><rect class="run-bar" data-status="{}" x="{x0:.1}" y="{y}" width="{:.1}" height="16" rx="3" fill="{}"><title>run {} {}{} — {} for {}; events: {}</title></rect>"#,
+            y + 12.0,
+            esc(&short(r.header.run_id())),
+            esc(status),
+            (x1 - x0).max(3.0),
+            colour(status),
+            esc(r.header.run_id()),
+            esc(status),
+            if failure.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", esc(failure))
+            },
+            iso8601(start),
+            duration(end - start),
+            esc(&r.events.join(", "))
+        );
+        if status == "failed" {
+            let _ = write!(
+                out,
+                r##"<circle class="error" cx="{x1:.1}" cy="{}" r="5" fill="#c62828" stroke="#fff"><title>failed: {}</title></circle>"##,
+                y + 8.0,
+                esc(failure)
+            );
+        }
+        let turn = v.get("turnId").and_then(|t| t.as_str());
+        for m in s
+            .messages
+            .iter()
+            .filter(|m| m.turn_id() == turn && turn.is_some())
+        {
+            let Some(t) = num(m.value(), "ts") else {
+                continue;
+            };
+            let mv = m.value();
+            let is_error = mv.get("isError").and_then(|e| e.as_bool()) == Some(true);
+            match m.message_type() {
+                "tool_call" => {
+                    let _ = write!(
+                        out,
+                        r##"<path class="tool-call" d="M{:.1} {} l4 7 h-8 z" fill="#fbc02d" stroke="#333" stroke-width="0.5"><title>tool call {} at {}</title></path>"##,
+                        x(t),
+                        y + 1.0,
+                        esc(mv.get("toolName").and_then(|n| n.as_str()).unwrap_or("")),
+                        iso8601(t)
+                    );
+                }
+                "tool_result" if is_error => {
+                    let _ = write!(
+                        out,
+                        r##"<circle class="error" cx="{:.1}" cy="{}" r="4" fill="#c62828"><title>tool error at {}</title></circle>"##,
+                        x(t),
+                        y + 8.0,
+                        iso8601(t)
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+    out.push_str("</svg>");
+    Some(out)
+}
+
+fn short(id: &str) -> String {
+    match id.char_indices().nth(26) {
+        Some((cut, _)) => format!("{}…", &id[..cut]),
+        None => id.to_owned(),
+    }
+}
