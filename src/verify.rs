@@ -77,6 +77,14 @@ impl VerifyReport {
 /// Verifies every session of the root `storage` is rooted at. Fails only when the path is not
 /// a root or cannot be listed; everything found inside is a finding.
 pub fn verify_root(storage: &dyn Storage) -> Result<VerifyReport> {
+    verify_root_observed(storage, &mut |_, _| {})
+}
+
+/// [`verify_root`], calling `progress(done, total)` after each session (for a progress bar).
+pub fn verify_root_observed(
+    storage: &dyn Storage,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<VerifyReport> {
     let marker = read_marker(storage)?;
     let mut report = VerifyReport {
         marker,
@@ -97,7 +105,9 @@ pub fn verify_root(storage: &dyn Storage) -> Result<VerifyReport> {
             .findings
             .push(format!("{}: not a session directory", stray.display()));
     }
-    for id in ids {
+    let total = ids.len();
+    for (done, id) in ids.into_iter().enumerate() {
+        progress(done, total);
         let (listing, scanned) = match scan_session_files(storage, &id, None) {
             Ok(x) => x,
             Err(e) => {

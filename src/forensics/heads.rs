@@ -5,6 +5,7 @@ use super::chains::{claims_chain, Chain};
 use crate::error::Result;
 use crate::format::chain::chain_hex;
 use crate::format::ChainValue;
+use crate::recovery::Problem;
 use crate::root::read_marker;
 use crate::segment::check::check_session;
 use crate::segment::layout::list_sessions;
@@ -30,6 +31,9 @@ pub struct RootHeads {
     pub sessions: Vec<(String, LogHead)>,
     /// The claims log's, when the root has one.
     pub claims: Option<LogHead>,
+    /// The logs whose valid prefix ends at damage (their head is the prefix's), by name; not
+    /// part of a heads file.
+    pub damaged: Vec<String>,
 }
 
 /// The heads of every session's and the claims log's valid prefix, as `verify` computes them
@@ -38,11 +42,27 @@ pub fn read_heads(storage: &dyn Storage) -> Result<RootHeads> {
     let marker = read_marker(storage)?;
     let (ids, _) = list_sessions(storage)?;
     let mut sessions = Vec::with_capacity(ids.len());
+    let mut damaged = Vec::new();
+    let live = storage
+        .is_locked(std::path::Path::new(crate::root::LOCK_FILE))
+        .unwrap_or(false);
     for id in ids {
         let Ok((_, scanned)) = scan_session_files(storage, &id, None) else {
+            damaged.push(id);
             continue;
         };
         let check = check_session(&id, &scanned, None);
+        // As verify judges them: a session created and never written, or a write in flight at
+        // the end of a live owner's log, is no damage.
+        let benign = match check.problems.as_slice() {
+            [] => true,
+            [Problem::TornCreate { .. }] => scanned.len() == 1,
+            [Problem::TornTail { .. }] => live,
+            _ => false,
+        };
+        if !benign {
+            damaged.push(id.clone());
+        }
         sessions.push((
             id,
             LogHead {
@@ -52,11 +72,15 @@ pub fn read_heads(storage: &dyn Storage) -> Result<RootHeads> {
             },
         ));
     }
-    let claims = claims_chain(storage)?.map(|c| head_of(&c));
+    let claims = claims_chain(storage)?;
+    if claims.as_ref().is_some_and(|c| c.stopped.is_some()) && !live {
+        damaged.push(crate::claims::CLAIMS_FILE.to_owned());
+    }
     Ok(RootHeads {
         root_id: marker.root_id,
         sessions,
-        claims,
+        claims: claims.as_ref().map(head_of),
+        damaged,
     })
 }
 
@@ -154,6 +178,7 @@ impl RootHeads {
             root_id: file.root_id,
             sessions,
             claims,
+            damaged: Vec::new(),
         })
     }
 }

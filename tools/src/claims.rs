@@ -82,7 +82,7 @@ fn print_text(tables: &ClaimTables, graph: Option<&str>) {
             .map(|r| format!(" ({r})"))
             .unwrap_or_default();
         say!(
-            "graph {} intent {} claim {} {:?}{reason} target {}/{}/{} operator {} claimedAt {}",
+            "graph {} intent {} claim {} {:?}{reason} target {}/{}/{} operator {} claimed {}",
             k.graph_id,
             k.intent_id,
             k.claim_id,
@@ -91,7 +91,7 @@ fn print_text(tables: &ClaimTables, graph: Option<&str>) {
             k.target_turn_id,
             k.target_run_id,
             k.target_operator_id,
-            k.claimed_at
+            crate::time::iso8601(k.claimed_at as f64)
         );
     }
     if graph.is_some() {
@@ -115,9 +115,9 @@ fn print_text(tables: &ClaimTables, graph: Option<&str>) {
     }
     for c in tables.session_claims() {
         say!(
-            "session {} createdAt {}",
+            "session {} created {}",
             c.claim.session_id,
-            c.claim.created_at
+            crate::time::iso8601(c.claim.created_at as f64)
         );
     }
 }

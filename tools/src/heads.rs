@@ -25,10 +25,20 @@ pub fn run(root: &Path, as_json: bool) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let code = if heads.damaged.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    };
+    for name in &heads.damaged {
+        eprintln!(
+            "makalog: {name}: damaged; its head is that of its valid prefix (run makalog verify)"
+        );
+    }
     if as_json {
         let v = heads.to_json(&tool(), &now_iso8601());
         say!("{}", serde_json::to_string_pretty(&v).expect("json"));
-        return ExitCode::SUCCESS;
+        return code;
     }
     say!("root {} ({}, {})", heads.root_id, tool(), now_iso8601());
     let width = heads
@@ -58,7 +68,7 @@ pub fn run(root: &Path, as_json: bool) -> ExitCode {
             chain_hex(&h.chain)
         );
     }
-    ExitCode::SUCCESS
+    code
 }
 
 /// Reads a heads file; a usage error (exit 2) when it cannot be read or is not one.

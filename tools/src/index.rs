@@ -23,69 +23,104 @@ fn sessions(storage: &RealStorage) -> Result<Vec<String>, ExitCode> {
 }
 
 /// Compares every sidecar with a fresh rebuild; read-only.
-pub fn check(root: &Path) -> ExitCode {
+pub fn check(root: &Path, json: bool) -> ExitCode {
     let storage = RealStorage::unmapped(root);
     let ids = match sessions(&storage) {
         Ok(ids) => ids,
         Err(code) => return code,
     };
+    let bar = crate::progress::bar("checking sidecars", ids.len() as u64);
     let mut bad = 0;
     for id in &ids {
         let path = session_dir(id).join(SIDECAR_FILE);
-        let verdict = match rebuild(&storage, id).and_then(|v| {
-            encode_sidecar(&v, &[]).map_err(|e| makalog::Error::corrupt(&path, 0, e.what))
-        }) {
-            Err(e) => Some(format!("cannot rebuild: {e}")),
-            Ok(want) => match storage.read_file(&path) {
-                Err(_) => Some("no sidecar".to_owned()),
-                Ok(got) if got == want => None,
-                Ok(got) if older_but_equal(&got, &want) => {
-                    say!(
-                        "{}: equals a rebuild (sidecar version {}: the next write, or index rebuild, makes it version {SIDECAR_VERSION})",
-                        path.display(),
-                        u16::from_le_bytes([got[8], got[9]])
-                    );
-                    continue;
-                }
-                Ok(got) => Some(match decode_sidecar_header(&got) {
-                    Err(e) => format!("damaged at byte {}: {}", e.offset, e.what),
-                    Ok(h) => against_log(&storage, id, &h.covers),
-                }),
-            },
-        };
-        match verdict {
-            None => say!("{}: equals a rebuild", path.display()),
-            Some(why) => {
-                bad += 1;
+        let (ok, verdict, why) = judge_sidecar(&storage, id, &path);
+        bar.inc(1);
+        bad += usize::from(!ok);
+        bar.suspend(|| {
+            if json {
+                say!(
+                    "{}",
+                    serde_json::json!({"session": id, "sidecar": path.display().to_string(),
+                        "equal": ok, "verdict": verdict, "why": why})
+                );
+            } else {
                 say!("{}: {why}", path.display());
             }
-        }
+        });
+    }
+    bar.finish_and_clear();
+    if !json && bad == 0 {
+        say!("index check: {} sidecars equal their rebuilds", ids.len());
+    } else if !json {
+        say!("index check: {bad} of {} sidecars do not", ids.len());
     }
     if bad == 0 {
-        say!("index check: {} sidecars equal their rebuilds", ids.len());
         ExitCode::SUCCESS
     } else {
-        say!("index check: {bad} of {} sidecars do not", ids.len());
         ExitCode::from(1)
+    }
+}
+
+/// Whether a session's sidecar equals a rebuild, a one-word verdict and a sentence.
+fn judge_sidecar(storage: &RealStorage, id: &str, path: &Path) -> (bool, &'static str, String) {
+    let want = match rebuild(storage, id)
+        .and_then(|v| encode_sidecar(&v, &[]).map_err(|e| makalog::Error::corrupt(path, 0, e.what)))
+    {
+        Ok(w) => w,
+        Err(e) => return (false, "unreadable", format!("cannot rebuild: {e}")),
+    };
+    let got = match storage.read_file(path) {
+        Ok(g) => g,
+        Err(_) => return (false, "missing", "no sidecar".to_owned()),
+    };
+    if got == want {
+        return (true, "equal", "equals a rebuild".to_owned());
+    }
+    if older_but_equal(&got, &want) {
+        let why = format!(
+            "equals a rebuild (sidecar version {}: the next write, or index rebuild, makes it version {SIDECAR_VERSION})",
+            u16::from_le_bytes([got[8], got[9]])
+        );
+        return (true, "equal", why);
+    }
+    match decode_sidecar_header(&got) {
+        Err(e) => (
+            false,
+            "damaged",
+            format!("damaged at byte {}: {}", e.offset, e.what),
+        ),
+        Ok(h) => against_log(storage, id, &h.covers),
     }
 }
 
 /// Why a sidecar that differs from a rebuild does: behind the log, contradicted by it (the log
 /// or the sidecar was rewritten), or covering the log but holding something else.
-fn against_log(storage: &RealStorage, id: &str, covers: &[makalog::index::Cover]) -> String {
+fn against_log(
+    storage: &RealStorage,
+    id: &str,
+    covers: &[makalog::index::Cover],
+) -> (bool, &'static str, String) {
     let log = match makalog::forensics::session_chain(storage, id) {
         Ok(log) => log,
-        Err(e) => return format!("cannot read the log: {e}"),
+        Err(e) => return (false, "unreadable", format!("cannot read the log: {e}")),
     };
     match sidecar_standing(covers, &log) {
         SidecarStanding::Behind {
             covers_to,
             log_head,
-        } => format!("stale: it covers the log up to seq {covers_to} of {log_head}"),
-        SidecarStanding::Contradicts { what, .. } => format!("contradiction: {what}"),
-        SidecarStanding::Current => {
-            "differs from a rebuild: its covers hold, but what it says of them does not".to_owned()
+        } => (
+            false,
+            "stale",
+            format!("stale: it covers the log up to seq {covers_to} of {log_head}"),
+        ),
+        SidecarStanding::Contradicts { what, .. } => {
+            (false, "contradiction", format!("contradiction: {what}"))
         }
+        SidecarStanding::Current => (
+            false,
+            "differs",
+            "differs from a rebuild: its covers hold, but what it says of them does not".to_owned(),
+        ),
     }
 }
 

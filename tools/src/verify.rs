@@ -2,7 +2,7 @@
 
 use makalog::format::chain::chain_hex;
 use makalog::storage::RealStorage;
-use makalog::verify::{verify_root, VerifyReport};
+use makalog::verify::{verify_root_observed, VerifyReport};
 use makalog::Error;
 use serde_json::json;
 use std::path::Path;
@@ -20,7 +20,13 @@ pub fn run(root: &Path, against: Option<&Path>, as_json: bool) -> ExitCode {
         Err(code) => return code,
     };
     let storage = RealStorage::unmapped(root);
-    let report = match crate::progress::spinner("verifying", || verify_root(&storage)) {
+    let bar = crate::progress::bar("verifying sessions", 0);
+    let verified = verify_root_observed(&storage, &mut |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    });
+    bar.finish_and_clear();
+    let report = match verified {
         Ok(r) => r,
         Err(e @ Error::NotARoot { .. }) => return crate::usage_error(e),
         Err(e) => {

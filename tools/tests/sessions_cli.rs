@@ -127,7 +127,8 @@ fn runs_prints_each_run_with_its_status_duration_and_events() {
     assert_eq!(rows.len(), 3, "{stdout}");
     for row in rows {
         assert!(
-            row.contains(" s  ") && row.ends_with("run_created, run_started, run_completed"),
+            (row.contains(" ms  ") || row.contains(" s  "))
+                && row.ends_with("run_created, run_started, run_completed"),
             "{row}"
         );
     }
