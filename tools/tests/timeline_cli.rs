@@ -28,7 +28,8 @@ fn timeline_prints_each_turn_with_its_runs_invocations_and_outcome() {
         "the turn the restart cut off: {stdout}"
     );
     assert!(
-        stdout.contains("failed (app_restarted), started 20") && stdout.contains(" s\n"),
+        stdout.contains("failed (app_restarted), started 20")
+            && (stdout.contains(" ms\n") || stdout.contains(" s\n")),
         "{stdout}"
     );
     assert_eq!(stdout.lines().last(), Some("4 turns"));
