@@ -3,6 +3,9 @@
 
 use crate::archive::unpack;
 use crate::sim_root::with_files;
+use makalog::forensics::{
+    compare_heads, diff_roots, durable_view, read_heads, salvage, session_chain, view_at, Point,
+};
 use makalog::root::{read_marker, Owner};
 use makalog::runtime::read_open_runs;
 use makalog::segment::layout::list_sessions;
@@ -33,14 +36,54 @@ fn read_only(storage: &dyn Storage) {
     for id in &ids {
         dump(storage, id);
     }
+    stores_read(storage, &ids);
+    forensics(storage, &ids);
+}
+
+fn stores_read(storage: &dyn Storage, ids: &[String]) {
     let sessions = ReadOnlySessions::new(storage);
     let _ = sessions.list_sessions();
-    for id in &ids {
+    for id in ids {
         let _ = sessions.read_session(id);
         let _ = sessions.read_messages(id, None);
         for run in sessions.list_session_runs(id).unwrap_or_default() {
             let _ = sessions.read_run_events(id, run.run_id());
         }
+    }
+}
+
+/// What the forensic commands read: heads and the check against them, a diff with itself, each
+/// session at its first, middle and last record and at a time, the salvage plan, the view a
+/// live export reads; the stores read through every cut view.
+fn forensics(storage: &dyn Storage, ids: &[String]) {
+    if let Ok(heads) = read_heads(storage) {
+        let _ = compare_heads(storage, &heads);
+    }
+    if let Ok(diffs) = diff_roots(storage, storage, None) {
+        assert!(
+            diffs.iter().all(|d| d.is_same()),
+            "a root differs from itself"
+        );
+    }
+    for id in ids {
+        let total = session_chain(storage, id).map_or(0, |c| c.head_seq());
+        for point in [
+            Point::Seq(1),
+            Point::Seq(total / 2),
+            Point::Seq(total),
+            Point::Time(1.0e12),
+        ] {
+            if let Ok(at) = view_at(storage, id, point) {
+                stores_read(&at.view, std::slice::from_ref(id));
+            }
+        }
+    }
+    if let Ok(plan) = salvage::plan(storage, &[]) {
+        stores_read(&plan.view, &plan.sessions);
+        let _ = verify_root(&plan.view);
+    }
+    if let Ok((view, _)) = durable_view(storage) {
+        let _ = verify_root(&view);
     }
 }
 
