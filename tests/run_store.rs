@@ -90,6 +90,16 @@ fn runs_and_their_events_read_back_the_same_after_reopening() {
     );
     s.close().expect("close");
     drop(owner);
+    // Read-only, every run's events at once answer what one run at a time does.
+    let reads = makalog::store::ReadOnlySessions::new(&*storage);
+    let all = reads.list_session_runs_with_events("s").expect("all");
+    let ids: Vec<&str> = all.iter().map(|(r, _)| r.run_id()).collect();
+    assert_eq!(ids, live.0, "the same runs in the same order");
+    for (run, events) in &all {
+        let one = reads.read_run_events("s", run.run_id()).expect("one");
+        assert_eq!(events, &one, "{}", run.run_id());
+    }
+    assert_eq!(all[0].1.len(), 4, "run-a's events");
     let (_owner, s) = stores::open(&storage);
     assert_eq!(answers(&s), live, "after reopening");
     let rebuilt = rebuild(&*storage, "s").expect("rebuild");

@@ -197,23 +197,29 @@ impl SalvagePlan<'_> {
     }
 }
 
-/// Writes `plan` into `target`, a root that must not exist yet (its parent must). The marker
-/// is written last, so an interrupted salvage leaves a directory that is not a root.
+/// Writes `plan` into `target`, a root that must not exist yet (its parent must) or be an
+/// empty directory. The marker is written last, after every other file and directory is
+/// synced, so an interrupted salvage leaves a directory that is not a root.
 pub fn write(
     plan: &SalvagePlan<'_>,
     target: &dyn Storage,
     progress: &dyn Fn(&str),
 ) -> Result<SalvageReport> {
     let mut report = plan.report.clone();
-    target
-        .create_dir(Path::new(""))
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => Error::InvalidInput(format!(
-                "{} exists: salvage writes only a new root",
-                target.describe_root().display()
-            )),
-            _ => Error::io("", "create the new root", e),
-        })?;
+    match target.create_dir(Path::new("")) {
+        Ok(()) => {}
+        // An empty directory made for it will do; anything in it is someone's.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let empty = target.list_dir(Path::new("")).is_ok_and(|e| e.is_empty());
+            if !empty {
+                return Err(Error::InvalidInput(format!(
+                    "{} exists and is not an empty directory: salvage writes only a new root",
+                    target.describe_root().display()
+                )));
+            }
+        }
+        Err(e) => return Err(Error::io("", "create the new root", e)),
+    }
     let view: &dyn Storage = &plan.view;
     let mut written = |n: u64| {
         report.bytes += n;

@@ -19,7 +19,7 @@ pub use admissions::{Admission, Rejection};
 pub use execution::{open_execution_stores_for_write, open_execution_stores_with, ExecutionStores};
 pub use open_sessions::DEFAULT_MAX_OPEN_SESSIONS;
 pub(crate) use runs::run_is_new;
-pub use runs::AgentRunStore;
+pub use runs::{AgentRunStore, RunWithEvents};
 pub(crate) use runtime_events::Queued;
 pub use runtime_events::{AppendedEvent, RuntimeEventStore};
 pub use sessions::{ReadOnlySessions, SessionStore};

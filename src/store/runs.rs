@@ -171,11 +171,41 @@ pub(super) fn run_events_of(
     session_id: &str,
     events: &[crate::index::RunEventEntry],
 ) -> Result<Vec<(u64, RunEvent)>> {
+    run_events_at(&mut FramesAt::new(storage, session_id), session_id, events)
+}
+
+/// A run and its events, each with its sequence number.
+pub type RunWithEvents = (RunHeader, Vec<(u64, RunEvent)>);
+
+/// Every run `state` holds, by `createdAt`, then run id, each with its events: one reader of
+/// the segments for all of them.
+pub(super) fn runs_with_events_of(
+    storage: &dyn crate::storage::Storage,
+    session_id: &str,
+    state: &SessionState,
+) -> Result<Vec<RunWithEvents>> {
+    let mut frames = FramesAt::new(storage, session_id);
+    runs_of(state)?
+        .into_iter()
+        .map(|run| {
+            let events = state.runs.get(run.run_id()).map_or(Ok(Vec::new()), |r| {
+                run_events_at(&mut frames, session_id, &r.events)
+            })?;
+            Ok((run, events))
+        })
+        .collect()
+}
+
+fn run_events_at(
+    frames: &mut FramesAt<'_>,
+    session_id: &str,
+    events: &[crate::index::RunEventEntry],
+) -> Result<Vec<(u64, RunEvent)>> {
     let positions: Vec<(u64, u64, u64)> = events
         .iter()
         .map(|e| (e.at.ordinal, e.at.offset, e.at.record_seq))
         .collect();
-    let payloads = FramesAt::new(storage, session_id).payloads(&positions)?;
+    let payloads = frames.payloads(&positions)?;
     events
         .iter()
         .zip(payloads)

@@ -193,6 +193,18 @@ impl<'s> ReadOnlySessions<'s> {
         let state = read_only_state(self.storage, session_id)?;
         messages_of(self.storage, session_id, &state, turn_id)
     }
+
+    /// [`Self::list_session_runs`], each run with what [`Self::read_run_events`] answers for
+    /// it, from one read of the session (what listing every run's events costs once, not once
+    /// a run).
+    pub fn list_session_runs_with_events(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<super::runs::RunWithEvents>> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        let state = read_only_state(self.storage, session_id)?;
+        super::runs::runs_with_events_of(self.storage, session_id, &state)
+    }
 }
 
 fn header_of(state: &SessionState) -> Result<Option<SessionHeader>> {

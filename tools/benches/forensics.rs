@@ -52,7 +52,8 @@ fn main() -> Result<()> {
         Some(dir)
     };
     let template = template(scratch.path())?;
-    let template_bytes: usize = template.iter().map(|(_, p)| p.len()).sum();
+    // A frame's bytes are its payload's and about 60 more; the sidecars add about a fifth.
+    let template_bytes: usize = template.iter().map(|(_, p)| p.len() + 60).sum::<usize>() * 6 / 5;
 
     let big = scratch.path().join("big");
     let per_session = (big_bytes / 32 / template_bytes as u64).max(1);

@@ -101,7 +101,7 @@ pub enum Command {
     Salvage {
         /// The root directory to read.
         root: PathBuf,
-        /// The new root to write; it must not exist.
+        /// The new root to write; it must not exist, or be an empty directory.
         #[arg(long, value_name = "NEW_ROOT")]
         into: PathBuf,
         /// Only these sessions (every session when none is given).

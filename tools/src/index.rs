@@ -158,22 +158,29 @@ pub fn rebuild_all(root: &Path) -> ExitCode {
         Err(e) => return crate::usage_error(e),
     };
     let bar = crate::progress::bar("rebuilding sidecars", ids.len() as u64);
-    for id in &ids {
-        let path = session_dir(id).join(SIDECAR_FILE);
-        let result =
-            rebuild_sidecar(&owner, id, WriterConfig::default()).map(|v| v.invocations.len());
+    // Sessions are independent: rebuilt on every core, reported in order.
+    let results = crate::parallel::map(&ids, |id| {
+        let r = rebuild_sidecar(&owner, id, WriterConfig::default()).map(|v| v.invocations.len());
         bar.inc(1);
+        r
+    });
+    bar.finish_and_clear();
+    let mut failed = false;
+    for (id, result) in ids.iter().zip(results) {
+        let path = session_dir(id).join(SIDECAR_FILE);
         match result {
-            Ok(n) => bar.suspend(|| say!("{}: rebuilt ({n} invocations)", path.display())),
+            Ok(n) => say!("{}: rebuilt ({n} invocations)", path.display()),
             Err(e) => {
-                bar.abandon();
                 eprintln!("makalog: {id}: {e}");
-                return ExitCode::from(1);
+                failed = true;
             }
         }
     }
-    bar.finish_and_clear();
-    ExitCode::SUCCESS
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// The view of a session, read-only: its sidecar caught up in memory when it still holds,

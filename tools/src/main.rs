@@ -14,6 +14,7 @@ mod events;
 mod export;
 mod heads;
 mod index;
+mod parallel;
 mod progress;
 mod replay;
 mod report;

@@ -146,9 +146,8 @@ fn as_json(at: &PointView<'_>, session: &str) -> makalog::Result<Value> {
         return Ok(out);
     }
     let mut runs = Vec::new();
-    for run in sessions.list_session_runs(session)? {
-        let events: Vec<Value> = sessions
-            .read_run_events(session, run.run_id())?
+    for (run, events) in sessions.list_session_runs_with_events(session)? {
+        let events: Vec<Value> = events
             .iter()
             .map(|(n, e)| json!({"sequence": n, "event": e.value()}))
             .collect();

@@ -117,13 +117,13 @@ pub fn runs(root: &Path, session: &str, json: bool) -> ExitCode {
 /// Prints a session's runs and their events as read from `storage`.
 pub fn print_runs(storage: &dyn Storage, session: &str, json: bool) -> ExitCode {
     let sessions = ReadOnlySessions::new(storage);
-    let runs = match sessions.list_session_runs(session) {
+    let runs = match sessions.list_session_runs_with_events(session) {
         Ok(r) => r,
         Err(e) => return failed(e),
     };
     let w = runs
         .iter()
-        .map(|r| r.run_id().len())
+        .map(|(r, _)| r.run_id().len())
         .max()
         .unwrap_or(0)
         .max(3);
@@ -136,11 +136,7 @@ pub fn print_runs(storage: &dyn Storage, session: &str, json: bool) -> ExitCode 
             "DURATION"
         );
     }
-    for run in &runs {
-        let events = match sessions.read_run_events(session, run.run_id()) {
-            Ok(e) => e,
-            Err(e) => return failed(e),
-        };
+    for (run, events) in &runs {
         if json {
             let listed: Vec<serde_json::Value> = events
                 .iter()

@@ -139,7 +139,10 @@ fn the_report_opens_in_chromium_without_console_errors_and_shows_every_session()
 #[test]
 fn the_report_of_a_damaged_root_shows_its_findings_and_exits_1() {
     let (t, root) = demo_root();
-    let (_, seg, _) = common::last_record(&root, "demo-3");
+    // Damage in a sealed segment, and no sidecar to read around it: the session's reads fail,
+    // its page still shows.
+    let seg = root.join("sessions/demo-3/00000000000000000001.seg");
+    std::fs::remove_file(root.join("sessions/demo-3/index")).expect("rm sidecar");
     let f = std::fs::OpenOptions::new()
         .write(true)
         .open(&seg)
@@ -166,6 +169,12 @@ fn the_report_of_a_damaged_root_shows_its_findings_and_exits_1() {
     assert!(
         html.contains("id=\"session-demo-3\""),
         "the damaged session is still on the page"
+    );
+    assert!(html.contains("Not all of it could be read"), "and says so");
+    assert_eq!(
+        html.matches("class=\"session\" id=").count(),
+        8,
+        "every session"
     );
     let out = makalog(&[
         "report",

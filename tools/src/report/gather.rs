@@ -15,13 +15,38 @@ pub struct Run {
 
 /// Everything shown of one session.
 pub struct Session {
-    pub header: SessionHeader,
+    pub id: String,
+    /// Its latest header; `None` when it has none or it could not be read.
+    pub header: Option<SessionHeader>,
     pub runs: Vec<Run>,
     pub messages: Vec<StoredMessage>,
     pub invocations: Vec<RuntimeInvocation>,
     pub claims: Vec<Value>,
     /// Why part of it could not be read (damage), if so.
     pub unreadable: Option<String>,
+}
+
+static NO_HEADER: Value = Value::Null;
+
+impl Session {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Its status, or `unreadable` when its header could not be read.
+    pub fn status(&self) -> &str {
+        self.header.as_ref().map_or("unreadable", |h| h.status())
+    }
+
+    /// Its header's fields (JSON null when it has none).
+    pub fn value(&self) -> &Value {
+        self.header.as_ref().map_or(&NO_HEADER, |h| h.value())
+    }
+
+    /// The session it is a subagent of.
+    pub fn parent(&self) -> Option<&str> {
+        self.header.as_ref()?.subagent_parent_session()
+    }
 }
 
 /// The root as the report shows it.
@@ -32,30 +57,38 @@ pub struct Gathered {
     pub claims: Vec<Value>,
 }
 
-pub fn gather(storage: &dyn Storage, progress: &dyn Fn()) -> makalog::Result<Gathered> {
+pub fn gather(storage: &dyn Storage, progress: &(dyn Fn() + Sync)) -> makalog::Result<Gathered> {
     let verify = makalog::verify::verify_root(storage)?;
     let tables = match crate::claims::read_claims(storage) {
         Ok(Some(replay)) => replay.tables,
         _ => Default::default(),
     };
     let reads = ReadOnlySessions::new(storage);
-    let mut sessions = Vec::new();
-    for header in reads.list_sessions()? {
-        let id = header.id().to_owned();
+    let (ids, _) = makalog::segment::layout::list_sessions(storage)?;
+    // Every session on every core; one that cannot be read is shown as such, never dropped.
+    let mut sessions = crate::parallel::map(&ids, |id| {
         let mut s = Session {
-            header,
+            id: id.clone(),
+            header: None,
             runs: Vec::new(),
             messages: Vec::new(),
             invocations: Vec::new(),
-            claims: crate::claims::claims_of(&tables, &id),
+            claims: crate::claims::claims_of(&tables, id),
             unreadable: None,
         };
-        if let Err(e) = read_session(storage, &reads, &id, &mut s) {
+        if let Err(e) = read_session(storage, &reads, id, &mut s) {
             s.unreadable = Some(e.to_string());
         }
-        sessions.push(s);
         progress();
-    }
+        s
+    });
+    // As the session store lists them: by createdAt, then id.
+    let created = |s: &Session| s.value()["createdAt"].as_f64().unwrap_or(0.0);
+    sessions.sort_by(|a, b| {
+        created(a)
+            .total_cmp(&created(b))
+            .then_with(|| a.id.cmp(&b.id))
+    });
     Ok(Gathered {
         verify,
         sessions,
@@ -69,9 +102,9 @@ fn read_session(
     id: &str,
     s: &mut Session,
 ) -> makalog::Result<()> {
-    for header in reads.list_session_runs(id)? {
-        let events = reads
-            .read_run_events(id, header.run_id())?
+    s.header = reads.read_session(id)?;
+    for (header, events) in reads.list_session_runs_with_events(id)? {
+        let events = events
             .iter()
             .map(|(_, e)| e.event_type().to_owned())
             .collect();

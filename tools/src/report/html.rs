@@ -120,31 +120,29 @@ fn heads(h: &mut String, g: &Gathered) {
 
 fn tree(h: &mut String, g: &Gathered) {
     h.push_str(r#"<h2 id="tree">Sessions</h2>"#);
-    let known: Vec<&str> = g.sessions.iter().map(|s| s.header.id()).collect();
+    let known: Vec<&str> = g.sessions.iter().map(|s| s.id()).collect();
     let mut children: BTreeMap<&str, Vec<&Session>> = BTreeMap::new();
     let mut roots = Vec::new();
     for s in &g.sessions {
-        match s.header.subagent_parent_session() {
-            Some(p) if known.contains(&p) && p != s.header.id() => {
-                children.entry(p).or_default().push(s)
-            }
+        match s.parent() {
+            Some(p) if known.contains(&p) && p != s.id() => children.entry(p).or_default().push(s),
             _ => roots.push(s),
         }
     }
     fn item(h: &mut String, s: &Session, children: &BTreeMap<&str, Vec<&Session>>, depth: usize) {
-        let v = s.header.value();
+        let v = s.value();
         let _ = write!(
             h,
             r##"<li><a href="#session-{id}">{id}</a> <span style="color:{}">{}</span> · {} · last activity {}"##,
-            super::svg::colour(s.header.status()),
-            esc(s.header.status()),
+            super::svg::colour(s.status()),
+            esc(s.status()),
             esc(v["name"].as_str().unwrap_or_default()),
             v["lastUsedAt"].as_f64().map(iso8601).unwrap_or_default(),
-            id = esc(s.header.id())
+            id = esc(s.id())
         );
         // Depth is bounded by the sessions present: a cycle cannot be formed by parent ids
         // that must name sessions listed before, but a hostile root is guarded anyway.
-        if let Some(kids) = children.get(s.header.id()).filter(|_| depth < 64) {
+        if let Some(kids) = children.get(s.id()).filter(|_| depth < 64) {
             h.push_str(r#"<ul class="tree">"#);
             for k in kids {
                 item(h, k, children, depth + 1);
@@ -201,19 +199,19 @@ fn claims_table(h: &mut String, title: &str, claims: &[serde_json::Value]) {
 }
 
 fn session(h: &mut String, s: &Session) {
-    let v = s.header.value();
+    let v = s.value();
     let _ = write!(
         h,
         r#"<section class="session" id="session-{id}"><h2>{id} <small style="color:{}">{}</small></h2><p>{} · created {} · last activity {} · {} runs · {} messages · {} invocations</p>"#,
-        super::svg::colour(s.header.status()),
-        esc(s.header.status()),
+        super::svg::colour(s.status()),
+        esc(s.status()),
         esc(v["name"].as_str().unwrap_or_default()),
         v["createdAt"].as_f64().map(iso8601).unwrap_or_default(),
         v["lastUsedAt"].as_f64().map(iso8601).unwrap_or_default(),
         s.runs.len(),
         s.messages.len(),
         s.invocations.len(),
-        id = esc(s.header.id())
+        id = esc(s.id())
     );
     if let Some(why) = &s.unreadable {
         let _ = write!(

@@ -5,6 +5,8 @@
 use super::gather::Session;
 use super::html::esc;
 use crate::time::{duration, iso8601};
+use makalog::model::StoredMessage;
+use std::collections::HashMap;
 use std::fmt::Write;
 
 const WIDTH: f64 = 960.0;
@@ -71,6 +73,13 @@ pub fn timeline(s: &Session) -> Option<String> {
         y = height - 24.0,
         ty = height - 8.0
     );
+    // Each run's row marks its turn's messages: grouped once, not searched once a run.
+    let mut by_turn: HashMap<&str, Vec<&StoredMessage>> = HashMap::new();
+    for m in &s.messages {
+        if let Some(turn) = m.turn_id() {
+            by_turn.entry(turn).or_default().push(m);
+        }
+    }
     for (i, r) in s.runs.iter().enumerate() {
         let v = r.header.value();
         let y = 10.0 + ROW * i as f64;
@@ -106,12 +115,8 @@ pub fn timeline(s: &Session) -> Option<String> {
                 esc(failure)
             );
         }
-        let turn = v.get("turnId").and_then(|t| t.as_str());
-        for m in s
-            .messages
-            .iter()
-            .filter(|m| m.turn_id() == turn && turn.is_some())
-        {
+        let turn = v.get("turnId").and_then(|t| t.as_str()).unwrap_or_default();
+        for m in by_turn.get(turn).into_iter().flatten() {
             let Some(t) = num(m.value(), "ts") else {
                 continue;
             };
