@@ -25,6 +25,20 @@ pub struct Link {
     pub end: u64,
 }
 
+impl Link {
+    /// Where a session record read back lives.
+    pub fn of(r: &crate::segment::Record) -> Link {
+        Link {
+            seq: r.seq,
+            chain: r.chain,
+            kind: r.kind.name(),
+            file: r.file.clone(),
+            offset: r.offset,
+            end: r.end,
+        }
+    }
+}
+
 /// A log's valid prefix as links, and the damage that ended it early, if any.
 #[derive(Debug, Clone, Default)]
 pub struct Chain {
@@ -65,14 +79,7 @@ pub fn session_chain(storage: &dyn Storage, session_id: &str) -> Result<Chain> {
         match record {
             Ok(r) => {
                 debug_assert_eq!(r.seq, out.links.len() as u64 + 1, "the reader checks seqs");
-                out.links.push(Link {
-                    seq: r.seq,
-                    chain: r.chain,
-                    kind: r.kind.name(),
-                    file: r.file,
-                    offset: r.offset,
-                    end: r.end,
-                });
+                out.links.push(Link::of(&r));
             }
             Err(e) => {
                 out.stopped = Some(e.to_string());

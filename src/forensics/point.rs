@@ -95,14 +95,7 @@ pub fn view_at<'a>(
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
-        last = Some(Link {
-            seq: r.seq,
-            chain: r.chain,
-            kind: r.kind.name(),
-            file: r.file,
-            offset: r.offset,
-            end: r.end,
-        });
+        last = Some(Link::of(&r));
     }
     if let Point::Seq(seq) = point {
         if seq > total {

@@ -70,12 +70,7 @@ fn replay_to_the_last_record_answers_what_the_stores_answer_now() {
 fn replay_to_an_earlier_record_or_time_shows_the_run_still_going() {
     let (_t, root) = demo_root();
     let r = root.to_str().expect("utf8");
-    let storage = makalog::storage::RealStorage::new(&root);
-    let records: Vec<makalog::segment::Record> =
-        makalog::segment::SessionReader::open(&storage, "graph-child-1", 1)
-            .expect("reader")
-            .map(|x| x.expect("valid"))
-            .collect();
+    let records = common::records(&root, "graph-child-1");
     // The record that marked the run running: after it, its invocation is still open.
     let started = records
         .iter()
@@ -186,12 +181,7 @@ fn replay_refuses_bad_points_with_exit_2_and_a_missing_session_with_1() {
 fn replay_of_a_damaged_session_reaches_only_its_valid_prefix() {
     let (_t, root) = demo_root();
     let r = root.to_str().expect("utf8");
-    let storage = makalog::storage::RealStorage::new(&root);
-    let records: Vec<makalog::segment::Record> =
-        makalog::segment::SessionReader::open(&storage, "demo-2", 1)
-            .expect("reader")
-            .map(|x| x.expect("valid"))
-            .collect();
+    let records = common::records(&root, "demo-2");
     let victim = &records[records.len() / 2];
     let f = std::fs::OpenOptions::new()
         .write(true)

@@ -54,12 +54,7 @@ fn a_damaged_session_keeps_its_valid_prefix_and_the_rest_is_reported_by_offset()
     let (t, root) = demo_root();
     let damaged = t.path().join("damaged");
     copy_dir(&root, &damaged);
-    let storage = makalog::storage::RealStorage::new(&root);
-    let records: Vec<makalog::segment::Record> =
-        makalog::segment::SessionReader::open(&storage, "demo-2", 1)
-            .expect("reader")
-            .map(|r| r.expect("valid"))
-            .collect();
+    let records = common::records(&root, "demo-2");
     let victim = &records[records.len() / 2];
     let f = std::fs::OpenOptions::new()
         .write(true)
@@ -108,14 +103,7 @@ fn a_damaged_session_keeps_its_valid_prefix_and_the_rest_is_reported_by_offset()
     // Nothing was recomputed: every log of the salvaged root is the source's valid prefix.
     let out = makalog(&["diff", s(&damaged), s(&into)]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
-    let got: Vec<makalog::segment::Record> = makalog::segment::SessionReader::open(
-        &makalog::storage::RealStorage::new(&into),
-        "demo-2",
-        1,
-    )
-    .expect("reader")
-    .map(|r| r.expect("valid"))
-    .collect();
+    let got = common::records(&into, "demo-2");
     assert_eq!(got.len() as u64, victim.seq - 1);
     assert_eq!(
         got.last().map(|r| r.chain),
@@ -144,26 +132,13 @@ fn a_record_whose_frame_is_sound_but_payload_does_not_decode_is_left_behind() {
     let (t, root) = demo_root();
     let bad = t.path().join("bad");
     copy_dir(&root, &bad);
-    {
-        let owner = makalog::root::try_acquire_owner(&bad)
-            .expect("owner")
-            .expect("free");
-        let (w, _) = makalog::segment::SegmentWriter::open(
-            &owner,
-            "demo-1",
-            makalog::segment::WriterConfig::default(),
-        )
-        .expect("writer");
-        let ack = w
-            .append(
-                makalog::format::RecordKind::RuntimeEvent,
-                b"{\"not\":\"an event\"}",
-                makalog::segment::Durability::Durable,
-            )
-            .expect("append");
-        assert!(ack.seq > 1);
-        w.close().expect("close");
-    }
+    let ack = common::append_raw(
+        &bad,
+        "demo-1",
+        makalog::format::RecordKind::RuntimeEvent,
+        b"{\"not\":\"an event\"}",
+    );
+    assert!(ack.seq > 1);
     let (last, _, _) = common::last_record(&bad, "demo-1");
     let into = t.path().join("salvaged");
     let out = makalog(&[

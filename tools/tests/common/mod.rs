@@ -52,6 +52,35 @@ pub fn demo_root() -> (tempfile::TempDir, PathBuf) {
     (t, root)
 }
 
+/// Every record of a session's valid prefix (it must have no damage before its end).
+pub fn records(root: &Path, session: &str) -> Vec<makalog::segment::Record> {
+    let storage = makalog::storage::RealStorage::new(root);
+    makalog::segment::SessionReader::open(&storage, session, 1)
+        .expect("reader")
+        .map(|r| r.expect("valid"))
+        .collect()
+}
+
+/// Appends one raw record to a session of `root` under the owner lease, durably: how a test
+/// puts a record the stores would refuse behind a sound frame.
+pub fn append_raw(
+    root: &Path,
+    session: &str,
+    kind: makalog::format::RecordKind,
+    payload: &[u8],
+) -> makalog::segment::Appended {
+    let owner = makalog::root::try_acquire_owner(root)
+        .expect("owner")
+        .expect("free");
+    let config = makalog::segment::WriterConfig::default();
+    let (w, _) = makalog::segment::SegmentWriter::open(&owner, session, config).expect("writer");
+    let ack = w
+        .append(kind, payload, makalog::segment::Durability::Durable)
+        .expect("append");
+    w.close().expect("close");
+    ack
+}
+
 /// A session's last record, the segment holding it, and where its data ends.
 pub fn last_record(root: &Path, session: &str) -> (makalog::segment::Record, PathBuf, u64) {
     let storage = makalog::storage::RealStorage::new(root);
@@ -87,12 +116,7 @@ pub fn copy_dir(from: &Path, to: &Path) {
 /// through the library, as a forger with the tool's own code would. Its old sidecar is left.
 pub fn forge(root: &Path, to: &Path, session: &str, seq: u64) {
     copy_dir(root, to);
-    let storage = makalog::storage::RealStorage::new(root);
-    let records: Vec<makalog::segment::Record> =
-        makalog::segment::SessionReader::open(&storage, session, 1)
-            .expect("reader")
-            .map(|r| r.expect("valid"))
-            .collect();
+    let records = records(root, session);
     let dir = to.join("sessions").join(session);
     for e in std::fs::read_dir(&dir).expect("dir").map(|e| e.expect("e")) {
         if e.file_name() != "index" {
