@@ -3,7 +3,7 @@
 use makalog::root::read_marker;
 use makalog::segment::layout::list_sessions;
 use makalog::segment::SessionReader;
-use makalog::storage::RealStorage;
+use makalog::storage::{RealStorage, Storage};
 use makalog::Error;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -24,6 +24,9 @@ pub fn run(root: &Path, only: Option<&str>) -> ExitCode {
             }
         },
     };
+    let live = storage
+        .is_locked(Path::new(makalog::root::LOCK_FILE))
+        .unwrap_or(false);
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut failed = false;
@@ -37,6 +40,7 @@ pub fn run(root: &Path, only: Option<&str>) -> ExitCode {
                 continue;
             }
         };
+        let mut stopped = false;
         for record in reader {
             match record {
                 Ok(r) => {
@@ -46,14 +50,33 @@ pub fn run(root: &Path, only: Option<&str>) -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("makalog: session {id}: {e}");
-                    failed = true;
+                    stopped = true;
                 }
             }
         }
+        // The reader ends quietly at a torn tail (a write in flight to it); on a root no live
+        // process owns, that is damage, as verify says.
+        if !stopped && !live {
+            if let Some(why) = torn_tail(&storage, &id) {
+                eprintln!("makalog: session {id}: {why}");
+                stopped = true;
+            }
+        }
+        failed |= stopped;
     }
     if out.flush().is_err() || failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The torn tail the session's log ends in, described, if it ends in one.
+fn torn_tail(storage: &RealStorage, id: &str) -> Option<String> {
+    let (_, scanned) = makalog::segment::load::scan_session_files(storage, id, None).ok()?;
+    makalog::segment::check_session(id, &scanned, None)
+        .problems
+        .iter()
+        .find(|p| matches!(p, makalog::recovery::Problem::TornTail { .. }))
+        .map(makalog::recovery::Problem::describe)
 }

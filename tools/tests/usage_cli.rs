@@ -107,6 +107,15 @@ fn every_command_exits_0_clean_1_findings_2_usage() {
         .open(damaged.join("claims.log"))
         .expect("claims");
     std::os::unix::fs::FileExt::write_all_at(&claims, b"\xff\xff", 600).expect("damage");
+    // A torn tail: half a frame after demo-2's last record, on a root no process owns.
+    let torn = t.path().join("torn");
+    copy_dir(&root, &torn);
+    let (_, tail_seg, end) = common::last_record(&torn, "demo-2");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&tail_seg)
+        .expect("open");
+    std::os::unix::fs::FileExt::write_all_at(&f, &[0x40, 0, 0, 0, 9, 9], end).expect("tear");
     let not_root = t.path().join("plain");
     std::fs::create_dir(&not_root).expect("mkdir");
     let heads = t.path().join("heads.json");
@@ -141,6 +150,10 @@ fn every_command_exits_0_clean_1_findings_2_usage() {
         (s(&["dump", r]), 0),
         (s(&["dump", d]), 1),
         (s(&["dump", n]), 2),
+        (s(&["verify", p(&torn)]), 1),
+        (s(&["dump", p(&torn)]), 1),
+        (s(&["dump", p(&torn), "--session", "demo-2"]), 1),
+        (s(&["dump", p(&torn), "--session", "demo-1"]), 0),
         (s(&["claims", r]), 0),
         (s(&["claims", d]), 1),
         (s(&["claims", n]), 2),
