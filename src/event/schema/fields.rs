@@ -177,24 +177,36 @@ impl<'a> Obj<'a> {
     pub fn required<T>(
         &mut self,
         key: &'static str,
-        check: impl FnOnce(&'a Value, &Path) -> Result<T>,
+        check: impl Fn(&'a Value, &Path) -> Result<T>,
     ) -> Result<T> {
         let value = self.raw_required(key)?;
-        let checked = check(value, &self.at(key))?;
+        let checked = self.checked(key, value, check)?;
         self.copy(key, value);
         Ok(checked)
+    }
+
+    /// `check` of a member's value. Its path is spelled out only for an error: a value that
+    /// passes is checked against the root's path, which costs nothing to make, and a failure
+    /// is checked again at its own path to name it.
+    fn checked<T>(
+        &self,
+        key: &'static str,
+        value: &'a Value,
+        check: impl Fn(&'a Value, &Path) -> Result<T>,
+    ) -> Result<T> {
+        check(value, &Path::root()).or_else(|_| check(value, &self.at(key)))
     }
 
     /// An optional member checked by `check` when present, copied as given.
     pub fn optional<T>(
         &mut self,
         key: &'static str,
-        check: impl FnOnce(&'a Value, &Path) -> Result<T>,
+        check: impl Fn(&'a Value, &Path) -> Result<T>,
     ) -> Result<Option<T>> {
         match self.raw(key) {
             None => Ok(None),
             Some(value) => {
-                let checked = check(value, &self.at(key))?;
+                let checked = self.checked(key, value, check)?;
                 self.copy(key, value);
                 Ok(Some(checked))
             }
