@@ -16,6 +16,7 @@ pub mod forensics;
 pub mod format;
 pub mod index;
 pub mod model;
+pub mod parallel;
 pub mod recovery;
 pub mod root;
 pub mod runtime;

@@ -75,13 +75,13 @@ fn record(p: &Problem, live: bool, findings: &mut Vec<String>, notes: &mut Vec<S
 /// Verifies every session of the root `storage` is rooted at. Fails only when the path is not
 /// a root or cannot be listed; everything found inside is a finding.
 pub fn verify_root(storage: &dyn Storage) -> Result<VerifyReport> {
-    verify_root_observed(storage, &mut |_, _| {})
+    verify_root_observed(storage, &|_, _| {})
 }
 
 /// [`verify_root`], calling `progress(done, total)` after each session (for a progress bar).
 pub fn verify_root_observed(
     storage: &dyn Storage,
-    progress: &mut dyn FnMut(usize, usize),
+    progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<VerifyReport> {
     let marker = read_marker(storage)?;
     let mut report = VerifyReport {
@@ -103,9 +103,10 @@ pub fn verify_root_observed(
             .findings
             .push(format!("{}: not a session directory", stray.display()));
     }
-    for (i, checked) in session::verify_sessions(storage, &ids, live, progress) {
+    let checked = session::verify_sessions(storage, &ids, live, progress);
+    for (checked, id) in checked.into_iter().zip(&ids) {
         debug_assert_eq!(
-            checked.summary.session_id, ids[i],
+            &checked.summary.session_id, id,
             "results come back in order"
         );
         report.findings.extend(checked.findings);

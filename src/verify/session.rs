@@ -1,6 +1,5 @@
 //! Verifying sessions: each on its own (its frames, chain and seals, then every payload as the
-//! stores read it), on as many threads as the machine has cores, the results handed back in
-//! the order of the sessions given.
+//! stores read it), on every core, the results handed back in the order of the sessions given.
 
 use super::{payload_problems, record, PayloadProblem, SessionSummary};
 use crate::recovery::Problem;
@@ -8,7 +7,6 @@ use crate::segment::check::check_session;
 use crate::segment::load::scan_session_files;
 use crate::storage::Storage;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
 
 /// What verifying one session found.
 pub(super) struct SessionChecked {
@@ -18,46 +16,19 @@ pub(super) struct SessionChecked {
     pub summary: SessionSummary,
 }
 
-/// Sessions are checked on at most this many threads.
-const MAX_THREADS: usize = 8;
-
-/// Each of `ids` verified, by index in `ids`, in that order; `progress(done, total)` is called
-/// as results come in.
+/// Each of `ids` verified, in that order; `progress(done, total)` is called as each ends.
 pub(super) fn verify_sessions(
     storage: &dyn Storage,
     ids: &[String],
     live: bool,
-    progress: &mut dyn FnMut(usize, usize),
-) -> Vec<(usize, SessionChecked)> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, MAX_THREADS)
-        .min(ids.len().max(1));
-    let next = AtomicUsize::new(0);
-    let (tx, rx) = mpsc::channel();
-    let mut out: Vec<Option<SessionChecked>> = (0..ids.len()).map(|_| None).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            let tx = tx.clone();
-            let next = &next;
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(id) = ids.get(i) else { break };
-                if tx.send((i, verify_session(storage, id, live))).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(tx);
-        for (done, (i, checked)) in rx.iter().enumerate() {
-            progress(done + 1, ids.len());
-            out[i] = Some(checked);
-        }
-    });
-    out.into_iter()
-        .enumerate()
-        .filter_map(|(i, c)| c.map(|c| (i, c)))
-        .collect()
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Vec<SessionChecked> {
+    let done = AtomicUsize::new(0);
+    crate::parallel::map(ids, |id| {
+        let checked = verify_session(storage, id, live);
+        progress(done.fetch_add(1, Ordering::Relaxed) + 1, ids.len());
+        checked
+    })
 }
 
 /// One session verified.

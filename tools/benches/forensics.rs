@@ -161,20 +161,21 @@ fn template(scratch: &Path) -> Result<Vec<(RecordKind, String)>> {
 /// replaced by `copy`, so each copy's ids are its own.
 fn fresh_ids(text: &str, copy: u64) -> String {
     let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let is_hex = |c: u8| c.is_ascii_digit() || (b'a'..=b'f').contains(&c);
+    let mut out = Vec::with_capacity(b.len());
+    let is_hex = |c: &u8| c.is_ascii_digit() || (b'a'..=b'f').contains(c);
     let mut i = 0;
     while i < b.len() {
-        let run = b[i..].iter().take_while(|c| is_hex(**c)).count();
+        let run = b[i..].iter().take_while(|c| is_hex(c)).count();
         if run == 32 {
-            out.push_str(&text[i..i + 26]);
-            out.push_str(&format!("{:06x}", copy & 0xff_ffff));
+            out.extend_from_slice(&b[i..i + 26]);
+            out.extend_from_slice(format!("{:06x}", copy & 0xff_ffff).as_bytes());
         } else {
-            out.push_str(&text[i..i + run.max(1)]);
+            // Bytes, not chars: a run of hex digits is ASCII, and the rest is copied as it is.
+            out.extend_from_slice(&b[i..i + run.max(1)]);
         }
         i += run.max(1);
     }
-    out
+    String::from_utf8(out).expect("only ASCII digits were replaced")
 }
 
 /// `sessions` sessions, each holding `copies` copies of the template (its session header once).

@@ -159,7 +159,7 @@ pub fn rebuild_all(root: &Path) -> ExitCode {
     };
     let bar = crate::progress::bar("rebuilding sidecars", ids.len() as u64);
     // Sessions are independent: rebuilt on every core, reported in order.
-    let results = crate::parallel::map(&ids, |id| {
+    let results = makalog::parallel::map(&ids, |id| {
         let r = rebuild_sidecar(&owner, id, WriterConfig::default()).map(|v| v.invocations.len());
         bar.inc(1);
         r

@@ -14,7 +14,6 @@ mod events;
 mod export;
 mod heads;
 mod index;
-mod parallel;
 mod progress;
 mod replay;
 mod report;

@@ -21,7 +21,7 @@ pub fn run(root: &Path, against: Option<&Path>, as_json: bool) -> ExitCode {
     };
     let storage = RealStorage::unmapped(root);
     let bar = crate::progress::bar("verifying sessions", 0);
-    let verified = verify_root_observed(&storage, &mut |done, total| {
+    let verified = verify_root_observed(&storage, &|done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     });

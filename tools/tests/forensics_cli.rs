@@ -55,12 +55,7 @@ fn heads_lists_every_log_in_text_and_json_and_writes_nothing() {
         serde_json::from_slice(&makalog(&["heads", s(&root), "--json"]).stdout).expect("json");
     assert_eq!(json["format"], "makalog-heads/1");
     assert_eq!(json["sessions"].as_array().expect("sessions").len(), 8);
-    let d1 = json["sessions"]
-        .as_array()
-        .expect("sessions")
-        .iter()
-        .find(|e| e["session"] == "demo-1")
-        .expect("demo-1 entry");
+    let d1 = common::find(&json["sessions"], "session", "demo-1");
     assert_eq!(d1["headSeq"], last.seq);
     assert!(json["tool"].as_str().expect("tool").starts_with("makalog "));
     assert!(json["madeAt"].as_str().expect("madeAt").ends_with('Z'));
@@ -116,15 +111,7 @@ fn against_tells_unchanged_grown_truncated_and_missing_logs_apart() {
     let out = makalog(&["verify", s(&cut), "--against", s(&heads), "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    let of = |log: &str| {
-        v["against"]
-            .as_array()
-            .expect("against")
-            .iter()
-            .find(|e| e["log"] == log)
-            .cloned()
-            .expect(log)
-    };
+    let of = |log: &str| common::find(&v["against"], "log", log);
     assert_eq!(of("demo-2")["verdict"], "lost");
     assert_eq!(of("demo-2")["holds"], last.seq - 1);
     assert_eq!(of("helper-1")["verdict"], "missing");

@@ -88,13 +88,7 @@ fn replay_to_an_earlier_record_or_time_shows_the_run_still_going() {
         .expect("inv")
         .iter()
         .all(|i| i["terminalEvent"].is_null()));
-    let claim = v["claims"]
-        .as_array()
-        .expect("claims")
-        .iter()
-        .find(|c| c["type"] == "graph_intent_claim")
-        .cloned()
-        .expect("the claim is known before its run starts");
+    let claim = common::find(&v["claims"], "type", "graph_intent_claim");
     assert_eq!(claim["status"], "executing");
     // The same point named by its time: the latest instant the prefix states.
     let as_of = v["asOf"].as_f64().expect("asOf");

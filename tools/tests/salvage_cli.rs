@@ -114,13 +114,7 @@ fn a_damaged_session_keeps_its_valid_prefix_and_the_rest_is_reported_by_offset()
     let out = makalog(&["salvage", s(&damaged), "--into", s(&json), "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["verifiesClean"], true);
-    let demo2 = v["sessions"]
-        .as_array()
-        .expect("sessions")
-        .iter()
-        .find(|x| x["session"] == "demo-2")
-        .cloned()
-        .expect("demo-2");
+    let demo2 = common::find(&v["sessions"], "session", "demo-2");
     assert_eq!(
         (demo2["kept"].as_u64(), demo2["intact"].as_bool()),
         (Some(victim.seq - 1), Some(false))

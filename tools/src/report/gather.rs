@@ -66,7 +66,7 @@ pub fn gather(storage: &dyn Storage, progress: &(dyn Fn() + Sync)) -> makalog::R
     let reads = ReadOnlySessions::new(storage);
     let (ids, _) = makalog::segment::layout::list_sessions(storage)?;
     // Every session on every core; one that cannot be read is shown as such, never dropped.
-    let mut sessions = crate::parallel::map(&ids, |id| {
+    let mut sessions = makalog::parallel::map(&ids, |id| {
         let mut s = Session {
             id: id.clone(),
             header: None,

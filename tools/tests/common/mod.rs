@@ -146,3 +146,13 @@ pub fn forge(root: &Path, to: &Path, session: &str, seq: u64) {
     }
     writer.close().expect("close");
 }
+
+/// The first member of the JSON array `list` whose `key` is `value`.
+pub fn find(list: &serde_json::Value, key: &str, value: &str) -> serde_json::Value {
+    list.as_array()
+        .expect("an array")
+        .iter()
+        .find(|e| e[key] == value)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {key} {value} in {list}"))
+}

@@ -1,10 +1,11 @@
-//! Work over many sessions on every core: each item handed to the next free thread, the
-//! results given back in the items' order.
+//! Work over many sessions on every core (verify, and the tool's index rebuild and report):
+//! each item handed to the next free thread, the results given back in the items' order.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// `f` of every item, in order, computed on up to as many threads as the machine has cores.
+/// `f` of every item, in order, computed on up to as many threads as the machine has cores
+/// (at most 8).
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -24,9 +25,13 @@ pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
             });
         }
     });
-    out.into_inner()
+    // A thread that panicked made `scope` panic above, so every slot is filled.
+    let out: Vec<R> = out
+        .into_inner()
         .unwrap_or_default()
         .into_iter()
         .flatten()
-        .collect()
+        .collect();
+    debug_assert_eq!(out.len(), items.len());
+    out
 }
