@@ -34,6 +34,10 @@ pub enum Error {
     /// A claim contradicts one already stored; nothing was written.
     #[error("claim conflict: {what}")]
     ClaimConflict { what: String },
+    /// An import's target already holds other data under the import's ids; nothing was
+    /// imported.
+    #[error("import refused: {what}")]
+    ImportConflict { what: String },
     /// The run already has a terminal event: nothing more may be appended to it.
     #[error("run {run_id} of session {session_id} is sealed: it already has a terminal event")]
     RunSealed { session_id: String, run_id: String },

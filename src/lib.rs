@@ -14,6 +14,7 @@ pub mod error;
 pub mod event;
 pub mod forensics;
 pub mod format;
+pub mod import;
 pub mod index;
 pub mod model;
 pub mod parallel;

@@ -262,10 +262,20 @@ impl ClaimsLog {
     /// first, so a crash keeps neither, the id alone (burned: a retry uses a fresh id), or both.
     /// An id already taken is a conflict, with nothing queued.
     pub fn claim_session_and_spawn(&self, claim: SubagentSpawnClaim) -> Result<SpawnClaimOutcome> {
+        self.claim_session_and_spawn_at(claim, now_ms())
+    }
+
+    /// [`ClaimsLog::claim_session_and_spawn`] with the id claim's time given (an import keeps
+    /// the original's claim time).
+    pub fn claim_session_and_spawn_at(
+        &self,
+        claim: SubagentSpawnClaim,
+        created_at: u64,
+    ) -> Result<SpawnClaimOutcome> {
         validate_spawn_claim(&claim)?;
         let session = SessionCreateClaim {
             session_id: claim.child_session_id.clone(),
-            created_at: now_ms(),
+            created_at,
         };
         validate_session_claim(&session)?;
         let key = claim.key();

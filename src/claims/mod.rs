@@ -11,8 +11,8 @@ mod table;
 pub use log::{ClaimsLog, GraphClaimOutcome, SpawnClaimOutcome};
 pub use replay::{replay_claims, replay_claims_visiting, ClaimsLink, ClaimsReplay, CLAIMS_FILE};
 pub use request::{
-    validate_graph_request, AdmissionStatus, AdmissionStatusChange, AgentGraphIntentClaim,
-    AgentGraphIntentClaimRequest, SessionCreateClaim, SubagentSpawnClaim,
+    validate_graph_request, validate_spawn_claim, AdmissionStatus, AdmissionStatusChange,
+    AgentGraphIntentClaim, AgentGraphIntentClaimRequest, SessionCreateClaim, SubagentSpawnClaim,
 };
 pub use table::{
     ClaimRecord, ClaimTables, Decision, StoredGraphIntentClaim, StoredSessionClaim,

@@ -4,6 +4,7 @@
 
 mod build;
 mod facts;
+mod groups;
 mod invocations;
 mod run_state;
 mod session_state;
@@ -16,6 +17,7 @@ pub use build::{
     trusted_sidecar,
 };
 pub use facts::EventFacts;
+pub use groups::{group_invocations, EventGroup};
 pub use invocations::{
     read_order, runtime_invocations_from_session_events, sort_invocations, utf16_cmp,
     RuntimeInvocation,

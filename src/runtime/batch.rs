@@ -7,22 +7,18 @@ use super::mapping::TurnIds;
 use crate::error::Result;
 use crate::format::RecordKind;
 use crate::model::{RunEvent, SessionHeader, StoredMessage};
-use crate::store::Queued;
+use crate::store::SessionBatch;
 use serde_json::{json, Value};
 
 /// Records of one session queued in order, waited for once.
 pub(super) struct Batch<'a> {
-    inner: &'a Inner,
-    session_id: &'a str,
-    last: Option<Queued>,
+    batch: SessionBatch<'a>,
 }
 
 impl<'a> Batch<'a> {
     pub(super) fn new(inner: &'a Inner, session_id: &'a str) -> Self {
         Batch {
-            inner,
-            session_id,
-            last: None,
+            batch: SessionBatch::new(&inner.stores.runtime_events, session_id),
         }
     }
 
@@ -32,14 +28,7 @@ impl<'a> Batch<'a> {
         payload: &str,
         precondition: &dyn Fn(&crate::index::SessionState) -> Result<()>,
     ) -> Result<()> {
-        let events = &self.inner.stores.runtime_events;
-        self.last = Some(events.queue_record_if(
-            self.session_id,
-            kind,
-            payload.as_bytes(),
-            precondition,
-        )?);
-        Ok(())
+        self.batch.record_if(kind, payload.as_bytes(), precondition)
     }
 
     pub(super) fn message(&mut self, message: Value) -> Result<()> {
@@ -69,18 +58,13 @@ impl<'a> Batch<'a> {
     }
 
     pub(super) fn event(&mut self, event: Value) -> Result<()> {
-        let event = runtime_event(event)?;
-        let (_, queued) = self.inner.stores.runtime_events.queue_event(&event)?;
-        if queued.is_some() {
-            self.last = queued;
-        }
-        Ok(())
+        self.batch.event(&runtime_event(event)?).map(|_| ())
     }
 
     /// Waits until everything queued is durable: also after a refused step, since what was
     /// queued before it is in the session's view.
     pub(super) fn wait(self) -> Result<()> {
-        self.last.map_or(Ok(()), |q| q.wait_durable().map(|_| ()))
+        self.batch.commit()
     }
 }
 

@@ -1,7 +1,9 @@
 //! Typed stores over the session ledger.
 
 mod admissions;
+mod batch;
 mod catalog;
+mod event_reads;
 mod execution;
 mod identity;
 mod live;
@@ -16,11 +18,11 @@ mod subagents;
 mod terminal;
 
 pub use admissions::{Admission, Rejection};
+pub use batch::SessionBatch;
 pub use execution::{open_execution_stores_for_write, open_execution_stores_with, ExecutionStores};
 pub use open_sessions::DEFAULT_MAX_OPEN_SESSIONS;
 pub(crate) use runs::run_is_new;
 pub use runs::{AgentRunStore, RunWithEvents};
-pub(crate) use runtime_events::Queued;
 pub use runtime_events::{AppendedEvent, RuntimeEventStore};
 pub use sessions::{ReadOnlySessions, SessionStore};
 pub use subagents::SubagentCreated;

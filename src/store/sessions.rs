@@ -143,7 +143,7 @@ impl SessionStore {
 /// Sessions read from a root's files: no lease taken, nothing written. What the CLI uses on a
 /// root it may not own.
 pub struct ReadOnlySessions<'s> {
-    storage: &'s dyn Storage,
+    pub(super) storage: &'s dyn Storage,
 }
 
 impl<'s> ReadOnlySessions<'s> {

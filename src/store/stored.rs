@@ -60,3 +60,36 @@ pub(crate) fn read_events(
     }
     Ok(out)
 }
+
+/// The session's live partial snapshots in commit order: for each id whose final event has not
+/// landed, its latest partial event (MAKA-MODEL §3: a partial is a mutable snapshot, dropped
+/// when the final event lands).
+pub(crate) fn live_partials(storage: &dyn Storage, session_id: &str) -> Result<Vec<RuntimeEvent>> {
+    let mut live: HashMap<String, (u64, RuntimeEvent)> = HashMap::new();
+    for record in SessionReader::open(storage, session_id, 1)? {
+        let r = record?;
+        if r.kind != RecordKind::RuntimeEvent {
+            continue;
+        }
+        let text = std::str::from_utf8(&r.payload)
+            .map_err(|_| Error::corrupt(&r.file, r.offset, "runtime event is not UTF-8"))?;
+        let event = RuntimeEvent::decode(text).map_err(|e| {
+            Error::corrupt(
+                &r.file,
+                r.offset,
+                format!("runtime event does not decode: {e}"),
+            )
+        })?;
+        if event.session_id() != session_id {
+            continue;
+        }
+        if event.partial() {
+            live.insert(event.id().to_owned(), (r.seq, event));
+        } else {
+            live.remove(event.id());
+        }
+    }
+    let mut out: Vec<(u64, RuntimeEvent)> = live.into_values().collect();
+    out.sort_by_key(|(seq, _)| *seq);
+    Ok(out.into_iter().map(|(_, e)| e).collect())
+}

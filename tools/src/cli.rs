@@ -185,6 +185,25 @@ pub enum Command {
         #[arg(default_value = DEFAULT_DEMO_ROOT)]
         root: PathBuf,
     },
+    /// Import a ledger the original runtime wrote (runtime.sqlite, and memory.sqlite beside it)
+    /// into a root, through the stores. Every row is imported or reported with why not; running
+    /// it again imports nothing new, and an interrupted import resumes. Exit 0 imported, 1 rows
+    /// refused (listed) or a failure midway, 2 refused with nothing written (another schema, a
+    /// busy root, other sessions under the same ids).
+    #[cfg(feature = "sqlite")]
+    #[command(
+        name = "import-sqlite",
+        after_help = "Examples:\n  makalog import-sqlite /srv/agent-host/storage ROOT\n  makalog import-sqlite DB_DIR ROOT --json > import-report.json\n  makalog verify ROOT && makalog index check ROOT"
+    )]
+    ImportSqlite {
+        /// The original's storage root: the directory holding runtime.sqlite (opened read-only).
+        db_dir: PathBuf,
+        /// The makalog root to import into (created if absent).
+        root: PathBuf,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Work with RuntimeEvents (MAKA-MODEL §1–§3).
     #[command(after_help = "Example:\n  makalog events canonicalize < events.jsonl")]
     Events {

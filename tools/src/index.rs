@@ -220,9 +220,26 @@ pub fn print_invocations(storage: &dyn Storage, session: &str, json: bool) -> Ex
             return ExitCode::from(1);
         }
     };
+    let reader = makalog::store::ReadOnlySessions::new(storage);
+    let grouped = reader
+        .read_session_runtime_events(session)
+        .and_then(|events| {
+            let partials = reader.read_live_partials(session)?;
+            Ok(makalog::index::group_invocations(&events, &partials))
+        });
+    let unopened: Vec<makalog::index::EventGroup> = match grouped {
+        Ok(groups) => groups.into_iter().filter(|g| !g.opened).collect(),
+        Err(e) => {
+            eprintln!("makalog: {e}");
+            return ExitCode::from(1);
+        }
+    };
     if json {
         for inv in &invocations {
             say!("{}", inv.to_canonical_json());
+        }
+        for group in &unopened {
+            say!("{}", group.to_canonical_json());
         }
         return ExitCode::SUCCESS;
     }
@@ -252,5 +269,53 @@ pub fn print_invocations(storage: &dyn Storage, session: &str, json: bool) -> Ex
         );
     }
     say!("{} invocations", invocations.len());
+    if !unopened.is_empty() {
+        print_unopened(&unopened);
+    }
     ExitCode::SUCCESS
+}
+
+/// Invocations whose events carry no opening (a ledger of the generation before openings, as
+/// the original runtime writes at HEAD), grouped by invocation id.
+fn print_unopened(groups: &[makalog::index::EventGroup]) {
+    let w = |f: &dyn Fn(&makalog::index::EventGroup) -> usize, min: usize| {
+        groups.iter().map(f).max().unwrap_or(0).max(min)
+    };
+    let (wi, wr, wt) = (
+        w(&|g| g.invocation_id.len(), 10),
+        w(&|g| g.run_id.len(), 3),
+        w(&|g| g.turn_id.len(), 4),
+    );
+    say!("never opened (events written without an invocation_opened event):");
+    say!(
+        "{:<wi$}  {:<wr$}  {:<wt$}  {:<24}  {:>6}  TERMINAL",
+        "INVOCATION",
+        "RUN",
+        "TURN",
+        "FIRST EVENT (UTC)",
+        "EVENTS"
+    );
+    for g in groups {
+        let terminal = g.terminal_event.as_ref().map_or("none".to_owned(), |t| {
+            let status = t["status"].as_str().unwrap_or("ended");
+            match t["actions"]["stateDelta"]["failureClass"].as_str() {
+                Some(class) => format!("{status} ({class})"),
+                None => status.to_owned(),
+            }
+        });
+        let events = if g.partial_event_count > 0 {
+            format!("{} ({} partial)", g.event_count, g.partial_event_count)
+        } else {
+            g.event_count.to_string()
+        };
+        say!(
+            "{:<wi$}  {:<wr$}  {:<wt$}  {:<24}  {:>6}  {terminal}",
+            g.invocation_id,
+            g.run_id,
+            g.turn_id,
+            crate::time::iso8601(g.first_ts),
+            events
+        );
+    }
+    say!("{} invocations never opened", groups.len());
 }

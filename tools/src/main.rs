@@ -13,6 +13,8 @@ mod dump;
 mod events;
 mod export;
 mod heads;
+#[cfg(feature = "sqlite")]
+mod import;
 mod index;
 mod progress;
 mod replay;
@@ -75,6 +77,8 @@ fn main() -> ExitCode {
         Command::Dump { root, session } => dump::run(&root, session.as_deref()),
         Command::Claims { root, graph, json } => claims::run(&root, graph.as_deref(), json),
         Command::Demo { root } => demo::run(&root),
+        #[cfg(feature = "sqlite")]
+        Command::ImportSqlite { db_dir, root, json } => import::run(&db_dir, &root, json),
         Command::Events {
             command: EventsCommand::Canonicalize,
         } => events::canonicalize(),

@@ -36,6 +36,8 @@ fn every_commands_help_gives_an_example() {
         "export",
         "report",
         "completions",
+        #[cfg(feature = "sqlite")]
+        "import-sqlite",
     ] {
         assert!(commands.iter().any(|c| c == must), "{must} in {commands:?}");
     }
@@ -176,6 +178,17 @@ fn every_command_exits_0_clean_1_findings_2_usage() {
         (s(&["index", "check", n]), 2),
         (s(&["index", "rebuild", &out("s0")]), 0),
         (s(&["index", "rebuild", n]), 2),
+        #[cfg(feature = "sqlite")]
+        (
+            s(&[
+                "import-sqlite",
+                p(&common::sqlite_gen::fixture_dir()),
+                &out("imported"),
+            ]),
+            0,
+        ),
+        #[cfg(feature = "sqlite")]
+        (s(&["import-sqlite", n, &out("not-imported")]), 2),
         (s(&["no-such-command"]), 2),
         (s(&["verify"]), 2),
     ];

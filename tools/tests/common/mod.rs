@@ -156,3 +156,35 @@ pub fn find(list: &serde_json::Value, key: &str, value: &str) -> serde_json::Val
         .cloned()
         .unwrap_or_else(|| panic!("no {key} {value} in {list}"))
 }
+
+/// A path as the tool's argument.
+#[cfg(feature = "sqlite")]
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("utf8")
+}
+
+/// Runs `makalog import-sqlite DB ROOT --json`: its exit code, its report and its stderr.
+#[cfg(feature = "sqlite")]
+pub fn import(db: &Path, root: &Path) -> (i32, serde_json::Value, String) {
+    let out = makalog(&["import-sqlite", s(db), s(root), "--json"]);
+    let report = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code().unwrap_or(-1), report, text(&out.stderr))
+}
+
+/// The lines `makalog ARGS --json` prints, parsed; the command must exit 0.
+pub fn json_lines(args: &[&str]) -> Vec<serde_json::Value> {
+    let out = makalog(args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+#[cfg(feature = "sqlite")]
+pub mod sqlite_gen;

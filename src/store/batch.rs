@@ -1,0 +1,77 @@
+//! Records of one session queued in order and made durable by one sync: what a caller writing
+//! many records at once (the runtime opening a turn, an import) uses instead of a sync a
+//! record. Each record is checked as [`RuntimeEventStore::append_record`] and
+//! [`RuntimeEventStore::append`] check it, and is in the session's view once queued; a crash
+//! before the commit keeps a prefix of what was queued, as separate syncs would.
+
+use super::runtime_events::{AppendedEvent, Queued, RuntimeEventStore};
+use crate::error::Result;
+use crate::event::RuntimeEvent;
+use crate::format::RecordKind;
+use crate::index::SessionState;
+
+/// Records of one session, queued in order and waited for once.
+pub struct SessionBatch<'a> {
+    events: &'a RuntimeEventStore,
+    session_id: String,
+    last: Option<Queued>,
+    queued: usize,
+}
+
+impl<'a> SessionBatch<'a> {
+    /// An empty batch of `session_id`'s records.
+    pub fn new(events: &'a RuntimeEventStore, session_id: &str) -> Self {
+        SessionBatch {
+            events,
+            session_id: session_id.to_owned(),
+            last: None,
+            queued: 0,
+        }
+    }
+
+    /// How many records were queued and not yet committed.
+    pub fn queued(&self) -> usize {
+        self.queued
+    }
+
+    /// Queues a record of another kind than a runtime event (header, message, run, run event,
+    /// admission, start rejection), checked first: nothing is queued for one that is refused.
+    pub fn record(&mut self, kind: RecordKind, payload: &[u8]) -> Result<()> {
+        self.record_if(kind, payload, &|_| Ok(()))
+    }
+
+    /// [`SessionBatch::record`], if `precondition` holds for the session's state under its
+    /// lock.
+    pub(crate) fn record_if(
+        &mut self,
+        kind: RecordKind,
+        payload: &[u8],
+        precondition: &dyn Fn(&SessionState) -> Result<()>,
+    ) -> Result<()> {
+        let queued = self
+            .events
+            .queue_record_if(&self.session_id, kind, payload, precondition)?;
+        self.last = Some(queued);
+        self.queued += 1;
+        Ok(())
+    }
+
+    /// Queues a canonical event of this session (sealing and identity checked as
+    /// [`RuntimeEventStore::append`] checks them); a repeat of a stored event queues nothing
+    /// and answers `created: false`.
+    pub fn event(&mut self, event: &RuntimeEvent) -> Result<AppendedEvent> {
+        debug_assert_eq!(event.session_id(), self.session_id);
+        let (appended, queued) = self.events.queue_event(event)?;
+        if queued.is_some() {
+            self.last = queued;
+            self.queued += 1;
+        }
+        Ok(appended)
+    }
+
+    /// Waits until everything queued is durable: also after a refused step, since what was
+    /// queued before it is in the session's view.
+    pub fn commit(self) -> Result<()> {
+        self.last.map_or(Ok(()), |q| q.wait_durable().map(|_| ()))
+    }
+}

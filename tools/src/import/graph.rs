@@ -1,0 +1,64 @@
+//! `agent_graph_intent_claims` as graph intent claims with their admission status.
+
+use super::report::Report;
+use super::sql::{int, key_part, opt_text, select, text};
+use makalog::claims::{validate_graph_request, AdmissionStatus, AgentGraphIntentClaimRequest};
+use makalog::import::GraphClaimPlan;
+use rusqlite::Connection;
+
+/// Every graph intent claim of the source, by claim time, each checked as the claims log
+/// checks a request.
+pub fn graph_claims(
+    conn: &Connection,
+    report: &mut Report,
+) -> rusqlite::Result<Vec<GraphClaimPlan>> {
+    let table = "agent_graph_intent_claims";
+    let mut out = Vec::new();
+    for r in select(
+        conn,
+        "SELECT claim_id, schema_version, graph_id, intent_id, intent_fingerprint, readiness_context_fingerprint, target_operator_id, target_session_id, target_turn_id, target_run_id, claimed_at, admission_status, cancellation_reason FROM agent_graph_intent_claims ORDER BY claimed_at, claim_id",
+        [],
+    )? {
+        let plan = (|| {
+            let t = |i: usize| text(&r[i]).map(str::to_owned);
+            let request = AgentGraphIntentClaimRequest {
+                claim_id: t(0)?,
+                schema_version: u32::try_from(int(&r[1])?).map_err(|_| "schema_version is out of range".to_owned())?,
+                graph_id: t(2)?,
+                intent_id: t(3)?,
+                intent_fingerprint: t(4)?,
+                readiness_context_fingerprint: t(5)?,
+                target_operator_id: t(6)?,
+                target_session_id: t(7)?,
+                target_turn_id: t(8)?,
+                target_run_id: t(9)?,
+            };
+            validate_graph_request(&request).map_err(|e| e.to_string())?;
+            let claimed_at = u64::try_from(int(&r[10])?).map_err(|_| "claimed_at is negative".to_owned())?;
+            let status = match text(&r[11])? {
+                "claimed" => AdmissionStatus::Claimed,
+                "executing" => AdmissionStatus::Executing,
+                "cancelled" => AdmissionStatus::Cancelled,
+                other => return Err(format!("admission status {other:?} is not one of claimed, executing, cancelled")),
+            };
+            let reason = opt_text(&r[12])?.map(str::to_owned);
+            match (status, reason.as_deref()) {
+                (AdmissionStatus::Cancelled, None | Some("")) => {
+                    return Err("cancelled without a reason, which makalog requires".into())
+                }
+                (AdmissionStatus::Cancelled, _) => {}
+                (_, Some(_)) => return Err("a cancellation reason on a claim not cancelled".into()),
+                (_, None) => {}
+            }
+            Ok::<_, String>(GraphClaimPlan { request, claimed_at, status, reason })
+        })();
+        match plan {
+            Ok(p) => {
+                report.imported(table, 1);
+                out.push(p);
+            }
+            Err(why) => report.refused(table, key_part(&r[0]), why),
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,252 @@
+//! A session's lifecycle rows as planned records: admissions and start rejections, runs and
+//! their events, stored messages (a large one joined from its chunks).
+
+use super::order::{Rank, Timed};
+use super::report::Report;
+use super::sql::{int, json, key, select, text};
+use makalog::format::RecordKind;
+use makalog::import::Planned;
+use makalog::model::{RootTurnAdmission, RootTurnRejection, RunEvent, RunHeader, StoredMessage};
+use rusqlite::types::Value;
+use rusqlite::Connection;
+use sha2::{Digest, Sha256};
+use std::collections::{HashMap, HashSet};
+
+fn record(kind: RecordKind, canonical: &str) -> Planned {
+    Planned::Record {
+        kind,
+        payload: canonical.to_owned(),
+    }
+}
+
+/// Admissions and start rejections, each by its time.
+pub fn turns(
+    conn: &Connection,
+    sid: &str,
+    report: &mut Report,
+) -> rusqlite::Result<Vec<Vec<Timed>>> {
+    let mut admissions = Vec::new();
+    for r in select(
+        conn,
+        "SELECT turn_id, admitted_at, record_json FROM core_root_turn_admissions WHERE session_id = ?1 ORDER BY admitted_at, turn_id",
+        [sid],
+    )? {
+        let table = "core_root_turn_admissions";
+        let decoded = json(&r[2]).and_then(|v| RootTurnAdmission::from_value(v).map_err(|e| e.to_string()));
+        match (decoded, int(&r[1])) {
+            (Ok(a), Ok(at)) => {
+                report.imported(table, 1);
+                admissions.push(Timed::new(at as f64, Rank::Turn, record(RecordKind::Admission, a.canonical_json())));
+            }
+            (Err(why), _) | (_, Err(why)) => report.refused(table, format!("{sid}/{}", key(&[&r[0]])), why),
+        }
+    }
+    let mut rejections = Vec::new();
+    for r in select(
+        conn,
+        "SELECT turn_id, rejected_at, record_json FROM core_root_turn_start_rejections WHERE session_id = ?1 ORDER BY rejected_at, turn_id",
+        [sid],
+    )? {
+        let table = "core_root_turn_start_rejections";
+        let decoded = json(&r[2]).and_then(|v| RootTurnRejection::from_value(v).map_err(|e| e.to_string()));
+        match (decoded, int(&r[1])) {
+            (Ok(a), Ok(at)) => {
+                report.imported(table, 1);
+                rejections.push(Timed::new(at as f64, Rank::Turn, record(RecordKind::TurnRejection, a.canonical_json())));
+            }
+            (Err(why), _) | (_, Err(why)) => report.refused(table, format!("{sid}/{}", key(&[&r[0]])), why),
+        }
+    }
+    Ok(vec![admissions, rejections])
+}
+
+/// Runs (by creation) and each run's events (in sequence order, from 0, none before its run).
+pub fn runs(
+    conn: &Connection,
+    sid: &str,
+    report: &mut Report,
+) -> rusqlite::Result<Vec<Vec<Timed>>> {
+    let table = "core_agent_runs";
+    let mut headers = Vec::new();
+    let mut created: HashMap<String, f64> = HashMap::new();
+    for r in select(
+        conn,
+        "SELECT run_id, created_at, record_json FROM core_agent_runs WHERE session_id = ?1 ORDER BY created_at, run_id",
+        [sid],
+    )? {
+        let decoded = json(&r[2])
+            .and_then(|v| RunHeader::from_value(v).map_err(|e| e.to_string()))
+            .and_then(|h| {
+                let run_id = text(&r[0])?;
+                if h.run_id() != run_id || h.session_id() != sid {
+                    return Err(format!("its record names run {} of session {}", h.run_id(), h.session_id()));
+                }
+                Ok((h, int(&r[1])? as f64))
+            });
+        match decoded {
+            Ok((h, at)) => {
+                report.imported(table, 1);
+                created.insert(h.run_id().to_owned(), at);
+                headers.push(Timed::new(at, Rank::Run, record(RecordKind::Run, h.canonical_json())));
+            }
+            Err(why) => report.refused(table, format!("{sid}/{}", key(&[&r[0]])), why),
+        }
+    }
+    let mut streams = vec![headers];
+    streams.extend(run_events(conn, sid, &created, report)?);
+    Ok(streams)
+}
+
+fn run_events(
+    conn: &Connection,
+    sid: &str,
+    created: &HashMap<String, f64>,
+    report: &mut Report,
+) -> rusqlite::Result<Vec<Vec<Timed>>> {
+    let table = "core_agent_run_events";
+    let mut streams: Vec<Vec<Timed>> = Vec::new();
+    let mut current: Option<String> = None;
+    let (mut next, mut broken, mut terminal) = (0i64, false, false);
+    for r in select(
+        conn,
+        "SELECT run_id, sequence, event_ts, record_json FROM core_agent_run_events WHERE session_id = ?1 ORDER BY run_id, sequence",
+        [sid],
+    )? {
+        let run_id = super::sql::key_part(&r[0]);
+        if current.as_deref() != Some(&run_id) {
+            current = Some(run_id.clone());
+            (next, broken, terminal) = (0, false, false);
+            streams.push(Vec::new());
+        }
+        let row_key = format!("{sid}/{}", key(&[&r[0], &r[1]]));
+        let Some(&run_at) = created.get(&run_id) else {
+            report.refused(table, row_key, "its run was not imported".into());
+            continue;
+        };
+        let checked = (|| {
+            let seq = int(&r[1])?;
+            if broken {
+                return Err("follows a run event of its run that was not imported: its sequence number cannot be kept".to_owned());
+            }
+            if seq != next {
+                return Err(format!("sequence {seq} where its run's next is {next}"));
+            }
+            let event = RunEvent::from_value(json(&r[3])?).map_err(|e| e.to_string())?;
+            if event.run_id() != run_id || event.value()["sessionId"].as_str() != Some(sid) {
+                return Err("its record names another run or session".to_owned());
+            }
+            if event.is_terminal() && terminal {
+                return Err("a second terminal event of its run".to_owned());
+            }
+            Ok((event, int(&r[2])? as f64))
+        })();
+        match checked {
+            Ok((event, ts)) => {
+                report.imported(table, 1);
+                next += 1;
+                terminal |= event.is_terminal();
+                let stream = streams.last_mut().expect("a stream per run");
+                stream.push(Timed::new(ts.max(run_at), Rank::RunEvent, record(RecordKind::RunEvent, event.canonical_json())));
+            }
+            Err(why) => {
+                broken = true;
+                report.refused(table, row_key, why);
+            }
+        }
+    }
+    Ok(streams)
+}
+
+/// Stored messages in sequence order; one kept in chunks is joined from them, its length and
+/// digests checked.
+pub fn messages(conn: &Connection, sid: &str, report: &mut Report) -> rusqlite::Result<Vec<Timed>> {
+    let mut out = Vec::new();
+    let chunked: HashSet<i64> = select(
+        conn,
+        "SELECT sequence FROM session_message_payloads WHERE session_id = ?1",
+        [sid],
+    )?
+    .iter()
+    .filter_map(|r| int(&r[0]).ok())
+    .collect();
+    for r in select(
+        conn,
+        "SELECT m.sequence, m.message_ts, m.record_json, p.record_bytes, p.sha256 FROM session_messages m LEFT JOIN session_message_payloads p ON p.session_id = m.session_id AND p.sequence = m.sequence WHERE m.session_id = ?1 ORDER BY m.sequence",
+        [sid],
+    )? {
+        let seq = int(&r[0]).unwrap_or(-1);
+        let row_key = format!("{sid}/{}", key(&[&r[0]]));
+        let chunks = if chunked.contains(&seq) {
+            Some(select(
+                conn,
+                "SELECT chunk_index, data, sha256 FROM session_message_chunks WHERE session_id = ?1 AND sequence = ?2 ORDER BY chunk_index",
+                rusqlite::params![sid, seq],
+            )?)
+        } else {
+            None
+        };
+        let decoded = (|| {
+            let text_json = match &chunks {
+                Some(chunks) => joined(chunks, &r[3], &r[4])?,
+                None => text(&r[2])?.to_owned(),
+            };
+            let value = serde_json::from_str(&text_json).map_err(|e| format!("is not JSON: {e}"))?;
+            let m = StoredMessage::from_value(value).map_err(|e| e.to_string())?;
+            Ok::<_, String>((m, int(&r[1])? as f64))
+        })();
+        let n_chunks = chunks.as_ref().map_or(0, Vec::len) as u64;
+        match decoded {
+            Ok((m, ts)) => {
+                report.imported("session_messages", 1);
+                if chunks.is_some() {
+                    report.imported("session_message_payloads", 1);
+                    report.imported("session_message_chunks", n_chunks);
+                }
+                out.push(Timed::new(ts, Rank::Message, record(RecordKind::Message, m.canonical_json())));
+            }
+            Err(why) => {
+                if let Some(chunks) = &chunks {
+                    report.refused("session_message_payloads", row_key.clone(), "its message was not imported".into());
+                    for c in chunks {
+                        report.refused("session_message_chunks", format!("{row_key}/{}", key(&[&c[0]])), "its message was not imported".into());
+                    }
+                }
+                report.refused("session_messages", row_key, why);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A large message's record joined from its chunks: indexes from 0 without a gap, each chunk's
+/// digest, the whole's length and digest as the payload row states them.
+fn joined(chunks: &[Vec<Value>], bytes: &Value, sha256: &Value) -> Result<String, String> {
+    let mut whole = Vec::new();
+    for (i, c) in chunks.iter().enumerate() {
+        if int(&c[0])? != i as i64 {
+            return Err(format!("its chunks skip index {i}"));
+        }
+        let Value::Blob(data) = &c[1] else {
+            return Err(format!("chunk {i} is not a blob"));
+        };
+        if hex(&Sha256::digest(data)) != text(&c[2])? {
+            return Err(format!("chunk {i} does not match its sha256"));
+        }
+        whole.extend_from_slice(data);
+    }
+    if whole.len() as i64 != int(bytes)? {
+        return Err(format!(
+            "its chunks hold {} bytes, not the {} its payload states",
+            whole.len(),
+            int(bytes)?
+        ));
+    }
+    if hex(&Sha256::digest(&whole)) != text(sha256)? {
+        return Err("its chunks do not match the payload's sha256".into());
+    }
+    String::from_utf8(whole).map_err(|_| "its record is not UTF-8".into())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

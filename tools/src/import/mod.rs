@@ -1,0 +1,199 @@
+//! `makalog import-sqlite DB_DIR ROOT`: imports a ledger the original runtime wrote (its
+//! `runtime.sqlite`, and `memory.sqlite` beside it) into a makalog root, through the stores.
+//!
+//! The databases are opened read-only. Every row of every table is accounted for in the
+//! report: imported, or not, with the reason (a table makalog does not model; a row that does
+//! not decode, by primary key). Importing is idempotent and resumable (see
+//! `makalog::import`). Refused, with nothing written: a database of another schema, a root
+//! another process owns, a target holding other data under the source's ids.
+
+mod events;
+mod graph;
+mod lifecycle;
+mod order;
+mod report;
+mod rows;
+mod session;
+mod source;
+mod sql;
+
+use makalog::import::{ImportOutcome, SessionPlan, Target};
+use makalog::root::Owner;
+use makalog::storage::RealStorage;
+use makalog::store::{open_execution_stores_for_write, ExecutionStores};
+use report::Report;
+use serde_json::json;
+use source::Source;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Why an import stopped.
+enum Stop {
+    /// Refused before anything was written: exit 2.
+    Refused(String),
+    /// Failed while writing (what was written stays, and a rerun resumes): exit 1.
+    Failed(String),
+}
+
+pub fn run(db_dir: &Path, root: &Path, json: bool) -> ExitCode {
+    match import(db_dir, root) {
+        Ok((report, outcome)) => print(&report, &outcome, db_dir, root, json),
+        Err(Stop::Refused(why)) => {
+            eprintln!("makalog import-sqlite: {why}");
+            ExitCode::from(2)
+        }
+        Err(Stop::Failed(why)) => {
+            eprintln!("makalog import-sqlite: {why}; what was written is kept, and running the import again resumes it");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn import(db_dir: &Path, root: &Path) -> Result<(Report, ImportOutcome), Stop> {
+    let refused = |e: &dyn std::fmt::Display| Stop::Refused(e.to_string());
+    let source = Source::open(db_dir).map_err(|e| refused(&e))?;
+    let conn = &source.runtime;
+    let sql = |e: rusqlite::Error| Stop::Refused(source.error(e).to_string());
+    let mut report = Report::new(&source.tables().map_err(|e| refused(&e))?);
+    let ids = session::session_ids(conn).map_err(sql)?;
+    let claims = session::claims(conn, &mut report).map_err(sql)?;
+    let graph = graph::graph_claims(conn, &mut report).map_err(sql)?;
+
+    let owner = match Owner::try_acquire_creating(Arc::new(RealStorage::new(root))) {
+        Ok(Some(owner)) => owner,
+        Ok(None) => {
+            return Err(Stop::Refused(format!(
+                "{}: root is busy: another process owns it for writing; nothing was imported",
+                root.display()
+            )))
+        }
+        Err(e) => return Err(refused(&e)),
+    };
+    let stores = open_execution_stores_for_write(&owner).map_err(|e| refused(&e))?;
+    let outcome = write(&stores, conn, &ids, &claims, &graph, &mut report);
+    let closed = stores.close();
+    let outcome = outcome?;
+    closed.map_err(|e| Stop::Failed(e.to_string()))?;
+    rows::refuse_headless(conn, &mut report).map_err(sql)?;
+    Ok((report, outcome))
+}
+
+/// Checks the whole target first (planning only the sessions it already holds), then plans
+/// and writes a session at a time.
+fn write(
+    stores: &ExecutionStores,
+    conn: &rusqlite::Connection,
+    ids: &[String],
+    claims: &session::Claims,
+    graph: &[makalog::import::GraphClaimPlan],
+    report: &mut Report,
+) -> Result<ImportOutcome, Stop> {
+    let sql = |e: rusqlite::Error| Stop::Refused(format!("runtime.sqlite: {e}"));
+    let refused = |e: makalog::Error| Stop::Refused(format!("{e}; nothing was imported"));
+    let target = Target::new(stores).map_err(refused)?;
+    let plan = |id: &str, report: &mut Report| -> Result<Option<SessionPlan>, Stop> {
+        session::plan(conn, id, claims, report).map_err(sql)
+    };
+    for id in ids {
+        if target.holds(id).map_err(refused)? {
+            let mut scratch = report.clone();
+            if let Some(p) = plan(id, &mut scratch)? {
+                target.check_session(&p).map_err(refused)?;
+            }
+        }
+    }
+    target.check_graph_claims(graph).map_err(refused)?;
+
+    let failed = |e: makalog::Error| Stop::Failed(e.to_string());
+    let bar = crate::progress::bar("importing sessions", ids.len() as u64);
+    let mut outcome = ImportOutcome::default();
+    for id in ids {
+        if let Some(p) = plan(id, report)? {
+            let have = target.check_session(&p).map_err(failed)?;
+            target
+                .write_session(&p, have, &mut outcome, &mut |_| {})
+                .map_err(failed)?;
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    target
+        .write_graph_claims(graph, &mut outcome)
+        .map_err(failed)?;
+    let bare: Vec<(String, u64)> = claims
+        .creates
+        .iter()
+        .filter(|(id, _)| !ids.contains(id))
+        .map(|(id, at)| (id.clone(), *at))
+        .collect();
+    let valid: Vec<(String, u64)> = bare
+        .into_iter()
+        .filter(|(id, _)| match makalog::format::validate_session_id(id) {
+            Ok(()) => true,
+            Err(why) => {
+                report.refused("session_create_claims", id.clone(), why);
+                false
+            }
+        })
+        .collect();
+    report.imported("session_create_claims", valid.len() as u64);
+    target
+        .write_bare_ids(&valid, &mut outcome)
+        .map_err(failed)?;
+    Ok(outcome)
+}
+
+fn print(
+    report: &Report,
+    outcome: &ImportOutcome,
+    db_dir: &Path,
+    root: &Path,
+    json: bool,
+) -> ExitCode {
+    let unaccounted = report.unaccounted();
+    let refused: usize = report.tables.iter().map(|t| t.refused.len()).sum();
+    if json {
+        let mut v = report.to_json();
+        v["source"] = json!(db_dir.display().to_string());
+        v["root"] = json!(root.display().to_string());
+        v["written"] = json!({
+            "records": outcome.records_written, "recordsPresent": outcome.records_present,
+            "sessions": outcome.sessions_written, "claims": outcome.claims_written,
+            "claimsPresent": outcome.claims_present, "nothingNew": outcome.wrote_nothing(),
+        });
+        say!("{v}");
+    } else {
+        say!("import {} -> {}", db_dir.display(), root.display());
+        report.print_text();
+        if outcome.wrote_nothing() {
+            say!(
+                "nothing new: the root already held all {} records and {} claims",
+                outcome.records_present,
+                outcome.claims_present
+            );
+        } else {
+            say!(
+                "wrote {} records in {} sessions and {} claims ({} records and {} claims were already there)",
+                outcome.records_written,
+                outcome.sessions_written,
+                outcome.claims_written,
+                outcome.records_present,
+                outcome.claims_present
+            );
+        }
+    }
+    for t in &unaccounted {
+        eprintln!(
+            "makalog import-sqlite: {} of {}: {} rows unaccounted for",
+            t.table,
+            t.file,
+            t.unaccounted()
+        );
+    }
+    if unaccounted.is_empty() && refused == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

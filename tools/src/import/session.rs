@@ -1,0 +1,215 @@
+//! One session of the source as a plan: its header, how its id is claimed (with its spawn for
+//! a subagent), and every record of it in the order they are written.
+
+use super::order::{merge, Timed};
+use super::report::Report;
+use super::sql::{int, json, key_part, select, text};
+use super::{events, lifecycle, rows};
+use makalog::claims::{validate_spawn_claim, SubagentSpawnClaim};
+use makalog::format::RecordKind;
+use makalog::import::{IdClaim, Planned, SessionPlan};
+use makalog::model::SessionHeader;
+use rusqlite::types::Value;
+use rusqlite::Connection;
+use serde_json::Value as Json;
+use std::collections::HashMap;
+
+/// A `subagent_spawns` row.
+pub struct SpawnRow {
+    pub key: String,
+    pub claim: SubagentSpawnClaim,
+    pub initial_turn_id: String,
+    pub initial_run_id: String,
+    pub claimed_at: u64,
+}
+
+/// What a session's id claim is made of: the source's create claims and spawns, by session.
+pub struct Claims {
+    pub creates: HashMap<String, u64>,
+    pub spawns: HashMap<String, SpawnRow>,
+}
+
+/// The sessions of `session_metadata`, by id.
+pub fn session_ids(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    Ok(select(
+        conn,
+        "SELECT session_id FROM session_metadata ORDER BY session_id",
+        [],
+    )?
+    .iter()
+    .map(|r| key_part(&r[0]))
+    .collect())
+}
+
+/// Plans session `sid`, accounting for each of its rows in `report`; `None` when its header is
+/// refused (and with it every row of the session).
+pub fn plan(
+    conn: &Connection,
+    sid: &str,
+    claims: &Claims,
+    report: &mut Report,
+) -> rusqlite::Result<Option<SessionPlan>> {
+    let row = select(
+        conn,
+        "SELECT payload_json, created_at FROM session_metadata WHERE session_id = ?1",
+        [sid],
+    )?;
+    let header = row
+        .first()
+        .ok_or_else(|| "vanished while read".to_owned())
+        .and_then(|r| decode_header(sid, r));
+    let (header, created_at) = match header {
+        Ok(h) => h,
+        Err(why) => {
+            report.refused("session_metadata", sid.to_owned(), why);
+            if claims.creates.contains_key(sid) {
+                report.refused(
+                    "session_create_claims",
+                    sid.to_owned(),
+                    "its session's header was not imported".into(),
+                );
+            }
+            rows::refuse_session(conn, sid, report)?;
+            return Ok(None);
+        }
+    };
+    report.imported("session_metadata", 1);
+    let id_claim = id_claim(sid, &header, created_at, claims, report);
+    let mut streams: Vec<Vec<Timed>> = lifecycle::turns(conn, sid, report)?;
+    streams.extend(lifecycle::runs(conn, sid, report)?);
+    streams.push(events::runtime_events(conn, sid, report)?);
+    streams.push(lifecycle::messages(conn, sid, report)?);
+    let mut records = vec![Planned::Record {
+        kind: RecordKind::SessionHeader,
+        payload: header.canonical_json().to_owned(),
+    }];
+    records.extend(merge(streams));
+    Ok(Some(SessionPlan {
+        session_id: sid.to_owned(),
+        id_claim,
+        records,
+    }))
+}
+
+fn decode_header(sid: &str, r: &[Value]) -> Result<(SessionHeader, u64), String> {
+    makalog::format::validate_session_id(sid)?;
+    let header = SessionHeader::from_value(json(&r[0])?).map_err(|e| e.to_string())?;
+    if header.id() != sid {
+        return Err(format!("its payload names session {}", header.id()));
+    }
+    Ok((header, int(&r[1])?.max(0) as u64))
+}
+
+/// The session's id claim: with its spawn when a `subagent_spawns` row agrees with the
+/// header's subagent objects, at the source's claim time (its create claim's, else its
+/// spawn's, else its creation).
+fn id_claim(
+    sid: &str,
+    header: &SessionHeader,
+    created_at: u64,
+    claims: &Claims,
+    report: &mut Report,
+) -> IdClaim {
+    let create = claims.creates.get(sid).copied();
+    if create.is_some() {
+        report.imported("session_create_claims", 1);
+    }
+    let Some(spawn) = claims.spawns.get(sid) else {
+        return IdClaim::Create {
+            at: create.unwrap_or(created_at),
+        };
+    };
+    match spawn_agrees(header, spawn) {
+        Ok(claim) => {
+            report.imported("subagent_spawns", 1);
+            IdClaim::Spawn {
+                claim,
+                at: create.unwrap_or(spawn.claimed_at),
+            }
+        }
+        Err(why) => {
+            report.refused("subagent_spawns", spawn.key.clone(), why);
+            IdClaim::Create {
+                at: create.unwrap_or(created_at),
+            }
+        }
+    }
+}
+
+/// The spawn claim of a `subagent_spawns` row, carrying the child's header, if the row and the
+/// header's `subagentParent` and `subagentSpawn` say the same.
+fn spawn_agrees(header: &SessionHeader, spawn: &SpawnRow) -> Result<SubagentSpawnClaim, String> {
+    let v = header.value();
+    let (parent, block) = (&v["subagentParent"], &v["subagentSpawn"]);
+    let s = |x: &Json| x.as_str().unwrap_or_default().to_owned();
+    let c = &spawn.claim;
+    let agrees = s(&parent["parentSessionId"]) == c.parent_session_id
+        && s(&parent["spawnedBy"]["parentRunId"]) == c.parent_run_id
+        && s(&parent["spawnedBy"]["toolCallId"]) == c.tool_call_id
+        && s(&parent["swarm"]["swarmId"]) == c.swarm_id
+        && s(&parent["swarm"]["itemId"]) == c.item_id
+        && s(&block["requestFingerprint"]) == c.request_fingerprint
+        && s(&block["initialTurnId"]) == spawn.initial_turn_id
+        && s(&block["initialRunId"]) == spawn.initial_run_id;
+    if !agrees {
+        return Err("disagrees with its child's subagentParent or subagentSpawn".into());
+    }
+    let mut claim = c.clone();
+    // The canonical form, parsed: what the claims log stores and gives back.
+    claim.child_header = serde_json::from_str(header.canonical_json()).ok();
+    validate_spawn_claim(&claim).map_err(|e| e.to_string())?;
+    Ok(claim)
+}
+
+/// Reads `subagent_spawns` and `session_create_claims`.
+pub fn claims(conn: &Connection, report: &mut Report) -> rusqlite::Result<Claims> {
+    let mut spawns = HashMap::new();
+    for r in select(
+        conn,
+        "SELECT parent_session_id, parent_run_id, tool_call_id, swarm_id, item_id, request_fingerprint, child_session_id, initial_turn_id, initial_run_id, claimed_at FROM subagent_spawns",
+        [],
+    )? {
+        let key = super::sql::key(&[&r[0], &r[1], &r[2], &r[3], &r[4]]);
+        let row = (|| {
+            let t = |i: usize| text(&r[i]).map(str::to_owned);
+            Ok::<_, String>(SpawnRow {
+                claim: SubagentSpawnClaim {
+                    parent_session_id: t(0)?,
+                    parent_run_id: t(1)?,
+                    tool_call_id: t(2)?,
+                    swarm_id: t(3)?,
+                    item_id: t(4)?,
+                    request_fingerprint: t(5)?,
+                    child_session_id: t(6)?,
+                    child_header: None,
+                },
+                initial_turn_id: t(7)?,
+                initial_run_id: t(8)?,
+                claimed_at: int(&r[9])?.max(0) as u64,
+                key: key.clone(),
+            })
+        })();
+        match row {
+            Ok(row) => {
+                spawns.insert(row.claim.child_session_id.clone(), row);
+            }
+            Err(why) => report.refused("subagent_spawns", key, why),
+        }
+    }
+    let mut creates = HashMap::new();
+    for r in select(
+        conn,
+        "SELECT session_id, claimed_at FROM session_create_claims",
+        [],
+    )? {
+        match (text(&r[0]), int(&r[1])) {
+            (Ok(id), Ok(at)) => {
+                creates.insert(id.to_owned(), at.max(0) as u64);
+            }
+            (Err(why), _) | (_, Err(why)) => {
+                report.refused("session_create_claims", key_part(&r[0]), why)
+            }
+        }
+    }
+    Ok(Claims { creates, spawns })
+}

@@ -1,0 +1,68 @@
+//! Reading SQLite values as the importer needs them: text that must be UTF-8, integers, and a
+//! row's key for the report.
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, Params};
+
+/// Every row `sql` selects, each column as a value.
+pub fn select(
+    conn: &Connection,
+    sql: &str,
+    params: impl Params,
+) -> rusqlite::Result<Vec<Vec<Value>>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let n = stmt.column_count();
+    let rows = stmt.query_map(params, |r| (0..n).map(|i| r.get::<_, Value>(i)).collect())?;
+    rows.collect()
+}
+
+/// The value as text, or why it is not.
+pub fn text(v: &Value) -> Result<&str, String> {
+    match v {
+        Value::Text(s) => Ok(s),
+        Value::Null => Err("is NULL".into()),
+        other => Err(format!("is not text ({:?})", other.data_type())),
+    }
+}
+
+/// The value as text, `None` for NULL.
+pub fn opt_text(v: &Value) -> Result<Option<&str>, String> {
+    match v {
+        Value::Null => Ok(None),
+        v => text(v).map(Some),
+    }
+}
+
+/// The value as an integer, or why it is not.
+pub fn int(v: &Value) -> Result<i64, String> {
+    match v {
+        Value::Integer(i) => Ok(*i),
+        other => Err(format!("is not an integer ({:?})", other.data_type())),
+    }
+}
+
+/// The value as the report names a key part: text as it is, integers in decimal.
+pub fn key_part(v: &Value) -> String {
+    match v {
+        Value::Text(s) => s.clone(),
+        Value::Integer(i) => i.to_string(),
+        Value::Real(f) => f.to_string(),
+        Value::Null => "NULL".into(),
+        Value::Blob(b) => format!("<{} bytes>", b.len()),
+    }
+}
+
+/// A key of several parts, joined by `/`.
+pub fn key(parts: &[&Value]) -> String {
+    parts
+        .iter()
+        .map(|v| key_part(v))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// JSON text parsed, or why it is not JSON.
+pub fn json(v: &Value) -> Result<serde_json::Value, String> {
+    let t = text(v)?;
+    serde_json::from_str(t).map_err(|e| format!("is not JSON: {e}"))
+}
