@@ -1,6 +1,7 @@
 //! `makalog`: verify, dump, replay, salvage, export and report on a storage root offline.
-//! Read-only on its input except `demo` and `index rebuild`; never takes the owner lock for
-//! reading. Exit codes, the same for every command: 0 clean, 1 findings, 2 usage or not a root.
+//! Read-only on its input except `demo`, `index rebuild` and `import-sqlite`; never takes the
+//! owner lock for reading. Exit codes, the same for every command: 0 clean, 1 findings, 2 usage
+//! or not a root.
 
 #[macro_use]
 mod output;

@@ -4,6 +4,7 @@
 
 use super::source::Table;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 
 /// The report's format name, in its JSON.
 pub const REPORT_FORMAT: &str = "makalog-import-report/1";
@@ -51,6 +52,8 @@ impl TableReport {
 #[derive(Debug, Clone)]
 pub struct Report {
     pub tables: Vec<TableReport>,
+    /// Where each runtime table is in `tables`: counted once a row.
+    runtime: HashMap<String, usize>,
 }
 
 /// What an imported table's rows become in makalog (tables of the runtime database).
@@ -122,14 +125,19 @@ impl Report {
                     refused: Vec::new(),
                 }
             })
+            .collect::<Vec<TableReport>>();
+        let runtime = tables
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.file == super::source::RUNTIME_DB)
+            .map(|(i, t)| (t.table.clone(), i))
             .collect();
-        Report { tables }
+        Report { tables, runtime }
     }
 
     fn table(&mut self, table: &str) -> Option<&mut TableReport> {
-        self.tables
-            .iter_mut()
-            .find(|t| t.file == super::source::RUNTIME_DB && t.table == table)
+        let i = *self.runtime.get(table)?;
+        self.tables.get_mut(i)
     }
 
     /// Counts `n` rows of `table` as imported.
