@@ -286,16 +286,24 @@ fn print_unopened(groups: &[makalog::index::EventGroup]) {
         w(&|g| g.run_id.len(), 3),
         w(&|g| g.turn_id.len(), 4),
     );
+    let counts: Vec<String> = groups
+        .iter()
+        .map(|g| match g.partial_event_count {
+            0 => g.event_count.to_string(),
+            p => format!("{} ({p} partial)", g.event_count),
+        })
+        .collect();
+    let we = counts.iter().map(String::len).max().unwrap_or(0).max(6);
     say!("never opened (events written without an invocation_opened event):");
     say!(
-        "{:<wi$}  {:<wr$}  {:<wt$}  {:<24}  {:>6}  TERMINAL",
+        "{:<wi$}  {:<wr$}  {:<wt$}  {:<24}  {:<we$}  TERMINAL",
         "INVOCATION",
         "RUN",
         "TURN",
         "FIRST EVENT (UTC)",
         "EVENTS"
     );
-    for g in groups {
+    for (g, events) in groups.iter().zip(&counts) {
         let terminal = g.terminal_event.as_ref().map_or("none".to_owned(), |t| {
             let status = t["status"].as_str().unwrap_or("ended");
             match t["actions"]["stateDelta"]["failureClass"].as_str() {
@@ -303,13 +311,8 @@ fn print_unopened(groups: &[makalog::index::EventGroup]) {
                 None => status.to_owned(),
             }
         });
-        let events = if g.partial_event_count > 0 {
-            format!("{} ({} partial)", g.event_count, g.partial_event_count)
-        } else {
-            g.event_count.to_string()
-        };
         say!(
-            "{:<wi$}  {:<wr$}  {:<wt$}  {:<24}  {:>6}  {terminal}",
+            "{:<wi$}  {:<wr$}  {:<wt$}  {:<24}  {:<we$}  {terminal}",
             g.invocation_id,
             g.run_id,
             g.turn_id,

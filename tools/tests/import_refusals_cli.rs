@@ -54,6 +54,14 @@ fn a_database_of_another_schema_is_refused_with_nothing_written() {
     let (code, _, err) = import(t.path(), &root);
     assert_eq!(code, 2, "a directory without runtime.sqlite: {err}");
     assert!(!root.exists());
+    std::fs::write(db.join("runtime.sqlite"), vec![0x5a; 8192]).expect("garbage");
+    let (code, _, err) = import(&db, &root);
+    assert_eq!(code, 2, "a file that is not a database: {err}");
+    assert!(
+        err.contains("runtime.sqlite") && err.contains("not a database"),
+        "{err}"
+    );
+    assert!(!root.exists());
 }
 
 #[test]

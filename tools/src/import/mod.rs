@@ -75,7 +75,8 @@ fn import(db_dir: &Path, root: &Path) -> Result<(Report, ImportOutcome), Stop> {
     let closed = stores.close();
     let outcome = outcome?;
     closed.map_err(|e| Stop::Failed(e.to_string()))?;
-    rows::refuse_headless(conn, &mut report).map_err(sql)?;
+    rows::refuse_headless(conn, &mut report)
+        .map_err(|e| Stop::Failed(source.error(e).to_string()))?;
     Ok((report, outcome))
 }
 
@@ -108,8 +109,14 @@ fn write(
     let failed = |e: makalog::Error| Stop::Failed(e.to_string());
     let bar = crate::progress::bar("importing sessions", ids.len() as u64);
     let mut outcome = ImportOutcome::default();
+    // Once writing has begun, a failure to read the source leaves what was written: a rerun
+    // resumes.
+    let midway = |stop: Stop| match stop {
+        Stop::Refused(why) => Stop::Failed(why),
+        failed => failed,
+    };
     for id in ids {
-        if let Some(p) = plan(id, report)? {
+        if let Some(p) = plan(id, report).map_err(midway)? {
             let have = target.check_session(&p).map_err(failed)?;
             target
                 .write_session(&p, have, &mut outcome, &mut |_| {})
