@@ -25,6 +25,19 @@ pub(crate) fn stored_event(
     Ok(same.then_some(bytes))
 }
 
+/// The runtime event a record holds; damage, named by file and offset, if it does not decode.
+fn decoded_event(r: &crate::segment::Record) -> Result<RuntimeEvent> {
+    let text = std::str::from_utf8(&r.payload)
+        .map_err(|_| Error::corrupt(&r.file, r.offset, "runtime event is not UTF-8"))?;
+    RuntimeEvent::decode(text).map_err(|e| {
+        Error::corrupt(
+            &r.file,
+            r.offset,
+            format!("runtime event does not decode: {e}"),
+        )
+    })
+}
+
 /// Every immutable event of a session in commit order, up to record `upto`, with its sequence
 /// number in its invocation (counted as the index counts them).
 pub(crate) fn read_events(
@@ -42,15 +55,7 @@ pub(crate) fn read_events(
         if r.kind != RecordKind::RuntimeEvent {
             continue;
         }
-        let text = std::str::from_utf8(&r.payload)
-            .map_err(|_| Error::corrupt(&r.file, r.offset, "runtime event is not UTF-8"))?;
-        let event = RuntimeEvent::decode(text).map_err(|e| {
-            Error::corrupt(
-                &r.file,
-                r.offset,
-                format!("runtime event does not decode: {e}"),
-            )
-        })?;
+        let event = decoded_event(&r)?;
         if event.partial() || event.session_id() != session_id {
             continue;
         }
@@ -71,15 +76,7 @@ pub(crate) fn live_partials(storage: &dyn Storage, session_id: &str) -> Result<V
         if r.kind != RecordKind::RuntimeEvent {
             continue;
         }
-        let text = std::str::from_utf8(&r.payload)
-            .map_err(|_| Error::corrupt(&r.file, r.offset, "runtime event is not UTF-8"))?;
-        let event = RuntimeEvent::decode(text).map_err(|e| {
-            Error::corrupt(
-                &r.file,
-                r.offset,
-                format!("runtime event does not decode: {e}"),
-            )
-        })?;
+        let event = decoded_event(&r)?;
         if event.session_id() != session_id {
             continue;
         }

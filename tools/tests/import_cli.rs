@@ -6,7 +6,7 @@
 mod common;
 
 use common::sqlite_gen::fixture_dir;
-use common::{import, json_lines, makalog, s, snapshot, text};
+use common::{assert_clean, import, json_lines, makalog, s, snapshot, text};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -273,10 +273,7 @@ fn after_import_the_tools_and_the_stores_answer_what_the_original_answered() {
         .count();
     assert_eq!(spawns, 3, "each child's spawn");
 
-    let verify = makalog(&["verify", s(&root)]);
-    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify.stdout));
-    let check = makalog(&["index", "check", s(&root)]);
-    assert_eq!(check.status.code(), Some(0), "{}", text(&check.stdout));
+    assert_clean(&root);
 }
 
 #[test]

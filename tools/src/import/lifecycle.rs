@@ -25,39 +25,54 @@ pub fn turns(
     sid: &str,
     report: &mut Report,
 ) -> rusqlite::Result<Vec<Vec<Timed>>> {
-    let mut admissions = Vec::new();
-    for r in select(
-        conn,
-        "SELECT turn_id, admitted_at, record_json FROM core_root_turn_admissions WHERE session_id = ?1 ORDER BY admitted_at, turn_id",
-        [sid],
-    )? {
-        let table = "core_root_turn_admissions";
-        let decoded = json(&r[2]).and_then(|v| RootTurnAdmission::from_value(v).map_err(|e| e.to_string()));
+    Ok(vec![
+        turn_records(
+            conn,
+            sid,
+            "core_root_turn_admissions",
+            "admitted_at",
+            RecordKind::Admission,
+            report,
+            &|v| RootTurnAdmission::from_value(v).map(|a| a.canonical_json().to_owned()),
+        )?,
+        turn_records(
+            conn,
+            sid,
+            "core_root_turn_start_rejections",
+            "rejected_at",
+            RecordKind::TurnRejection,
+            report,
+            &|v| RootTurnRejection::from_value(v).map(|r| r.canonical_json().to_owned()),
+        )?,
+    ])
+}
+
+/// One table of turn records (`session_id`, `turn_id`, the time column, `record_json`), each
+/// decoded by `decode` into its canonical JSON.
+fn turn_records(
+    conn: &Connection,
+    sid: &str,
+    table: &str,
+    at: &str,
+    kind: RecordKind,
+    report: &mut Report,
+    decode: &dyn Fn(serde_json::Value) -> makalog::Result<String>,
+) -> rusqlite::Result<Vec<Timed>> {
+    let mut out = Vec::new();
+    let sql = format!("SELECT turn_id, {at}, record_json FROM {table} WHERE session_id = ?1 ORDER BY {at}, turn_id");
+    for r in select(conn, &sql, [sid])? {
+        let decoded = json(&r[2]).and_then(|v| decode(v).map_err(|e| e.to_string()));
         match (decoded, int(&r[1])) {
-            (Ok(a), Ok(at)) => {
+            (Ok(canonical), Ok(at)) => {
                 report.imported(table, 1);
-                admissions.push(Timed::new(at as f64, Rank::Turn, record(RecordKind::Admission, a.canonical_json())));
+                out.push(Timed::new(at as f64, Rank::Turn, record(kind, &canonical)));
             }
-            (Err(why), _) | (_, Err(why)) => report.refused(table, format!("{sid}/{}", key(&[&r[0]])), why),
+            (Err(why), _) | (_, Err(why)) => {
+                report.refused(table, format!("{sid}/{}", key(&[&r[0]])), why)
+            }
         }
     }
-    let mut rejections = Vec::new();
-    for r in select(
-        conn,
-        "SELECT turn_id, rejected_at, record_json FROM core_root_turn_start_rejections WHERE session_id = ?1 ORDER BY rejected_at, turn_id",
-        [sid],
-    )? {
-        let table = "core_root_turn_start_rejections";
-        let decoded = json(&r[2]).and_then(|v| RootTurnRejection::from_value(v).map_err(|e| e.to_string()));
-        match (decoded, int(&r[1])) {
-            (Ok(a), Ok(at)) => {
-                report.imported(table, 1);
-                rejections.push(Timed::new(at as f64, Rank::Turn, record(RecordKind::TurnRejection, a.canonical_json())));
-            }
-            (Err(why), _) | (_, Err(why)) => report.refused(table, format!("{sid}/{}", key(&[&r[0]])), why),
-        }
-    }
-    Ok(vec![admissions, rejections])
+    Ok(out)
 }
 
 /// Runs (by creation) and each run's events (in sequence order, from 0, none before its run).

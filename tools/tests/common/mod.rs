@@ -171,6 +171,21 @@ pub fn import(db: &Path, root: &Path) -> (i32, serde_json::Value, String) {
     (out.status.code().unwrap_or(-1), report, text(&out.stderr))
 }
 
+/// Asserts that `verify` finds the root clean and `index check` its sidecars equal to rebuilds.
+pub fn assert_clean(root: &Path) {
+    for args in [vec!["verify"], vec!["index", "check"]] {
+        let mut argv = args.clone();
+        argv.push(root.to_str().expect("utf8"));
+        let out = makalog(&argv);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stdout)
+        );
+    }
+}
+
 /// The lines `makalog ARGS --json` prints, parsed; the command must exit 0.
 pub fn json_lines(args: &[&str]) -> Vec<serde_json::Value> {
     let out = makalog(args);

@@ -11,17 +11,6 @@ pub fn fixture_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/compat/maka-sqlite")
 }
 
-/// The original's migrations at f19eede03, as its databases record them.
-const MIGRATIONS: [(&str, i64); 7] = [
-    ("artifact", 1),
-    ("core_execution", 4),
-    ("operational", 2),
-    ("runtime", 12),
-    ("session_metadata", 28),
-    ("usage", 5),
-    ("workflow", 9),
-];
-
 /// The shape of a generated database.
 #[derive(Debug, Clone, Copy)]
 pub struct Shape {
@@ -56,14 +45,18 @@ pub fn generate(dir: &Path, shape: Shape) {
     conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA user_version = 12;")
         .expect("pragmas");
     conn.execute_batch(&ddl).expect("the original's schema");
+    // The migrations the original recorded in the fixture, as they are.
+    let fixture = format!(
+        "file:{}?immutable=1",
+        fixture_dir().join("runtime.sqlite").display()
+    );
+    conn.execute("ATTACH DATABASE ?1 AS fixture", [fixture])
+        .expect("attach the fixture");
+    conn.execute_batch(
+        "INSERT INTO operational_schema_migrations SELECT * FROM fixture.operational_schema_migrations; DETACH DATABASE fixture;",
+    )
+    .expect("migrations");
     let tx = conn.transaction().expect("transaction");
-    for (scope, version) in MIGRATIONS {
-        tx.execute(
-            "INSERT INTO operational_schema_migrations VALUES (?1, ?2, 1796111983807)",
-            params![scope, version],
-        )
-        .expect("migration");
-    }
     for s in 0..shape.sessions {
         session(&tx, s, shape);
     }
