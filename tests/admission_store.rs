@@ -87,3 +87,43 @@ fn a_turn_is_admitted_once_and_a_repeat_is_answered_from_the_stored_record() {
     assert_eq!(rebuilt.session.admissions.len(), 1);
     assert_eq!(rebuilt.session.admissions["t1"], first.canonical_json());
 }
+
+/// An admission or start rejection naming another session is refused before it is queued
+/// (the session's view would refuse it: written, it would poison the session), as a batch or
+/// an append writes it.
+#[test]
+fn a_turn_record_of_another_session_is_refused_with_nothing_written() {
+    use makalog::format::RecordKind;
+    let (_t, storage) = temp_root();
+    let (_owner, s) = stores::open(&storage);
+    s.sessions.create(session_header("s", 1)).expect("session");
+    s.sessions
+        .create(session_header("other", 1))
+        .expect("session");
+    let root = storage.describe_root();
+    let before = stores::session_bytes(&root, "other");
+    let admission = makalog::model::RootTurnAdmission::from_value(admission("t1", "go", 10))
+        .expect("an admission of s");
+    let err = s
+        .runtime_events
+        .append_record(
+            "other",
+            RecordKind::Admission,
+            admission.canonical_json().as_bytes(),
+        )
+        .expect_err("another session's");
+    assert!(err.to_string().contains("another session"), "{err}");
+    let mut batch = makalog::store::SessionBatch::new(&s.runtime_events, "other");
+    let err = batch
+        .record(RecordKind::Admission, admission.canonical_json().as_bytes())
+        .expect_err("another session's");
+    assert!(err.to_string().contains("another session"), "{err}");
+    assert_eq!(batch.queued(), 0);
+    batch.commit().expect("nothing to commit");
+    assert_eq!(
+        stores::session_bytes(&root, "other"),
+        before,
+        "nothing written"
+    );
+    s.close().expect("close");
+}

@@ -12,8 +12,10 @@
 //! session under an id of the import, a claim for other work) refuses the whole import before
 //! the importer writes anything.
 
-mod apply;
+mod check;
 mod plan;
+mod target;
+mod write;
 
-pub use apply::{ImportOutcome, Target};
 pub use plan::{GraphClaimPlan, IdClaim, Planned, SessionPlan};
+pub use target::{ImportOutcome, Target};

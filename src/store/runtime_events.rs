@@ -332,8 +332,9 @@ impl RuntimeEventStore {
     }
 }
 
-/// Checks a session header, stored message, run header or run event as the session's view
-/// will read it (a header names its own session); other kinds are not read by the view.
+/// Checks a session header, stored message, run header, run event, admission or start
+/// rejection as the session's view will read it (a header, an admission or a rejection names
+/// its own session); other kinds are not read by the view.
 fn check_session_record(session_id: &str, kind: RecordKind, payload: &[u8]) -> Result<()> {
     let text = || {
         std::str::from_utf8(payload).map_err(|_| Error::InvalidRecord {
@@ -357,8 +358,15 @@ fn check_session_record(session_id: &str, kind: RecordKind, payload: &[u8]) -> R
         RecordKind::Message => crate::model::StoredMessage::decode(text()?).map(|_| ()),
         RecordKind::Run => crate::model::RunHeader::decode(text()?).map(|_| ()),
         RecordKind::RunEvent => crate::model::RunEvent::decode(text()?).map(|_| ()),
-        RecordKind::Admission => crate::model::RootTurnAdmission::decode(text()?).map(|_| ()),
-        RecordKind::TurnRejection => crate::model::RootTurnRejection::decode(text()?).map(|_| ()),
+        // The view refuses one of another session, so it is refused here.
+        RecordKind::Admission => crate::index::SessionState::check_admission(payload, session_id)
+            .map(|_| ())
+            .map_err(Error::InvalidInput),
+        RecordKind::TurnRejection => {
+            crate::index::SessionState::check_rejection(payload, session_id)
+                .map(|_| ())
+                .map_err(Error::InvalidInput)
+        }
         _ => Ok(()),
     }
 }

@@ -211,28 +211,31 @@ pub fn invocations(root: &Path, session: &str, json: bool) -> ExitCode {
 
 /// Prints a session's invocations as read from `storage`.
 pub fn print_invocations(storage: &dyn Storage, session: &str, json: bool) -> ExitCode {
-    let listed = view_of(storage, session)
-        .and_then(|view| makalog::index::invocations_from_log(storage, &view));
-    let invocations = match listed {
+    let listed = view_of(storage, session).and_then(|view| {
+        // Only a session with events of an invocation never opened is read again whole.
+        let unopened = view.invocations.values().any(|i| i.opening.is_none());
+        Ok((
+            makalog::index::invocations_from_log(storage, &view)?,
+            unopened,
+        ))
+    });
+    let (invocations, any_unopened) = match listed {
         Ok(v) => v,
         Err(e) => {
             eprintln!("makalog: {e}");
             return ExitCode::from(1);
         }
     };
-    let reader = makalog::store::ReadOnlySessions::new(storage);
-    let grouped = reader
-        .read_session_runtime_events(session)
-        .and_then(|events| {
-            let partials = reader.read_live_partials(session)?;
-            Ok(makalog::index::group_invocations(&events, &partials))
-        });
-    let unopened: Vec<makalog::index::EventGroup> = match grouped {
-        Ok(groups) => groups.into_iter().filter(|g| !g.opened).collect(),
-        Err(e) => {
-            eprintln!("makalog: {e}");
-            return ExitCode::from(1);
+    let unopened = if any_unopened {
+        match unopened_groups(storage, session) {
+            Ok(groups) => groups,
+            Err(e) => {
+                eprintln!("makalog: {e}");
+                return ExitCode::from(1);
+            }
         }
+    } else {
+        Vec::new()
     };
     if json {
         for inv in &invocations {
@@ -273,6 +276,20 @@ pub fn print_invocations(storage: &dyn Storage, session: &str, json: bool) -> Ex
         print_unopened(&unopened);
     }
     ExitCode::SUCCESS
+}
+
+/// The session's invocations never opened, as groups of their events (live partials counted).
+fn unopened_groups(
+    storage: &dyn Storage,
+    session: &str,
+) -> makalog::Result<Vec<makalog::index::EventGroup>> {
+    let reader = makalog::store::ReadOnlySessions::new(storage);
+    let events = reader.read_session_runtime_events(session)?;
+    let partials = reader.read_live_partials(session)?;
+    Ok(makalog::index::group_invocations(&events, &partials)
+        .into_iter()
+        .filter(|g| !g.opened)
+        .collect())
 }
 
 /// Invocations whose events carry no opening (a ledger of the generation before openings, as

@@ -122,6 +122,18 @@ fn every_command_exits_0_clean_1_findings_2_usage() {
     std::fs::create_dir(&not_root).expect("mkdir");
     let heads = t.path().join("heads.json");
     std::fs::write(&heads, makalog(&["heads", p(&root), "--json"]).stdout).expect("heads");
+    // A source with one row the stores refuse: the rest is imported, the row listed (1).
+    #[cfg(feature = "sqlite")]
+    let with_a_bad_row = {
+        let db = common::fixture_copy(t.path());
+        let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
+        conn.execute(
+            "UPDATE session_messages SET record_json = '{}' WHERE sequence = 0",
+            [],
+        )
+        .expect("a bad row");
+        db
+    };
     let (r, d, n, o) = (p(&root), p(&damaged), p(&not_root), t.path());
     let out = |name: &str| o.join(name).display().to_string();
     let cases: Vec<(Vec<String>, i32)> = vec![
@@ -189,6 +201,11 @@ fn every_command_exits_0_clean_1_findings_2_usage() {
         ),
         #[cfg(feature = "sqlite")]
         (s(&["import-sqlite", n, &out("not-imported")]), 2),
+        #[cfg(feature = "sqlite")]
+        (
+            s(&["import-sqlite", p(&with_a_bad_row), &out("partly-imported")]),
+            1,
+        ),
         (s(&["no-such-command"]), 2),
         (s(&["verify"]), 2),
     ];

@@ -1,12 +1,13 @@
 //! A session's runtime events as planned records: the sealed rows in the session's order, each
 //! keeping its sequence number in its invocation, and the live partial snapshots, each placed
-//! after the event it followed. A row the canonical decoder or the store's rules would refuse
-//! is reported, never altered, and so is every later event of its invocation, whose sequence
-//! number could not be kept.
+//! after the event it followed. A row the canonical decoder, the store's identity and sealing
+//! rules or its record size would refuse is reported, never altered, and so is every later
+//! event of its invocation, whose sequence number could not be kept.
 
-use super::order::{Rank, Timed};
+use super::order::{fits, Rank, Timed};
 use super::report::Report;
-use super::sql::{int, key_part, opt_text, select, text};
+use super::snapshots::{self, Snapshot};
+use super::sql::{int, key_part, select, text};
 use makalog::event::RuntimeEvent;
 use makalog::import::Planned;
 use rusqlite::Connection;
@@ -50,7 +51,8 @@ impl Identity {
             .runs
             .entry(e.run_id().to_owned())
             .or_insert_with(|| (e.invocation_id().to_owned(), e.turn_id().to_owned(), false));
-        run.2 |= !e.partial() && e.is_terminal();
+        debug_assert!(!e.partial(), "partial events leave the rules as they are");
+        run.2 |= e.is_terminal();
         self.invocations
             .entry(e.invocation_id().to_owned())
             .or_insert_with(|| (e.run_id().to_owned(), e.turn_id().to_owned()));
@@ -74,6 +76,7 @@ fn decode_row(r: &[rusqlite::types::Value], sid: &str) -> Result<(RuntimeEvent, 
     if event.partial() {
         return Err("a sealed row holds a partial event".into());
     }
+    fits(event.canonical_json())?;
     Ok((event, int(&r[4])?))
 }
 
@@ -83,7 +86,7 @@ pub fn runtime_events(
     sid: &str,
     report: &mut Report,
 ) -> rusqlite::Result<Vec<Timed>> {
-    let mut partials = partial_snapshots(conn, sid, report)?;
+    let mut partials = snapshots::partial_snapshots(conn, sid, report)?;
     let mut identity = Identity::default();
     let mut next: HashMap<String, i64> = HashMap::new();
     let mut broken: HashSet<String> = HashSet::new();
@@ -118,12 +121,7 @@ pub fn runtime_events(
                 // A snapshot that followed the run's terminal goes before it, where the store
                 // takes it.
                 if !event.partial() && event.is_terminal() {
-                    place(
-                        &mut out,
-                        &mut identity,
-                        partials.remove_of_run(event.run_id()),
-                        report,
-                    );
+                    place(&mut out, &identity, partials.of_run(event.run_id()), report);
                 }
                 identity.apply(&event);
                 let ts = event.ts();
@@ -135,7 +133,7 @@ pub fn runtime_events(
                         seq: Some(seq as u64),
                     },
                 ));
-                place(&mut out, &mut identity, partials.remove_after(&id), report);
+                place(&mut out, &identity, partials.after(&id), report);
             }
             Err(why) => {
                 broken.insert(invocation);
@@ -150,8 +148,8 @@ pub fn runtime_events(
             }
         }
     }
-    let rest = partials.remove_all();
-    place(&mut out, &mut identity, rest, report);
+    let rest = partials.rest();
+    place(&mut out, &identity, rest, report);
     for r in select(
         conn,
         "SELECT o.ordinal FROM runtime_session_event_ordinals o WHERE o.session_id = ?1 AND NOT EXISTS (SELECT 1 FROM runtime_events e WHERE e.event_id = o.event_id AND e.session_id = o.session_id)",
@@ -163,16 +161,11 @@ pub fn runtime_events(
 }
 
 /// Appends partial snapshots where they stand, each checked against the store's rules.
-fn place(
-    out: &mut Vec<Timed>,
-    identity: &mut Identity,
-    snapshots: Vec<Snapshot>,
-    report: &mut Report,
-) {
+fn place(out: &mut Vec<Timed>, identity: &Identity, snapshots: Vec<Snapshot>, report: &mut Report) {
+    // The store checks a partial event as any other, but keeps nothing of it for its rules.
     for s in snapshots {
         match identity.check(&s.event) {
             Ok(()) => {
-                identity.apply(&s.event);
                 report.imported("runtime_partial_snapshots", 1);
                 report.imported("runtime_partial_segments", s.segments.len() as u64);
                 let ts = s.event.ts();
@@ -188,108 +181,4 @@ fn place(
             Err(why) => s.refuse(report, why),
         }
     }
-}
-
-/// A live partial snapshot, its text joined from its segments.
-struct Snapshot {
-    key: String,
-    after: Option<String>,
-    event: RuntimeEvent,
-    segments: Vec<String>,
-}
-
-impl Snapshot {
-    fn refuse(&self, report: &mut Report, why: String) {
-        refuse_snapshot(report, &self.key, &self.segments, why);
-    }
-}
-
-fn refuse_snapshot(report: &mut Report, key: &str, segments: &[String], why: String) {
-    for s in segments {
-        report.refused(
-            "runtime_partial_segments",
-            format!("{key}/{s}"),
-            "its snapshot was not imported".into(),
-        );
-    }
-    report.refused("runtime_partial_snapshots", key.to_owned(), why);
-}
-
-/// The session's snapshots not yet placed.
-struct Snapshots(Vec<Snapshot>);
-
-impl Snapshots {
-    fn take(&mut self, keep: impl Fn(&Snapshot) -> bool) -> Vec<Snapshot> {
-        let (taken, rest) = std::mem::take(&mut self.0)
-            .into_iter()
-            .partition(|s| !keep(s));
-        self.0 = rest;
-        taken
-    }
-
-    fn remove_after(&mut self, event_id: &str) -> Vec<Snapshot> {
-        self.take(|s| s.after.as_deref() != Some(event_id))
-    }
-
-    fn remove_of_run(&mut self, run_id: &str) -> Vec<Snapshot> {
-        self.take(|s| s.event.run_id() != run_id)
-    }
-
-    fn remove_all(&mut self) -> Vec<Snapshot> {
-        std::mem::take(&mut self.0)
-    }
-}
-
-/// Reads the session's live partial snapshots: each row's event, whose text is the row's
-/// `text_content` followed by its segments in order (the original streams a partial's text
-/// into segments and keeps the event's own text empty).
-fn partial_snapshots(
-    conn: &Connection,
-    sid: &str,
-    report: &mut Report,
-) -> rusqlite::Result<Snapshots> {
-    let mut out = Vec::new();
-    for r in select(
-        conn,
-        "SELECT stream_key, after_event_id, payload_json, text_content FROM runtime_partial_snapshots WHERE session_id = ?1 ORDER BY updated_at, stream_key",
-        [sid],
-    )? {
-        let key = key_part(&r[0]);
-        let segments = select(
-            conn,
-            "SELECT segment_seq, text_content FROM runtime_partial_segments WHERE stream_key = ?1 ORDER BY segment_seq",
-            [&key],
-        )?;
-        let seg_keys: Vec<String> = segments.iter().map(|s| key_part(&s[0])).collect();
-        let decoded = (|| {
-            let mut value: serde_json::Value =
-                serde_json::from_str(text(&r[2])?).map_err(|e| format!("is not JSON: {e}"))?;
-            let mut joined = text(&r[3])?.to_owned();
-            for s in &segments {
-                joined.push_str(text(&s[1])?);
-            }
-            if let Some(content) = value.get_mut("content").and_then(|c| c.as_object_mut()) {
-                let textual = matches!(content.get("kind").and_then(|k| k.as_str()), Some("text" | "thinking"));
-                match content.get("text").and_then(|t| t.as_str()) {
-                    Some("") if textual => {
-                        content.insert("text".into(), serde_json::Value::String(joined));
-                    }
-                    Some(own) if textual && !joined.is_empty() && own != joined => {
-                        return Err("its event's text and its segments disagree".to_owned());
-                    }
-                    _ => {}
-                }
-            }
-            let event = RuntimeEvent::from_value(value).map_err(|e| format!("the canonical decoder refuses it: {e}"))?;
-            if !event.partial() || event.session_id() != sid {
-                return Err("is not a partial event of its session".to_owned());
-            }
-            Ok((event, opt_text(&r[1])?.map(str::to_owned)))
-        })();
-        match decoded {
-            Ok((event, after)) => out.push(Snapshot { key, after, event, segments: seg_keys }),
-            Err(why) => refuse_snapshot(report, &key, &seg_keys, why),
-        }
-    }
-    Ok(Snapshots(out))
 }

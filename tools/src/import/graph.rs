@@ -1,7 +1,7 @@
 //! `agent_graph_intent_claims` as graph intent claims with their admission status.
 
 use super::report::Report;
-use super::sql::{int, key_part, opt_text, select, text};
+use super::sql::{claim_time, int, key_part, opt_text, select, text};
 use makalog::claims::{validate_graph_request, AdmissionStatus, AgentGraphIntentClaimRequest};
 use makalog::import::GraphClaimPlan;
 use rusqlite::Connection;
@@ -34,7 +34,7 @@ pub fn graph_claims(
                 target_run_id: t(9)?,
             };
             validate_graph_request(&request).map_err(|e| e.to_string())?;
-            let claimed_at = u64::try_from(int(&r[10])?).map_err(|_| "claimed_at is negative".to_owned())?;
+            let claimed_at = claim_time(&r[10])?;
             let status = match text(&r[11])? {
                 "claimed" => AdmissionStatus::Claimed,
                 "executing" => AdmissionStatus::Executing,
@@ -43,7 +43,7 @@ pub fn graph_claims(
             };
             let reason = opt_text(&r[12])?.map(str::to_owned);
             match (status, reason.as_deref()) {
-                (AdmissionStatus::Cancelled, None | Some("")) => {
+                (AdmissionStatus::Cancelled, r) if r.is_none_or(|r| r.trim().is_empty()) => {
                     return Err("cancelled without a reason, which makalog requires".into())
                 }
                 (AdmissionStatus::Cancelled, _) => {}

@@ -1,9 +1,9 @@
 //! A session's lifecycle rows as planned records: admissions and start rejections, runs and
 //! their events, stored messages (a large one joined from its chunks).
 
-use super::order::{Rank, Timed};
+use super::order::{fits, Rank, Timed};
 use super::report::Report;
-use super::sql::{int, json, key, select, text};
+use super::sql::{int, json, key, select, text, time};
 use makalog::format::RecordKind;
 use makalog::import::Planned;
 use makalog::model::{RootTurnAdmission, RootTurnRejection, RunEvent, RunHeader, StoredMessage};
@@ -61,11 +61,26 @@ fn turn_records(
     let mut out = Vec::new();
     let sql = format!("SELECT turn_id, {at}, record_json FROM {table} WHERE session_id = ?1 ORDER BY {at}, turn_id");
     for r in select(conn, &sql, [sid])? {
-        let decoded = json(&r[2]).and_then(|v| decode(v).map_err(|e| e.to_string()));
-        match (decoded, int(&r[1])) {
+        let decoded = json(&r[2])
+            .and_then(|v| decode(v).map_err(|e| e.to_string()))
+            .and_then(|canonical| {
+                // The ids the record names must be its row's: the store keeps a session's turn
+                // records only.
+                let v: serde_json::Value = serde_json::from_str(&canonical).unwrap_or_default();
+                let turn = text(&r[0])?;
+                if v["sessionId"].as_str() != Some(sid) || v["turnId"].as_str() != Some(turn) {
+                    return Err(format!(
+                        "its record names turn {} of session {}",
+                        v["turnId"], v["sessionId"]
+                    ));
+                }
+                fits(&canonical)?;
+                Ok(canonical)
+            });
+        match (decoded, time(&r[1])) {
             (Ok(canonical), Ok(at)) => {
                 report.imported(table, 1);
-                out.push(Timed::new(at as f64, Rank::Turn, record(kind, &canonical)));
+                out.push(Timed::new(at, Rank::Turn, record(kind, &canonical)));
             }
             (Err(why), _) | (_, Err(why)) => {
                 report.refused(table, format!("{sid}/{}", key(&[&r[0]])), why)
@@ -96,7 +111,8 @@ pub fn runs(
                 if h.run_id() != run_id || h.session_id() != sid {
                     return Err(format!("its record names run {} of session {}", h.run_id(), h.session_id()));
                 }
-                Ok((h, int(&r[1])? as f64))
+                fits(h.canonical_json())?;
+                Ok((h, time(&r[1])?))
             });
         match decoded {
             Ok((h, at)) => {
@@ -153,7 +169,8 @@ fn run_events(
             if event.is_terminal() && terminal {
                 return Err("a second terminal event of its run".to_owned());
             }
-            Ok((event, int(&r[2])? as f64))
+            fits(event.canonical_json())?;
+            Ok((event, time(&r[2])?))
         })();
         match checked {
             Ok((event, ts)) => {
@@ -207,7 +224,8 @@ pub fn messages(conn: &Connection, sid: &str, report: &mut Report) -> rusqlite::
             };
             let value = serde_json::from_str(&text_json).map_err(|e| format!("is not JSON: {e}"))?;
             let m = StoredMessage::from_value(value).map_err(|e| e.to_string())?;
-            Ok::<_, String>((m, int(&r[1])? as f64))
+            fits(m.canonical_json())?;
+            Ok::<_, String>((m, time(&r[1])?))
         })();
         let n_chunks = chunks.as_ref().map_or(0, Vec::len) as u64;
         match decoded {
@@ -229,6 +247,21 @@ pub fn messages(conn: &Connection, sid: &str, report: &mut Report) -> rusqlite::
                 report.refused("session_messages", row_key, why);
             }
         }
+    }
+    // A payload or chunk row whose message is not there was not read above.
+    for r in select(
+        conn,
+        "SELECT sequence FROM session_message_payloads p WHERE p.session_id = ?1 AND NOT EXISTS (SELECT 1 FROM session_messages m WHERE m.session_id = p.session_id AND m.sequence = p.sequence)",
+        [sid],
+    )? {
+        report.refused("session_message_payloads", format!("{sid}/{}", key(&[&r[0]])), "names no message".into());
+    }
+    for r in select(
+        conn,
+        "SELECT sequence, chunk_index FROM session_message_chunks c WHERE c.session_id = ?1 AND NOT EXISTS (SELECT 1 FROM session_message_payloads p JOIN session_messages m ON m.session_id = p.session_id AND m.sequence = p.sequence WHERE p.session_id = c.session_id AND p.sequence = c.sequence)",
+        [sid],
+    )? {
+        report.refused("session_message_chunks", format!("{sid}/{}", key(&[&r[0], &r[1]])), "names no message with a payload".into());
     }
     Ok(out)
 }

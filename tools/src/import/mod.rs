@@ -13,7 +13,9 @@ mod lifecycle;
 mod order;
 mod report;
 mod rows;
+mod schema;
 mod session;
+mod snapshots;
 mod source;
 mod sql;
 
@@ -44,7 +46,7 @@ pub fn run(db_dir: &Path, root: &Path, json: bool) -> ExitCode {
             ExitCode::from(2)
         }
         Err(Stop::Failed(why)) => {
-            eprintln!("makalog import-sqlite: {why}; what was written is kept, and running the import again resumes it");
+            eprintln!("makalog import-sqlite: {why}; what was written is kept, and running the import again (once the cause is mended) resumes it");
             ExitCode::from(1)
         }
     }
@@ -60,7 +62,14 @@ fn import(db_dir: &Path, root: &Path) -> Result<(Report, ImportOutcome), Stop> {
     let claims = session::claims(conn, &mut report).map_err(sql)?;
     let graph = graph::graph_claims(conn, &mut report).map_err(sql)?;
 
-    let owner = match Owner::try_acquire_creating(Arc::new(RealStorage::new(root))) {
+    let storage = Arc::new(RealStorage::new(root));
+    if let Some(why) = not_a_target(&storage, root) {
+        return Err(Stop::Refused(format!(
+            "{}: {why}; nothing was imported",
+            root.display()
+        )));
+    }
+    let owner = match Owner::try_acquire_creating(storage) {
         Ok(Some(owner)) => owner,
         Ok(None) => {
             return Err(Stop::Refused(format!(
@@ -80,8 +89,21 @@ fn import(db_dir: &Path, root: &Path) -> Result<(Report, ImportOutcome), Stop> {
     Ok((report, outcome))
 }
 
-/// Checks the whole target first (planning only the sessions it already holds), then plans
-/// and writes a session at a time.
+/// Why ROOT cannot take an import: a directory that holds files but is not a makalog root (the
+/// original's own storage directory, say). A missing directory or a root is a target.
+fn not_a_target(storage: &RealStorage, root: &Path) -> Option<String> {
+    let entries = std::fs::read_dir(root).ok()?.count();
+    match makalog::root::read_marker(storage) {
+        Ok(_) => None,
+        Err(_) if entries == 0 => None,
+        Err(e) => Some(format!(
+            "a directory that is not empty and not a makalog root ({e})"
+        )),
+    }
+}
+
+/// Checks the whole target first (every session's id claim, and the records of the sessions
+/// it already holds), then plans and writes a session at a time.
 fn write(
     stores: &ExecutionStores,
     conn: &rusqlite::Connection,
@@ -97,11 +119,19 @@ fn write(
         session::plan(conn, id, claims, report).map_err(sql)
     };
     for id in ids {
+        // An id the stores cannot take is refused with its session when it is planned.
+        if makalog::format::validate_session_id(id).is_err() {
+            continue;
+        }
+        let mut scratch = report.blank();
         if target.holds(id).map_err(refused)? {
-            let mut scratch = report.clone();
             if let Some(p) = plan(id, &mut scratch)? {
                 target.check_session(&p).map_err(refused)?;
             }
+        } else if let Some(claim) =
+            session::id_claim_of(conn, id, claims, &mut scratch).map_err(sql)?
+        {
+            target.check_id(id, &claim).map_err(refused)?;
         }
     }
     target.check_graph_claims(graph).map_err(refused)?;
@@ -119,7 +149,7 @@ fn write(
         if let Some(p) = plan(id, report).map_err(midway)? {
             let have = target.check_session(&p).map_err(failed)?;
             target
-                .write_session(&p, have, &mut outcome, &mut |_| {})
+                .write_session(&p, have, &mut outcome)
                 .map_err(failed)?;
         }
         bar.inc(1);
@@ -128,22 +158,19 @@ fn write(
     target
         .write_graph_claims(graph, &mut outcome)
         .map_err(failed)?;
-    let bare: Vec<(String, u64)> = claims
+    let planned: std::collections::HashSet<&String> = ids.iter().collect();
+    session::refuse_orphan_spawns(claims, &planned, report);
+    let mut valid: Vec<(String, u64)> = Vec::new();
+    for (id, at) in claims
         .creates
         .iter()
-        .filter(|(id, _)| !ids.contains(id))
-        .map(|(id, at)| (id.clone(), *at))
-        .collect();
-    let valid: Vec<(String, u64)> = bare
-        .into_iter()
-        .filter(|(id, _)| match makalog::format::validate_session_id(id) {
-            Ok(()) => true,
-            Err(why) => {
-                report.refused("session_create_claims", id.clone(), why);
-                false
-            }
-        })
-        .collect();
+        .filter(|(id, _)| !planned.contains(id))
+    {
+        match makalog::format::validate_session_id(id) {
+            Ok(()) => valid.push((id.clone(), *at)),
+            Err(why) => report.refused("session_create_claims", id.clone(), why),
+        }
+    }
     report.imported("session_create_claims", valid.len() as u64);
     target
         .write_bare_ids(&valid, &mut outcome)

@@ -5,6 +5,19 @@
 
 use makalog::import::Planned;
 
+/// Refuses a record the store would refuse for its size (`format::DEFAULT_MAX_PAYLOAD`): the
+/// original keeps large messages in chunks with no bound, so one may not fit a frame.
+pub fn fits(canonical: &str) -> Result<(), String> {
+    let max = makalog::format::DEFAULT_MAX_PAYLOAD as usize;
+    if canonical.len() > max {
+        return Err(format!(
+            "its record is {} bytes, more than a record may hold ({max})",
+            canonical.len()
+        ));
+    }
+    Ok(())
+}
+
 /// What a record is, ordering records of the same time: turns, then runs, their events,
 /// runtime events and messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

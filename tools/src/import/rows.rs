@@ -16,8 +16,7 @@ struct Owned {
     session: &'static str,
 }
 
-const OWNED: [Owned; 12] = [
-    Owned { table: "subagent_spawns", key: "parent_session_id || '/' || parent_run_id || '/' || tool_call_id || '/' || swarm_id || '/' || item_id", from: "subagent_spawns", session: "child_session_id" },
+const OWNED: [Owned; 11] = [
     Owned { table: "core_root_turn_admissions", key: "session_id || '/' || turn_id", from: "core_root_turn_admissions", session: "session_id" },
     Owned { table: "core_root_turn_start_rejections", key: "session_id || '/' || turn_id", from: "core_root_turn_start_rejections", session: "session_id" },
     Owned { table: "core_agent_runs", key: "session_id || '/' || run_id", from: "core_agent_runs", session: "session_id" },
@@ -40,8 +39,10 @@ fn refuse_where(
 ) -> rusqlite::Result<()> {
     for o in &OWNED {
         let sql = format!(
-            "SELECT {} FROM {} WHERE {} {filter}",
-            o.key, o.from, o.session
+            "SELECT {} FROM {} WHERE {}",
+            o.key,
+            o.from,
+            filter.replace("{s}", o.session)
         );
         let rows = match param {
             Some(p) => select(conn, &sql, [p])?,
@@ -58,7 +59,7 @@ fn refuse_where(
 pub fn refuse_session(conn: &Connection, sid: &str, report: &mut Report) -> rusqlite::Result<()> {
     refuse_where(
         conn,
-        "= ?1",
+        "{s} = ?1",
         Some(sid),
         "its session's header was not imported",
         report,
@@ -69,7 +70,7 @@ pub fn refuse_session(conn: &Connection, sid: &str, report: &mut Report) -> rusq
 pub fn refuse_headless(conn: &Connection, report: &mut Report) -> rusqlite::Result<()> {
     refuse_where(
         conn,
-        "NOT IN (SELECT session_id FROM session_metadata)",
+        "{s} IS NULL OR NOT EXISTS (SELECT 1 FROM session_metadata m WHERE m.session_id = {s})",
         None,
         "its session is not in session_metadata",
         report,

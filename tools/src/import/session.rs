@@ -3,7 +3,7 @@
 
 use super::order::{merge, Timed};
 use super::report::Report;
-use super::sql::{int, json, key_part, select, text};
+use super::sql::{claim_time, json, key_part, select, text, time};
 use super::{events, lifecycle, rows};
 use makalog::claims::{validate_spawn_claim, SubagentSpawnClaim};
 use makalog::format::RecordKind;
@@ -12,7 +12,7 @@ use makalog::model::SessionHeader;
 use rusqlite::types::Value;
 use rusqlite::Connection;
 use serde_json::Value as Json;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// A `subagent_spawns` row.
 pub struct SpawnRow {
@@ -25,7 +25,8 @@ pub struct SpawnRow {
 
 /// What a session's id claim is made of: the source's create claims and spawns, by session.
 pub struct Claims {
-    pub creates: HashMap<String, u64>,
+    /// By id, so the ids without a session are claimed in one order.
+    pub creates: BTreeMap<String, u64>,
     pub spawns: HashMap<String, SpawnRow>,
 }
 
@@ -62,6 +63,13 @@ pub fn plan(
         Ok(h) => h,
         Err(why) => {
             report.refused("session_metadata", sid.to_owned(), why);
+            if let Some(spawn) = claims.spawns.get(sid) {
+                report.refused(
+                    "subagent_spawns",
+                    spawn.key.clone(),
+                    "its child session's header was not imported".into(),
+                );
+            }
             if claims.creates.contains_key(sid) {
                 report.refused(
                     "session_create_claims",
@@ -91,13 +99,51 @@ pub fn plan(
     }))
 }
 
+/// The id claim session `sid`'s plan would make, without planning its records (what is checked
+/// of every session before anything is written); `None` when its header is refused.
+pub fn id_claim_of(
+    conn: &Connection,
+    sid: &str,
+    claims: &Claims,
+    scratch: &mut Report,
+) -> rusqlite::Result<Option<IdClaim>> {
+    let row = select(
+        conn,
+        "SELECT payload_json, created_at FROM session_metadata WHERE session_id = ?1",
+        [sid],
+    )?;
+    Ok(row
+        .first()
+        .and_then(|r| decode_header(sid, r).ok())
+        .map(|(header, created_at)| id_claim(sid, &header, created_at, claims, scratch)))
+}
+
+/// Refuses each spawn row whose child is not a session of the source.
+pub fn refuse_orphan_spawns(claims: &Claims, planned: &HashSet<&String>, report: &mut Report) {
+    let mut orphans: Vec<&SpawnRow> = claims
+        .spawns
+        .iter()
+        .filter(|(child, _)| !planned.contains(child))
+        .map(|(_, row)| row)
+        .collect();
+    orphans.sort_by(|a, b| a.key.cmp(&b.key));
+    for row in orphans {
+        report.refused(
+            "subagent_spawns",
+            row.key.clone(),
+            "its child session is not in session_metadata".into(),
+        );
+    }
+}
+
 fn decode_header(sid: &str, r: &[Value]) -> Result<(SessionHeader, u64), String> {
     makalog::format::validate_session_id(sid)?;
     let header = SessionHeader::from_value(json(&r[0])?).map_err(|e| e.to_string())?;
     if header.id() != sid {
         return Err(format!("its payload names session {}", header.id()));
     }
-    Ok((header, int(&r[1])?.max(0) as u64))
+    super::order::fits(header.canonical_json())?;
+    Ok((header, time(&r[1])?.max(0.0) as u64))
 }
 
 /// The session's id claim: with its spawn when a `subagent_spawns` row agrees with the
@@ -143,11 +189,20 @@ fn spawn_agrees(header: &SessionHeader, spawn: &SpawnRow) -> Result<SubagentSpaw
     let (parent, block) = (&v["subagentParent"], &v["subagentSpawn"]);
     let s = |x: &Json| x.as_str().unwrap_or_default().to_owned();
     let c = &spawn.claim;
+    // The key's last two slots (§5): a swarm's ids, a graph operator's `graph:<graphId>` and
+    // workId, or empty.
+    let (swarm, item) = match parent.get("graph") {
+        Some(g) => (format!("graph:{}", s(&g["graphId"])), s(&g["workId"])),
+        None => (
+            s(&parent["swarm"]["swarmId"]),
+            s(&parent["swarm"]["itemId"]),
+        ),
+    };
     let agrees = s(&parent["parentSessionId"]) == c.parent_session_id
         && s(&parent["spawnedBy"]["parentRunId"]) == c.parent_run_id
         && s(&parent["spawnedBy"]["toolCallId"]) == c.tool_call_id
-        && s(&parent["swarm"]["swarmId"]) == c.swarm_id
-        && s(&parent["swarm"]["itemId"]) == c.item_id
+        && swarm == c.swarm_id
+        && item == c.item_id
         && s(&block["requestFingerprint"]) == c.request_fingerprint
         && s(&block["initialTurnId"]) == spawn.initial_turn_id
         && s(&block["initialRunId"]) == spawn.initial_run_id;
@@ -185,7 +240,7 @@ pub fn claims(conn: &Connection, report: &mut Report) -> rusqlite::Result<Claims
                 },
                 initial_turn_id: t(7)?,
                 initial_run_id: t(8)?,
-                claimed_at: int(&r[9])?.max(0) as u64,
+                claimed_at: claim_time(&r[9])?,
                 key: key.clone(),
             })
         })();
@@ -196,15 +251,15 @@ pub fn claims(conn: &Connection, report: &mut Report) -> rusqlite::Result<Claims
             Err(why) => report.refused("subagent_spawns", key, why),
         }
     }
-    let mut creates = HashMap::new();
+    let mut creates = BTreeMap::new();
     for r in select(
         conn,
         "SELECT session_id, claimed_at FROM session_create_claims",
         [],
     )? {
-        match (text(&r[0]), int(&r[1])) {
+        match (text(&r[0]), claim_time(&r[1])) {
             (Ok(id), Ok(at)) => {
-                creates.insert(id.to_owned(), at.max(0) as u64);
+                creates.insert(id.to_owned(), at);
             }
             (Err(why), _) | (_, Err(why)) => {
                 report.refused("session_create_claims", key_part(&r[0]), why)

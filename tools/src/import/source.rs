@@ -4,18 +4,6 @@
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
-/// The migration scopes and versions of the runtime database this importer reads (the
-/// original at f19eede03): another schema is refused, since its tables may mean otherwise.
-pub const KNOWN_MIGRATIONS: [(&str, i64); 7] = [
-    ("artifact", 1),
-    ("core_execution", 4),
-    ("operational", 2),
-    ("runtime", 12),
-    ("session_metadata", 28),
-    ("usage", 5),
-    ("workflow", 9),
-];
-
 /// The operational database's file name in a storage root of the original.
 pub const RUNTIME_DB: &str = "runtime.sqlite";
 /// The long-term memory database's file name.
@@ -71,7 +59,8 @@ impl Source {
             });
         }
         let runtime = open_read_only(&runtime_path)?;
-        check_schema(&runtime, &runtime_path)?;
+        super::schema::check_migrations(&runtime, &runtime_path)?;
+        super::schema::check_columns(&runtime, &runtime_path)?;
         let memory_path = dir.join(MEMORY_DB);
         let memory = if memory_path.is_file() {
             Some(open_read_only(&memory_path)?)
@@ -103,12 +92,21 @@ impl Source {
     }
 }
 
-/// Opens a database so that nothing is written, not even a `-shm` file: `immutable` when it
-/// has no write-ahead log to read (the original checkpoints before a copy), read-only through
-/// its log otherwise.
+/// Opens a database read-only: `immutable` (no lock, no `-shm` written) when it has no
+/// write-ahead log to read (the original checkpoints before a copy), read-only through its log
+/// otherwise (SQLite then keeps its `-shm` beside it). A rollback journal left by a transaction
+/// cut short is refused: only a writer can roll it back. The schema's own SQL is not trusted
+/// to call functions, and everything is read in one transaction, so all passes see one
+/// snapshot.
 fn open_read_only(path: &Path) -> Result<Connection, SourceError> {
-    let wal = PathBuf::from(format!("{}-wal", path.display()));
-    let has_wal = std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0);
+    let beside = |suffix: &str| PathBuf::from(format!("{}{suffix}", path.display()));
+    if std::fs::metadata(beside("-journal")).is_ok_and(|m| m.len() > 0) {
+        return Err(SourceError::Sqlite {
+            file: path.to_owned(),
+            what: "has a rollback journal: a transaction was cut short; open it once with SQLite where it can write, to roll it back".into(),
+        });
+    }
+    let has_wal = std::fs::metadata(beside("-wal")).is_ok_and(|m| m.len() > 0);
     let uri = format!(
         "file:{}?{}",
         uri_path(path),
@@ -126,6 +124,8 @@ fn open_read_only(path: &Path) -> Result<Connection, SourceError> {
         },
     };
     let conn = Connection::open_with_flags(uri, flags).map_err(fail)?;
+    conn.execute_batch("PRAGMA trusted_schema = OFF; BEGIN")
+        .map_err(fail)?;
     // A file that is not a database fails only at its first read.
     conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
         r.get::<_, i64>(0)
@@ -146,52 +146,6 @@ fn uri_path(path: &Path) -> String {
         }
     }
     out
-}
-
-/// Refuses a runtime database whose recorded migrations are not [`KNOWN_MIGRATIONS`].
-fn check_schema(conn: &Connection, path: &Path) -> Result<(), SourceError> {
-    let schema = |what: String| SourceError::Schema {
-        file: path.to_owned(),
-        what,
-    };
-    let has_table: bool = conn
-        .query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'operational_schema_migrations'",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
-        .map(|n| n > 0)
-        .map_err(|e| schema(e.to_string()))?;
-    if !has_table {
-        return Err(schema(
-            "no operational_schema_migrations table: not a runtime database of the original".into(),
-        ));
-    }
-    let mut stmt = conn
-        .prepare("SELECT scope, version FROM operational_schema_migrations ORDER BY scope")
-        .map_err(|e| schema(e.to_string()))?;
-    let found: Vec<(String, i64)> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .and_then(|rows| rows.collect())
-        .map_err(|e| schema(e.to_string()))?;
-    let known: Vec<(String, i64)> = KNOWN_MIGRATIONS
-        .iter()
-        .map(|(s, v)| (s.to_string(), *v))
-        .collect();
-    if found != known {
-        let show = |m: &[(String, i64)]| {
-            m.iter()
-                .map(|(s, v)| format!("{s} {v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        return Err(schema(format!(
-            "its migrations are [{}], this importer reads [{}]",
-            show(&found),
-            show(&known)
-        )));
-    }
-    Ok(())
 }
 
 fn tables_of(conn: &Connection, file: &'static str, dir: &Path) -> Result<Vec<Table>, SourceError> {

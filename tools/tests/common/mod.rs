@@ -201,5 +201,18 @@ pub fn json_lines(args: &[&str]) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// A writable copy of the fixture's runtime database.
+#[cfg(feature = "sqlite")]
+pub fn fixture_copy(dir: &Path) -> PathBuf {
+    let db = dir.join("db");
+    std::fs::create_dir_all(&db).expect("dir");
+    std::fs::copy(
+        sqlite_gen::fixture_dir().join("runtime.sqlite"),
+        db.join("runtime.sqlite"),
+    )
+    .expect("copy");
+    db
+}
+
 #[cfg(feature = "sqlite")]
 pub mod sqlite_gen;
