@@ -196,3 +196,37 @@ fn rows_the_stores_would_refuse_are_reported_by_key_and_the_rest_imported() {
         );
     }
 }
+
+/// A graph operator's spawn key holds `graph:<graphId>` and its workId in the swarm slots
+/// (MAKA-MODEL §5): such a child's spawn row agrees with its header and is imported.
+#[test]
+fn a_graph_operators_spawn_is_imported_under_its_graph_key() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let db = fixture_copy(t.path());
+    let child = "977fab16-13dd-4a4e-9e7b-dd0c28714231";
+    let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
+    conn.execute_batch(&format!(
+        "UPDATE session_metadata SET payload_json = json_set(payload_json, '$.subagentParent.graph', json('{{\"graphId\":\"graph-fixture-b\",\"workId\":\"work-b\",\"operatorId\":\"local-read\"}}')) WHERE session_id = '{child}';
+         UPDATE subagent_spawns SET swarm_id = 'graph:graph-fixture-b', item_id = 'work-b' WHERE child_session_id = '{child}';"
+    ))
+    .expect("a graph parent");
+    drop(conn);
+    let root = t.path().join("root");
+    let (code, report, err) = import(&db, &root);
+    assert_eq!(code, 0, "{err}");
+    let spawns = report["tables"]
+        .as_array()
+        .expect("tables")
+        .iter()
+        .find(|t| t["table"] == "subagent_spawns")
+        .cloned()
+        .expect("spawns");
+    assert_eq!(spawns["imported"], 3, "{spawns}");
+    let claims = common::json_lines(&["claims", s(&root), "--json"]);
+    let spawn = claims
+        .iter()
+        .find(|c| c["type"] == "subagent_spawn_claim" && c["claim"]["childSessionId"] == child)
+        .expect("the child's spawn claim");
+    assert_eq!(spawn["claim"]["swarmId"], "graph:graph-fixture-b");
+    assert_eq!(spawn["claim"]["itemId"], "work-b");
+}
