@@ -231,13 +231,10 @@ fn a_plan_is_written_once_and_a_rerun_writes_nothing() {
     };
     assert_eq!(logs(&before), logs(&after), "a rerun appends nothing");
     let reader = makalog::store::ReadOnlySessions::new(&*storage);
-    let parent = reader
-        .read_session_runtime_events("parent")
-        .expect("events");
-    assert_eq!(parent.len(), 3, "the partial is not immutable");
-    let live = reader.read_live_partials("parent").expect("partials");
-    assert_eq!(live.len(), 1);
-    assert_eq!(live[0].id(), "parent-p");
+    let parent = reader.read_runtime_events("parent").expect("events");
+    assert_eq!(parent.events.len(), 3, "the partial is not immutable");
+    assert_eq!(parent.live_partials.len(), 1);
+    assert_eq!(parent.live_partials[0].id(), "parent-p");
     let claim = reader.read_session("child").expect("read").expect("child");
     assert!(claim.has_subagent_spawn());
     assert!(makalog::verify::verify_root(&*storage)

@@ -1,32 +1,37 @@
 //! A session's runtime events read from its files, for a root the reader does not own: the
-//! immutable events in read order and the live partial snapshots. Nothing is written.
+//! immutable events in read order and the live partial snapshots, from one read. Nothing is
+//! written.
 
 use super::sessions::ReadOnlySessions;
-use super::stored::{live_partials, read_events};
+use super::stored::events_and_partials;
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
 use crate::index::read_order;
 use crate::segment::layout::session_dir;
 
-impl ReadOnlySessions<'_> {
-    /// The session's immutable events in read order (ts, runId, sequence, id); none for a
-    /// session never written.
-    pub fn read_session_runtime_events(&self, session_id: &str) -> Result<Vec<RuntimeEvent>> {
-        if !self.exists(session_id)? {
-            return Ok(Vec::new());
-        }
-        let mut events = read_events(self.storage, session_id, u64::MAX)?;
-        events.sort_by(|a, b| read_order((&a.0, a.1), (&b.0, b.1)));
-        Ok(events.into_iter().map(|(e, _)| e).collect())
-    }
+/// A session's runtime events as [`ReadOnlySessions::read_runtime_events`] reads them.
+#[derive(Debug, Clone, Default)]
+pub struct SessionRuntimeEvents {
+    /// The immutable events in read order (ts, runId, sequence, id).
+    pub events: Vec<RuntimeEvent>,
+    /// The live partial snapshots (each id's latest partial event whose final event has not
+    /// landed), in commit order.
+    pub live_partials: Vec<RuntimeEvent>,
+}
 
-    /// The session's live partial snapshots (each id's latest partial event whose final event
-    /// has not landed), in commit order.
-    pub fn read_live_partials(&self, session_id: &str) -> Result<Vec<RuntimeEvent>> {
+impl ReadOnlySessions<'_> {
+    /// The session's immutable events and live partial snapshots, from one read of its log;
+    /// none for a session never written.
+    pub fn read_runtime_events(&self, session_id: &str) -> Result<SessionRuntimeEvents> {
         if !self.exists(session_id)? {
-            return Ok(Vec::new());
+            return Ok(SessionRuntimeEvents::default());
         }
-        live_partials(self.storage, session_id)
+        let (mut events, live_partials) = events_and_partials(self.storage, session_id)?;
+        events.sort_by(|a, b| read_order((&a.0, a.1), (&b.0, b.1)));
+        Ok(SessionRuntimeEvents {
+            events: events.into_iter().map(|(e, _)| e).collect(),
+            live_partials,
+        })
     }
 
     fn exists(&self, session_id: &str) -> Result<bool> {

@@ -7,7 +7,7 @@ use crate::index::SessionIndex;
 
 /// Refuses an event for a sealed run, or one whose ids contradict the stored identity of its
 /// run or invocation (§1.1).
-pub(super) fn check_identity(view: &SessionIndex, event: &RuntimeEvent) -> Result<()> {
+pub fn check_identity(view: &SessionIndex, event: &RuntimeEvent) -> Result<()> {
     if let Some(run) = view.runs.get(event.run_id()) {
         if run.sealed {
             return Err(Error::RunSealed {

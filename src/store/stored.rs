@@ -38,6 +38,9 @@ fn decoded_event(r: &crate::segment::Record) -> Result<RuntimeEvent> {
     })
 }
 
+/// An immutable event and its sequence number in its invocation.
+type SeqEvent = (RuntimeEvent, u64);
+
 /// Every immutable event of a session in commit order, up to record `upto`, with its sequence
 /// number in its invocation (counted as the index counts them).
 pub(crate) fn read_events(
@@ -45,7 +48,29 @@ pub(crate) fn read_events(
     session_id: &str,
     upto: u64,
 ) -> Result<Vec<(RuntimeEvent, u64)>> {
+    scan_events(storage, session_id, upto, false).map(|(events, _)| events)
+}
+
+/// [`read_events`] of the whole log and, from the same read, the session's live partial
+/// snapshots in commit order: for each id whose final event has not landed, its latest partial
+/// event (MAKA-MODEL §3: a partial is a mutable snapshot, dropped when the final event lands).
+pub(crate) fn events_and_partials(
+    storage: &dyn Storage,
+    session_id: &str,
+) -> Result<(Vec<SeqEvent>, Vec<RuntimeEvent>)> {
+    scan_events(storage, session_id, u64::MAX, true)
+}
+
+/// One pass over a session's log up to record `upto`: its immutable events with their
+/// sequence numbers and, when `keep_partials`, its live partial snapshots.
+fn scan_events(
+    storage: &dyn Storage,
+    session_id: &str,
+    upto: u64,
+    keep_partials: bool,
+) -> Result<(Vec<SeqEvent>, Vec<RuntimeEvent>)> {
     let mut seqs: HashMap<String, u64> = HashMap::new();
+    let mut live: HashMap<String, (u64, RuntimeEvent)> = HashMap::new();
     let mut out = Vec::new();
     for record in SessionReader::open(storage, session_id, 1)? {
         let r = record?;
@@ -56,37 +81,23 @@ pub(crate) fn read_events(
             continue;
         }
         let event = decoded_event(&r)?;
-        if event.partial() || event.session_id() != session_id {
+        if event.session_id() != session_id {
             continue;
+        }
+        if event.partial() {
+            if keep_partials {
+                live.insert(event.id().to_owned(), (r.seq, event));
+            }
+            continue;
+        }
+        if keep_partials {
+            live.remove(event.id());
         }
         let seq = seqs.entry(event.invocation_id().to_owned()).or_insert(0);
         *seq += 1;
         out.push((event, *seq));
     }
-    Ok(out)
-}
-
-/// The session's live partial snapshots in commit order: for each id whose final event has not
-/// landed, its latest partial event (MAKA-MODEL §3: a partial is a mutable snapshot, dropped
-/// when the final event lands).
-pub(crate) fn live_partials(storage: &dyn Storage, session_id: &str) -> Result<Vec<RuntimeEvent>> {
-    let mut live: HashMap<String, (u64, RuntimeEvent)> = HashMap::new();
-    for record in SessionReader::open(storage, session_id, 1)? {
-        let r = record?;
-        if r.kind != RecordKind::RuntimeEvent {
-            continue;
-        }
-        let event = decoded_event(&r)?;
-        if event.session_id() != session_id {
-            continue;
-        }
-        if event.partial() {
-            live.insert(event.id().to_owned(), (r.seq, event));
-        } else {
-            live.remove(event.id());
-        }
-    }
-    let mut out: Vec<(u64, RuntimeEvent)> = live.into_values().collect();
-    out.sort_by_key(|(seq, _)| *seq);
-    Ok(out.into_iter().map(|(_, e)| e).collect())
+    let mut partials: Vec<(u64, RuntimeEvent)> = live.into_values().collect();
+    partials.sort_by_key(|(seq, _)| *seq);
+    Ok((out, partials.into_iter().map(|(_, e)| e).collect()))
 }

@@ -284,12 +284,13 @@ fn unopened_groups(
     session: &str,
 ) -> makalog::Result<Vec<makalog::index::EventGroup>> {
     let reader = makalog::store::ReadOnlySessions::new(storage);
-    let events = reader.read_session_runtime_events(session)?;
-    let partials = reader.read_live_partials(session)?;
-    Ok(makalog::index::group_invocations(&events, &partials)
-        .into_iter()
-        .filter(|g| !g.opened)
-        .collect())
+    let read = reader.read_runtime_events(session)?;
+    Ok(
+        makalog::index::group_invocations(&read.events, &read.live_partials)
+            .into_iter()
+            .filter(|g| !g.opened)
+            .collect(),
+    )
 }
 
 /// Invocations whose events carry no opening (a ledger of the generation before openings, as

@@ -6,7 +6,7 @@
 mod common;
 
 use common::sqlite_gen::fixture_dir;
-use common::{assert_clean, import, json_lines, makalog, s, snapshot, text};
+use common::{assert_clean, find, import, json_lines, makalog, s, snapshot, text};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -82,7 +82,7 @@ fn the_fixture_imports_with_every_row_of_every_table_accounted_for() {
         "session_messages",
         "agent_graph_intent_claims",
     ] {
-        let t = tables.iter().find(|t| t["table"] == table).expect(table);
+        let t = find(&report["tables"], "table", table);
         assert_eq!(t["imported"], t["rows"], "{table}");
         assert!(t["refused"].is_null(), "{table}: {t}");
     }
@@ -125,8 +125,8 @@ fn after_import_the_tools_and_the_stores_answer_what_the_original_answered() {
         assert_eq!(cli_runs.len(), got_runs.len());
         let wr = ws["runs"].as_array().expect("runs");
         assert_eq!(got_runs.len(), wr.len(), "{id}");
-        let live = reader.read_live_partials(id).expect("partials");
-        let sealed = reader.read_session_runtime_events(id).expect("events");
+        let read = reader.read_runtime_events(id).expect("events");
+        let (sealed, live) = (read.events, read.live_partials);
         for ((run, evs), w) in got_runs.iter().zip(wr) {
             let rv = run.value();
             assert_eq!(rv["runId"], w["runId"]);

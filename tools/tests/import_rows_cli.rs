@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{fixture_copy, import, makalog, s, text};
+use common::{find, fixture_copy, import, makalog, s, text};
 use std::collections::BTreeMap;
 
 #[test]
@@ -31,15 +31,7 @@ fn events_the_canonical_decoder_refuses_are_reported_never_altered() {
     let root = t.path().join("root");
     let (code, report, err) = import(&db, &root);
     assert_eq!(code, 1, "rows were refused: {err}");
-    let table = |name: &str| {
-        report["tables"]
-            .as_array()
-            .expect("tables")
-            .iter()
-            .find(|t| t["table"] == name)
-            .cloned()
-            .expect(name)
-    };
+    let table = |name: &str| find(&report["tables"], "table", name);
     let events = table("runtime_events");
     let refused = events["refused"].as_array().expect("refused");
     assert_eq!(refused[0]["key"], first);
@@ -70,9 +62,10 @@ fn events_the_canonical_decoder_refuses_are_reported_never_altered() {
     let storage = makalog::storage::RealStorage::unmapped(&root);
     let reader = makalog::store::ReadOnlySessions::new(&storage);
     let kept = reader
-        .read_session_runtime_events("46a0c9bf-503c-46d1-a75e-9c3440d51a33")
+        .read_runtime_events("46a0c9bf-503c-46d1-a75e-9c3440d51a33")
         .expect("events");
     assert!(kept
+        .events
         .iter()
         .all(|e| e.invocation_id() != "abc4c8e9-4e52-45b0-93f2-92d4f84182b6"));
     assert_eq!(makalog(&["verify", s(&root)]).status.code(), Some(0));
@@ -133,13 +126,7 @@ fn rows_the_stores_would_refuse_are_reported_by_key_and_the_rest_imported() {
     assert_eq!(code, 1, "rows were refused: {err}");
     assert!(!err.contains("panicked"), "{err}");
     let refused = |table: &str| -> Vec<(String, String)> {
-        let t = report["tables"]
-            .as_array()
-            .expect("tables")
-            .iter()
-            .find(|t| t["table"] == table)
-            .cloned()
-            .expect(table);
+        let t = find(&report["tables"], "table", table);
         t["refused"]
             .as_array()
             .map(|r| {
@@ -214,13 +201,7 @@ fn a_graph_operators_spawn_is_imported_under_its_graph_key() {
     let root = t.path().join("root");
     let (code, report, err) = import(&db, &root);
     assert_eq!(code, 0, "{err}");
-    let spawns = report["tables"]
-        .as_array()
-        .expect("tables")
-        .iter()
-        .find(|t| t["table"] == "subagent_spawns")
-        .cloned()
-        .expect("spawns");
+    let spawns = find(&report["tables"], "table", "subagent_spawns");
     assert_eq!(spawns["imported"], 3, "{spawns}");
     let claims = common::json_lines(&["claims", s(&root), "--json"]);
     let spawn = claims

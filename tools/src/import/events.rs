@@ -10,52 +10,46 @@ use super::snapshots::{self, Snapshot};
 use super::sql::{int, key_part, select, text};
 use makalog::event::RuntimeEvent;
 use makalog::import::Planned;
+use makalog::index::{EventFacts, SessionIndex, StoredAt};
+use makalog::store::check_identity;
 use rusqlite::Connection;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
-/// The store's identity rules (MAKA-MODEL §1.1), followed as the events are planned: a run
-/// keeps its invocation and turn, an invocation its run and turn, and a sealed run takes no more
-/// events.
-#[derive(Default)]
-struct Identity {
-    runs: HashMap<String, (String, String, bool)>,
-    invocations: HashMap<String, (String, String)>,
+/// The session's events so far as the store's view holds them: the store's own identity and
+/// sealing rules (MAKA-MODEL §1.1, `store::check_identity`) are checked against it, and the
+/// sequence number it would give an event is read from it.
+struct View {
+    index: SessionIndex,
+    records: u64,
 }
 
-impl Identity {
+impl View {
     fn check(&self, e: &RuntimeEvent) -> Result<(), String> {
-        if let Some((inv, turn, sealed)) = self.runs.get(e.run_id()) {
-            if *sealed {
-                return Err(format!(
-                    "its run {} is already sealed by a terminal event",
-                    e.run_id()
-                ));
-            }
-            if inv != e.invocation_id() || turn != e.turn_id() {
-                return Err(format!(
-                    "its run {} belongs to invocation {inv} turn {turn}",
-                    e.run_id()
-                ));
-            }
-        }
-        if let Some((run, turn)) = self.invocations.get(e.invocation_id()) {
-            if run != e.run_id() || turn != e.turn_id() {
-                return Err(format!("its invocation belongs to run {run} turn {turn}"));
-            }
-        }
-        Ok(())
+        check_identity(&self.index, e).map_err(|e| e.to_string())
     }
 
+    /// The sequence number the store gives the invocation's next event.
+    fn next_seq(&self, invocation: &str) -> u64 {
+        self.index
+            .invocations
+            .get(invocation)
+            .map_or(0, |i| i.max_seq)
+            + 1
+    }
+
+    /// Applies an immutable event, as the store does once it is queued.
     fn apply(&mut self, e: &RuntimeEvent) {
-        let run = self
-            .runs
-            .entry(e.run_id().to_owned())
-            .or_insert_with(|| (e.invocation_id().to_owned(), e.turn_id().to_owned(), false));
-        debug_assert!(!e.partial(), "partial events leave the rules as they are");
-        run.2 |= e.is_terminal();
-        self.invocations
-            .entry(e.invocation_id().to_owned())
-            .or_insert_with(|| (e.run_id().to_owned(), e.turn_id().to_owned()));
+        self.records += 1;
+        let at = StoredAt {
+            record_seq: self.records,
+            ordinal: 1,
+            offset: 0,
+        };
+        let seq = self.index.apply_event(at, &EventFacts::of(e), false);
+        debug_assert!(
+            seq.is_some(),
+            "an immutable event of the session gets a sequence number"
+        );
     }
 }
 
@@ -87,8 +81,10 @@ pub fn runtime_events(
     report: &mut Report,
 ) -> rusqlite::Result<Vec<Timed>> {
     let mut partials = snapshots::partial_snapshots(conn, sid, report)?;
-    let mut identity = Identity::default();
-    let mut next: HashMap<String, i64> = HashMap::new();
+    let mut view = View {
+        index: SessionIndex::new(sid),
+        records: 0,
+    };
     let mut broken: HashSet<String> = HashSet::new();
     let mut out = Vec::new();
     let rows = select(
@@ -103,12 +99,12 @@ pub fn runtime_events(
             if broken.contains(&invocation) {
                 return Err("follows an event of its invocation that was not imported: its sequence number cannot be kept".into());
             }
-            let expected = next.get(&invocation).copied().unwrap_or(0) + 1;
-            if seq != expected {
+            let expected = view.next_seq(&invocation);
+            if u64::try_from(seq).ok() != Some(expected) {
                 return Err(format!("sequence {seq} where its invocation's next is {expected}"));
             }
-            identity.check(&event)?;
-            Ok((event, seq))
+            view.check(&event)?;
+            Ok((event, expected))
         });
         let ordinal = (!matches!(r[7], rusqlite::types::Value::Null)).then(|| key_part(&r[7]));
         match checked {
@@ -117,23 +113,22 @@ pub fn runtime_events(
                 if ordinal.is_some() {
                     report.imported("runtime_session_event_ordinals", 1);
                 }
-                next.insert(invocation, seq);
                 // A snapshot that followed the run's terminal goes before it, where the store
                 // takes it.
                 if !event.partial() && event.is_terminal() {
-                    place(&mut out, &identity, partials.of_run(event.run_id()), report);
+                    place(&mut out, &view, partials.of_run(event.run_id()), report);
                 }
-                identity.apply(&event);
+                view.apply(&event);
                 let ts = event.ts();
                 out.push(Timed::new(
                     ts,
                     Rank::RuntimeEvent,
                     Planned::Event {
                         event,
-                        seq: Some(seq as u64),
+                        seq: Some(seq),
                     },
                 ));
-                place(&mut out, &identity, partials.after(&id), report);
+                place(&mut out, &view, partials.after(&id), report);
             }
             Err(why) => {
                 broken.insert(invocation);
@@ -149,7 +144,7 @@ pub fn runtime_events(
         }
     }
     let rest = partials.rest();
-    place(&mut out, &identity, rest, report);
+    place(&mut out, &view, rest, report);
     for r in select(
         conn,
         "SELECT o.ordinal FROM runtime_session_event_ordinals o WHERE o.session_id = ?1 AND NOT EXISTS (SELECT 1 FROM runtime_events e WHERE e.event_id = o.event_id AND e.session_id = o.session_id)",
@@ -161,10 +156,10 @@ pub fn runtime_events(
 }
 
 /// Appends partial snapshots where they stand, each checked against the store's rules.
-fn place(out: &mut Vec<Timed>, identity: &Identity, snapshots: Vec<Snapshot>, report: &mut Report) {
+fn place(out: &mut Vec<Timed>, view: &View, snapshots: Vec<Snapshot>, report: &mut Report) {
     // The store checks a partial event as any other, but keeps nothing of it for its rules.
     for s in snapshots {
-        match identity.check(&s.event) {
+        match view.check(&s.event) {
             Ok(()) => {
                 report.imported("runtime_partial_snapshots", 1);
                 report.imported("runtime_partial_segments", s.segments.len() as u64);

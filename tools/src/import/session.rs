@@ -50,16 +50,7 @@ pub fn plan(
     claims: &Claims,
     report: &mut Report,
 ) -> rusqlite::Result<Option<SessionPlan>> {
-    let row = select(
-        conn,
-        "SELECT payload_json, created_at FROM session_metadata WHERE session_id = ?1",
-        [sid],
-    )?;
-    let header = row
-        .first()
-        .ok_or_else(|| "vanished while read".to_owned())
-        .and_then(|r| decode_header(sid, r));
-    let (header, created_at) = match header {
+    let (header, created_at) = match header_of(conn, sid)? {
         Ok(h) => h,
         Err(why) => {
             report.refused("session_metadata", sid.to_owned(), why);
@@ -107,14 +98,8 @@ pub fn id_claim_of(
     claims: &Claims,
     scratch: &mut Report,
 ) -> rusqlite::Result<Option<IdClaim>> {
-    let row = select(
-        conn,
-        "SELECT payload_json, created_at FROM session_metadata WHERE session_id = ?1",
-        [sid],
-    )?;
-    Ok(row
-        .first()
-        .and_then(|r| decode_header(sid, r).ok())
+    Ok(header_of(conn, sid)?
+        .ok()
         .map(|(header, created_at)| id_claim(sid, &header, created_at, claims, scratch)))
 }
 
@@ -134,6 +119,22 @@ pub fn refuse_orphan_spawns(claims: &Claims, planned: &HashSet<&String>, report:
             "its child session is not in session_metadata".into(),
         );
     }
+}
+
+/// Session `sid`'s header and creation time from `session_metadata`, or why it is refused.
+fn header_of(
+    conn: &Connection,
+    sid: &str,
+) -> rusqlite::Result<Result<(SessionHeader, u64), String>> {
+    let row = select(
+        conn,
+        "SELECT payload_json, created_at FROM session_metadata WHERE session_id = ?1",
+        [sid],
+    )?;
+    Ok(row
+        .first()
+        .ok_or_else(|| "vanished while read".to_owned())
+        .and_then(|r| decode_header(sid, r)))
 }
 
 fn decode_header(sid: &str, r: &[Value]) -> Result<(SessionHeader, u64), String> {
