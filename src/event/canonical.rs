@@ -4,13 +4,20 @@
 //! serde_json's own writer differs (it prints `1.0` and `1e21` its own way and sorts keys by
 //! UTF-8 bytes), so this module writes every byte itself.
 
-use super::number::format_json_number;
-use serde_json::Value;
+use super::number::{format_json_number, MAX_SAFE_INTEGER};
+use serde_json::{Number, Value};
 use std::fmt::Write as _;
 
 /// The canonical JSON text of a value.
 pub fn canonical_string(value: &Value) -> String {
-    let mut out = String::new();
+    canonical_string_sized(value, 0)
+}
+
+/// [`canonical_string`] into a buffer that starts with room for `size_hint` bytes: the length
+/// of the text the value was read from, which the canonical text of a stored record equals,
+/// so writing it never grows the buffer.
+pub fn canonical_string_sized(value: &Value, size_hint: usize) -> String {
+    let mut out = String::with_capacity(size_hint);
     write_value(value, &mut out);
     out
 }
@@ -20,7 +27,7 @@ fn write_value(value: &Value, out: &mut String) {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
         Value::Bool(false) => out.push_str("false"),
-        Value::Number(n) => out.push_str(&format_json_number(n)),
+        Value::Number(n) => write_number(n, out),
         Value::String(s) => write_string(s, out),
         Value::Array(items) => {
             out.push('[');
@@ -33,21 +40,51 @@ fn write_value(value: &Value, out: &mut String) {
             out.push(']');
         }
         Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            // JavaScript compares strings by UTF-16 code units, which orders characters above
-            // U+FFFF (surrogate pairs) before U+E000..U+FFFF, unlike UTF-8 byte order.
-            entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
             out.push('{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(key, out);
-                out.push(':');
-                write_value(item, out);
+            if map.keys().all(|k| utf8_order_is_utf16_order(k)) {
+                write_members(map.iter(), out);
+            } else {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                // JavaScript compares strings by UTF-16 code units, which orders characters
+                // above U+FFFF (surrogate pairs) before U+E000..U+FFFF, unlike UTF-8 byte order.
+                entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+                write_members(entries.into_iter(), out);
             }
             out.push('}');
         }
+    }
+}
+
+fn write_members<'v>(members: impl Iterator<Item = (&'v String, &'v Value)>, out: &mut String) {
+    for (i, (key, item)) in members.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(key, out);
+        out.push(':');
+        write_value(item, out);
+    }
+}
+
+/// Whether `key` holds no character at or above U+E000. A map's keys are in UTF-8 byte order,
+/// which is code point order; UTF-16 code unit order differs from it only between a character
+/// above U+FFFF and one in U+E000..U+FFFF, so among keys without either the map's order is
+/// already JavaScript's. U+E000 is the first character whose UTF-8 lead byte is 0xEE or more.
+fn utf8_order_is_utf16_order(key: &str) -> bool {
+    key.bytes().all(|b| b < 0xEE)
+}
+
+/// A number as JavaScript prints it: a safe integer's decimal digits directly, anything else
+/// through [`format_json_number`].
+fn write_number(n: &Number, out: &mut String) {
+    let safe = n
+        .as_i64()
+        .filter(|i| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(i));
+    match safe {
+        Some(i) => {
+            let _ = write!(out, "{i}");
+        }
+        None => out.push_str(&format_json_number(n)),
     }
 }
 
@@ -55,6 +92,12 @@ fn write_value(value: &Value, out: &mut String) {
 /// everything else (including `/`, DEL and non-ASCII) raw.
 fn write_string(s: &str, out: &mut String) {
     out.push('"');
+    // Most strings need no escape: they are copied whole.
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     // Every byte that is escaped is ASCII, so each is a char boundary: the runs between them
     // are copied whole.
     let mut start = 0;
@@ -80,4 +123,41 @@ fn write_string(s: &str, out: &mut String) {
     }
     out.push_str(&s[start..]);
     out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn keys_above_the_bmp_sort_before_private_use_keys_as_javascript_sorts_them() {
+        // "\u{e000}" < "\u{10000}" in UTF-8 bytes; JavaScript's UTF-16 order is the reverse.
+        let value = json!({"\u{e000}": 1, "\u{10000}": 2, "a": 3});
+        assert_eq!(
+            canonical_string(&value),
+            "{\"a\":3,\"\u{10000}\":2,\"\u{e000}\":1}"
+        );
+    }
+
+    #[test]
+    fn integers_print_as_javascript_prints_them_on_both_sides_of_the_safe_range() {
+        let value = json!([
+            0,
+            -7,
+            9_007_199_254_740_991i64,
+            9_007_199_254_740_993u64,
+            1.5
+        ]);
+        assert_eq!(
+            canonical_string(&value),
+            "[0,-7,9007199254740991,9007199254740992,1.5]"
+        );
+    }
+
+    #[test]
+    fn a_size_hint_changes_nothing_but_the_buffer() {
+        let value = json!({"b": [1, "x\ny"], "a": null});
+        assert_eq!(canonical_string_sized(&value, 3), canonical_string(&value));
+    }
 }

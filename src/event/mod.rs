@@ -31,12 +31,13 @@ pub(crate) mod parse;
 pub(crate) mod path;
 pub(crate) mod schema;
 
-pub use canonical::canonical_string;
+pub use canonical::{canonical_string, canonical_string_sized};
 pub use error::EventError;
 pub use number::{format_number, MAX_SAFE_INTEGER};
 pub use parse::MAX_DEPTH;
 
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// A decoded, normalized RuntimeEvent with its canonical JSON text.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,19 +52,25 @@ impl RuntimeEvent {
     /// A `\ud800`–`\udfff` escape that is not half of a surrogate pair is refused with
     /// [`EventError::LoneSurrogate`]; see the module documentation.
     pub fn decode(json: &str) -> Result<RuntimeEvent, EventError> {
-        RuntimeEvent::from_normalized(&parse::parse(json)?, Some(json))
+        RuntimeEvent::from_normalized(parse::parse(json)?, Some(json))
     }
 
     /// Strictly decodes one event from a JSON value, normalizes it and checks it round-trips.
     pub fn from_value(mut value: Value) -> Result<RuntimeEvent, EventError> {
         schema::normalize(&mut value)?;
-        RuntimeEvent::from_normalized(&value, None)
+        RuntimeEvent::from_normalized(value, None)
     }
 
     /// Decodes `value`, parsed from `text` when given, and checks the round trip.
-    fn from_normalized(value: &Value, text: Option<&str>) -> Result<RuntimeEvent, EventError> {
-        let decoded = schema::decode(value)?;
-        let canonical = canonical_string(&decoded);
+    fn from_normalized(value: Value, text: Option<&str>) -> Result<RuntimeEvent, EventError> {
+        // Decoding usually changes nothing (always so for a stored event), and then the
+        // decoded event is `value` itself.
+        let made = match schema::decode(&value)? {
+            Cow::Borrowed(_) => None,
+            Cow::Owned(made) => Some(made),
+        };
+        let decoded = made.unwrap_or(value);
+        let canonical = canonical_string_sized(&decoded, text.map_or(0, str::len));
         // Text that is already canonical (every event read back from a ledger) parses to
         // `value` again and decodes to `decoded` again: both functions are deterministic, so
         // the round trip below holds without being run.
@@ -80,7 +87,7 @@ impl RuntimeEvent {
         let redecoded = schema::decode(&reparsed).map_err(|e| EventError::NotLossless {
             why: format!("the canonical text does not decode back: {e}"),
         })?;
-        if redecoded != decoded {
+        if *redecoded != decoded {
             return Err(EventError::NotLossless {
                 why: "the canonical text decodes to a different event (a number JavaScript \
                       cannot hold exactly?)"

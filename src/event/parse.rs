@@ -110,12 +110,15 @@ impl Parser<'_> {
     fn object(&mut self, depth: usize) -> Result<Value, EventError> {
         self.too_deep(depth)?;
         self.pos += 1;
-        let mut map = Map::new();
         self.skip_whitespace();
         if self.peek() == Some(b'}') {
             self.pos += 1;
-            return Ok(Value::Object(map));
+            return Ok(Value::Object(Map::new()));
         }
+        // The members are gathered, then the map is built from them at once: a sorted run
+        // (every canonical text) builds without a search per key. A repeated key keeps its
+        // last value, as `JSON.parse` does (the build is stable and keeps the last of equals).
+        let mut members = Vec::new();
         loop {
             self.skip_whitespace();
             if self.peek() != Some(b'"') {
@@ -131,13 +134,13 @@ impl Parser<'_> {
             let Some(Segment::Key(key)) = self.path.pop() else {
                 return Err(self.syntax("internal path error"));
             };
-            map.insert(key, value);
+            members.push((key, value));
             self.skip_whitespace();
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b'}') => {
                     self.pos += 1;
-                    return Ok(Value::Object(map));
+                    return Ok(Value::Object(members.into_iter().collect()));
                 }
                 _ => return Err(self.syntax("expected ',' or '}'")),
             }
@@ -216,6 +219,9 @@ impl Parser<'_> {
             }
         }
         let text = self.text.get(start..self.pos).unwrap_or_default();
+        if let Some(n) = small_integer(text) {
+            return Ok(Value::Number(n));
+        }
         let parsed: f64 = text.parse().map_err(|_| self.syntax("invalid number"))?;
         match number::from_f64(parsed) {
             Some(n) => Ok(Value::Number(n)),
@@ -229,8 +235,25 @@ impl Parser<'_> {
     /// Reads a string starting at its opening quote.
     fn string(&mut self) -> Result<String, EventError> {
         self.pos += 1;
-        let mut out = String::new();
+        // Most strings hold no escape: the run up to the closing quote is taken whole.
+        let run = self
+            .rest()
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+            .unwrap_or(self.bytes.len() - self.pos);
         let mut start = self.pos;
+        self.pos += run;
+        if self.peek() == Some(b'"') {
+            // The quote is ASCII, so the slice ends on a character boundary.
+            let out = self
+                .text
+                .get(start..self.pos)
+                .unwrap_or_default()
+                .to_owned();
+            self.pos += 1;
+            return Ok(out);
+        }
+        let mut out = String::new();
         loop {
             let Some(byte) = self.peek() else {
                 return Err(self.syntax("unterminated string"));
@@ -314,5 +337,74 @@ impl Parser<'_> {
             self.pos += 1;
         }
         Ok(unit)
+    }
+}
+
+/// The number an integer literal of at most 15 digits reads as, without going through `f64`:
+/// below 10^15 < 2^53 every such integer is a double exactly, so this is what
+/// [`number::from_f64`] makes of it (`-0` reads as `0`). `None` for any other literal.
+fn small_integer(text: &str) -> Option<serde_json::Number> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(digits) => (true, digits),
+        None => (false, text),
+    };
+    if digits.is_empty() || digits.len() > 15 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let magnitude = digits
+        .bytes()
+        .fold(0u64, |n, b| n * 10 + u64::from(b - b'0'));
+    Some(if negative && magnitude != 0 {
+        serde_json::Number::from(-(magnitude as i64))
+    } else {
+        serde_json::Number::from(magnitude)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_repeated_key_keeps_its_last_value_wherever_the_repeat_falls() {
+        assert_eq!(
+            parse(r#"{"b":1,"a":2,"b":3,"c":4,"a":5}"#).unwrap(),
+            json!({"a": 5, "b": 3, "c": 4})
+        );
+        assert_eq!(parse(r#"{"a":1,"a":2,"a":3}"#).unwrap(), json!({"a": 3}));
+    }
+
+    #[test]
+    fn strings_with_and_without_escapes_read_the_same_characters() {
+        assert_eq!(
+            parse(r#"["plain é", "a\"b\\c\n\u00e9\ud83d\ude00", ""]"#).unwrap(),
+            json!(["plain é", "a\"b\\c\né😀", ""])
+        );
+        assert!(parse("[\"tab\tinside\"]").is_err());
+        assert!(parse("[\"unterminated").is_err());
+        assert!(parse("[\"unterminated\\").is_err());
+    }
+
+    #[test]
+    fn integer_literals_read_as_their_double_does() {
+        for text in [
+            "0",
+            "-0",
+            "7",
+            "-7",
+            "123456789012345",
+            "-999999999999999",
+            "1234567890123456",
+            "9007199254740993",
+            "-9223372036854775809",
+            "1e3",
+            "1.0",
+            "-0.0",
+            "12.5",
+        ] {
+            let expected = number::from_f64(text.parse().unwrap()).unwrap();
+            assert_eq!(parse(text).unwrap(), Value::Number(expected), "{text}");
+        }
     }
 }

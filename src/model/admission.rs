@@ -4,6 +4,7 @@
 use super::fields::{any, object, safe_id, string_or_null};
 use crate::claims::AgentGraphIntentClaim;
 use crate::event::path::Path;
+use crate::event::schema::fields::Decoded;
 use crate::event::schema::fields::{
     decode_object, expect_array, expect_object, invalid, Obj, Result as FieldResult,
 };
@@ -83,7 +84,7 @@ impl RootTurnAdmission {
     }
 }
 
-fn decode(value: &Value) -> FieldResult<Value> {
+fn decode(value: &Value) -> FieldResult<Decoded<'_>> {
     decode_object(value, &Path::root(), read_admission)
 }
 

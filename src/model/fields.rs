@@ -3,6 +3,7 @@
 
 use crate::event::path::Path;
 use crate::event::schema::fields::{expect_array, expect_object, expect_str, invalid, Obj, Result};
+use crate::event::schema::fields::{expect_one_of, Decoded};
 use serde_json::Value;
 
 /// The longest "lid" (MAKA-MODEL §5), in UTF-16 code units as the original counts.
@@ -76,4 +77,12 @@ pub fn opt_strings(o: &mut Obj, keys: &[&'static str]) -> Result<()> {
         o.opt_string(key)?;
     }
     Ok(())
+}
+
+/// A `permissionMode`: the legacy `execute` reads as `ask`, as the original reads it.
+pub fn permission_mode<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
+    match expect_one_of(value, path, &["explore", "ask", "bypass", "execute"])? {
+        "execute" => Ok(Decoded::Owned(Value::String("ask".to_owned()))),
+        _ => Ok(Decoded::Borrowed(value)),
+    }
 }

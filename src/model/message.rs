@@ -3,6 +3,7 @@
 use super::fields::{any, array, object, opt_strings};
 use crate::event::path::Path;
 use crate::event::schema::actions::usage;
+use crate::event::schema::fields::Decoded;
 use crate::event::schema::fields::{
     decode_object, expect_array, expect_object, expect_one_of, invalid, Obj, Result as FieldResult,
 };
@@ -63,7 +64,7 @@ impl StoredMessage {
     }
 }
 
-fn decode(value: &Value) -> FieldResult<Value> {
+fn decode(value: &Value) -> FieldResult<Decoded<'_>> {
     decode_object(value, &Path::root(), |m| {
         let kind = m.one_of("type", MESSAGE_TYPES)?;
         m.nonempty("id")?;

@@ -29,7 +29,7 @@ macro_rules! record_type {
         /// Immutable once decoded, and shared: a clone (a listing's copy of a catalog entry)
         /// costs a reference count.
         #[derive(Debug, Clone, PartialEq)]
-        pub struct $name(std::sync::Arc<super::Decoded>);
+        pub struct $name(std::sync::Arc<super::DecodedRecord>);
 
         impl $name {
             /// Strictly decodes one from JSON text.
@@ -44,7 +44,7 @@ macro_rules! record_type {
 
             /// The canonical JSON a store writes.
             pub fn canonical_json(&self) -> &str {
-                &self.0.canonical
+                self.0.canonical()
             }
 
             /// The decoded record.
@@ -69,36 +69,78 @@ pub use run::{transition_allowed, RunEvent, RunHeader, RUN_STATUSES, TERMINAL_RU
 pub use session::SessionHeader;
 
 use crate::error::Error;
+use crate::event::schema::fields::Decoded;
 use crate::event::EventError;
 use serde_json::Value;
 
 /// A decoded record: its normalized value and canonical JSON.
-#[derive(Debug, Clone, PartialEq)]
-struct Decoded {
+#[derive(Debug, Clone)]
+struct DecodedRecord {
     value: Value,
-    canonical: String,
+    /// The canonical JSON, written when first asked for: a read that only looks at the value
+    /// (a listing, `verify`, an index rebuild) never pays for it.
+    canonical: std::sync::OnceLock<String>,
+    /// The length of the text the record was read from, which its canonical text usually is.
+    size_hint: usize,
 }
+
+impl DecodedRecord {
+    fn canonical(&self) -> &str {
+        self.canonical
+            .get_or_init(|| crate::event::canonical_string_sized(&self.value, self.size_hint))
+    }
+}
+
+/// Records are equal when their values are: the canonical text is a function of the value.
+impl PartialEq for DecodedRecord {
+    fn eq(&self, other: &Self) -> bool {
+        self.value == other.value
+    }
+}
+
+/// A record type's decoder: the record's value, or the input itself when nothing changed.
+trait Decode: for<'a> FnOnce(&'a Value) -> Result<Decoded<'a>, EventError> {}
+impl<F: for<'a> FnOnce(&'a Value) -> Result<Decoded<'a>, EventError>> Decode for F {}
 
 /// Parses `json` strictly and decodes it with `decode`, naming `record` in any error.
 fn decode_text(
     record: &'static str,
     json: &str,
-    decode: impl FnOnce(&Value) -> Result<Value, EventError>,
-) -> Result<Decoded, Error> {
+    decode: impl Decode,
+) -> Result<DecodedRecord, Error> {
     let parsed = crate::event::parse::parse(json).map_err(|e| refused(record, e))?;
-    decode_value(record, parsed, decode)
+    // The parser's numbers are already in their one form: no normalizing pass.
+    decode_normalized(record, parsed, json.len(), decode)
 }
 
 /// Normalizes `value` (numbers in one form, depth bounded) and decodes it with `decode`.
 fn decode_value(
     record: &'static str,
     mut value: Value,
-    decode: impl FnOnce(&Value) -> Result<Value, EventError>,
-) -> Result<Decoded, Error> {
+    decode: impl Decode,
+) -> Result<DecodedRecord, Error> {
     crate::event::schema::normalize(&mut value).map_err(|e| refused(record, e))?;
-    let value = decode(&value).map_err(|e| refused(record, e))?;
-    let canonical = crate::event::canonical_string(&value);
-    Ok(Decoded { value, canonical })
+    decode_normalized(record, value, 0, decode)
+}
+
+/// Decodes a normalized value with `decode`, keeping the value itself when decoding changed
+/// nothing; `size_hint` is the length of the text it was read from, if any, which its
+/// canonical text usually equals.
+fn decode_normalized(
+    record: &'static str,
+    value: Value,
+    size_hint: usize,
+    decode: impl Decode,
+) -> Result<DecodedRecord, Error> {
+    let made = match decode(&value).map_err(|e| refused(record, e))? {
+        Decoded::Borrowed(_) => None,
+        Decoded::Owned(made) => Some(made),
+    };
+    Ok(DecodedRecord {
+        value: made.unwrap_or(value),
+        canonical: std::sync::OnceLock::new(),
+        size_hint,
+    })
 }
 
 fn refused(record: &'static str, e: EventError) -> Error {

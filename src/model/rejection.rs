@@ -5,6 +5,7 @@
 use super::admission::read_descriptor;
 use super::fields::{object, safe_id};
 use crate::event::path::Path;
+use crate::event::schema::fields::Decoded;
 use crate::event::schema::fields::Result as FieldResult;
 use crate::event::schema::fields::{decode_object, expect_array, invalid, Obj};
 use serde_json::Value;
@@ -38,7 +39,7 @@ impl RootTurnRejection {
     }
 }
 
-fn decode(value: &Value) -> FieldResult<Value> {
+fn decode(value: &Value) -> FieldResult<Decoded<'_>> {
     decode_object(value, &Path::root(), read_rejection)
 }
 

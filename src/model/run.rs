@@ -1,12 +1,11 @@
 //! Runs (MAKA-MODEL §7): the run header, mutable through the updates §7 allows, and the run's
 //! lifecycle events.
 
-use super::fields::{object, opt_strings, safe_id};
+use super::fields::{object, opt_strings, permission_mode, safe_id};
 use crate::error::{Error, Result};
 use crate::event::path::Path;
-use crate::event::schema::fields::{
-    decode_object, expect_one_of, invalid, Obj, Result as FieldResult,
-};
+use crate::event::schema::fields::Decoded;
+use crate::event::schema::fields::{decode_object, invalid, Obj, Result as FieldResult};
 use serde_json::Value;
 
 const RECORD: &str = "run header";
@@ -151,7 +150,7 @@ pub fn transition_allowed(from: &str, to: &str) -> bool {
     }
 }
 
-fn decode_header(value: &Value) -> FieldResult<Value> {
+fn decode_header(value: &Value) -> FieldResult<Decoded<'_>> {
     decode_object(value, &Path::root(), read_header)
 }
 
@@ -164,12 +163,7 @@ fn read_header(r: &mut Obj) -> FieldResult<()> {
     }
     r.one_of("status", RUN_STATUSES)?;
     r.one_of("backendKind", &["ai-sdk", "fake"])?;
-    r.decoded("permissionMode", |v, p| {
-        let mode = expect_one_of(v, p, &["explore", "ask", "bypass", "execute"])?;
-        Ok(Value::String(
-            if mode == "execute" { "ask" } else { mode }.to_owned(),
-        ))
-    })?;
+    r.decoded("permissionMode", permission_mode)?;
     r.number("createdAt")?;
     r.number("updatedAt")?;
     r.opt_number("completedAt")?;
@@ -249,7 +243,7 @@ impl RunEvent {
     }
 }
 
-fn decode_event(value: &Value) -> FieldResult<Value> {
+fn decode_event(value: &Value) -> FieldResult<Decoded<'_>> {
     decode_object(value, &Path::root(), |e| {
         let kind = e.string("type")?;
         if kind.trim().is_empty() {

@@ -1,7 +1,10 @@
 //! The session header (MAKA-MODEL §5) and its subagent objects.
 
-use super::fields::{lid, lids, object, opt_strings, safe_id, string_or_null, strings};
+use super::fields::{
+    lid, lids, object, opt_strings, permission_mode, safe_id, string_or_null, strings,
+};
 use crate::event::path::Path;
+use crate::event::schema::fields::Decoded;
 use crate::event::schema::fields::{
     decode_object, expect_array, expect_int, expect_object, expect_one_of, expect_str, invalid,
     Obj, Result as FieldResult,
@@ -89,7 +92,7 @@ impl SessionHeader {
     }
 }
 
-fn decode(value: &Value) -> FieldResult<Value> {
+fn decode(value: &Value) -> FieldResult<Decoded<'_>> {
     decode_object(value, &Path::root(), read_header)
 }
 
@@ -122,12 +125,7 @@ fn read_header(h: &mut Obj) -> FieldResult<()> {
     h.one_of("backend", &["ai-sdk", "fake"])?;
     h.opt_one_of("toolProfile", &["headless-coding-v1"])?;
     // The legacy `execute` reads as `ask`.
-    h.decoded("permissionMode", |v, p| {
-        let mode = expect_one_of(v, p, &["explore", "ask", "bypass", "execute"])?;
-        Ok(Value::String(
-            if mode == "execute" { "ask" } else { mode }.to_owned(),
-        ))
-    })?;
+    h.decoded("permissionMode", permission_mode)?;
     h.opt_one_of("collaborationMode", &["agent", "plan"])?;
     h.opt_one_of("orchestrationMode", &["default", "swarm", "graph"])?;
     h.optional("transcriptLedgerVersion", |v, p| match expect_int(v, p)? {

@@ -1,6 +1,6 @@
 //! `content` (MAKA-MODEL §1.2): the model-facing payload, a union tagged by `kind`.
 
-use super::fields::{decode_object, expect_str, expect_tag, invalid, Obj, Result};
+use super::fields::{decode_object, expect_str, expect_tag, invalid, Decoded, Obj, Result};
 use super::{message, opening, projection};
 use crate::event::path::Path;
 use serde_json::Value;
@@ -30,7 +30,7 @@ const SYSTEM_NOTES: &[&str] = &[
 ];
 
 /// Decodes `content`; `session_id` is the event's, which owns any artifact a projection names.
-pub fn decode(value: &Value, path: &Path, session_id: &str) -> Result<Value> {
+pub fn decode<'a>(value: &'a Value, path: &Path, session_id: &str) -> Result<Decoded<'a>> {
     let kind = expect_tag(value, path, "kind", CONTENT_KINDS)?;
     decode_object(value, path, |content| {
         content.literal("kind", kind)?;
@@ -95,7 +95,7 @@ fn read_error(content: &mut Obj) -> Result<()> {
 }
 
 /// `retry` (\[SPINE\] ModelRetryDecision): why a failed model call was not retried again.
-fn decode_retry(value: &Value, path: &Path) -> Result<Value> {
+fn decode_retry<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     let decision = expect_tag(value, path, "decision", &["exhausted", "declined"])?;
     decode_object(value, path, |retry| {
         retry.literal("decision", decision)?;

@@ -1,15 +1,23 @@
 //! The reading of one exact-shape JSON object: every accessor names the key it allows, checks its
-//! value with the field's path in the error, and copies what it accepts into the decoded object,
+//! value with the field's path in the error, and keeps what it accepts for the decoded object,
 //! so `finish` can refuse unknown keys and hand back exactly what was checked.
+//!
+//! A decoded value is the input itself, borrowed, when decoding kept every member as given
+//! (always so for a record a store wrote, which is already decoded): only a normalization builds
+//! a new value, so reading a stored record copies nothing.
 
 use super::super::error::EventError;
 use super::super::number::safe_integer;
 use super::super::path::Path;
 use super::text::is_sha256;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// The decoder's result type.
 pub type Result<T> = std::result::Result<T, EventError>;
+
+/// A decoded value: the input itself when decoding changed nothing, or the value it made.
+pub type Decoded<'a> = Cow<'a, Value>;
 
 /// An `Invalid` error for the field at `path`.
 pub fn invalid(path: &Path, why: impl Into<String>) -> EventError {
@@ -113,7 +121,7 @@ pub fn decode_object<'a>(
     value: &'a Value,
     path: &Path,
     read: impl FnOnce(&mut Obj<'a>) -> Result<()>,
-) -> Result<Value> {
+) -> Result<Decoded<'a>> {
     let mut obj = Obj::new(value, path)?;
     read(&mut obj)?;
     obj.finish()
@@ -121,20 +129,27 @@ pub fn decode_object<'a>(
 
 /// One exact-shape object being read.
 pub struct Obj<'a> {
+    value: &'a Value,
     map: &'a Map<String, Value>,
     path: Path,
     allowed: Vec<&'static str>,
-    out: Map<String, Value>,
+    /// How many of the allowed keys the input holds: when that is all of its keys, no key is
+    /// unknown, and `finish` need not look for one.
+    present: usize,
+    /// The output's members in the order they were kept; a later one of the same key wins.
+    out: Vec<(&'static str, Decoded<'a>)>,
 }
 
 impl<'a> Obj<'a> {
     /// Starts reading the object at `path`.
     pub fn new(value: &'a Value, path: &Path) -> Result<Obj<'a>> {
         Ok(Obj {
+            value,
             map: expect_object(value, path)?,
             path: path.clone(),
             allowed: Vec::new(),
-            out: Map::new(),
+            present: 0,
+            out: Vec::new(),
         })
     }
 
@@ -150,10 +165,12 @@ impl<'a> Obj<'a> {
 
     /// Allows `key` and returns its value without copying it.
     pub fn raw(&mut self, key: &'static str) -> Option<&'a Value> {
+        let value = self.map.get(key);
         if !self.allowed.contains(&key) {
             self.allowed.push(key);
+            self.present += usize::from(value.is_some());
         }
-        self.map.get(key)
+        value
     }
 
     /// Allows `key`, which must be present, and returns its value without copying it.
@@ -164,13 +181,22 @@ impl<'a> Obj<'a> {
         }
     }
 
-    /// Puts a decoded value into the output.
-    pub fn put(&mut self, key: &str, value: Value) {
-        self.out.insert(key.to_string(), value);
+    /// Puts a value decoding made into the output.
+    pub fn put(&mut self, key: &'static str, value: Value) {
+        self.keep(key, Cow::Owned(value));
     }
 
-    fn copy(&mut self, key: &str, value: &Value) {
-        self.put(key, value.clone());
+    /// Puts a decoded member into the output: borrowed, it is the input's member `key` itself.
+    pub fn keep(&mut self, key: &'static str, value: Decoded<'a>) {
+        debug_assert!(match &value {
+            Cow::Borrowed(v) => self.map.get(key).is_some_and(|m| std::ptr::eq(m, *v)),
+            Cow::Owned(_) => true,
+        });
+        self.out.push((key, value));
+    }
+
+    fn copy(&mut self, key: &'static str, value: &'a Value) {
+        self.keep(key, Cow::Borrowed(value));
     }
 
     /// A required member checked by `check`, copied as given.
@@ -353,7 +379,7 @@ impl<'a> Obj<'a> {
     ) -> Result<()> {
         let value = self.raw_required(key)?;
         let decoded = decode_object(value, &self.at(key), read)?;
-        self.put(key, decoded);
+        self.keep(key, decoded);
         Ok(())
     }
 
@@ -367,7 +393,7 @@ impl<'a> Obj<'a> {
             None => Ok(false),
             Some(value) => {
                 let decoded = decode_object(value, &self.at(key), read)?;
-                self.put(key, decoded);
+                self.keep(key, decoded);
                 Ok(true)
             }
         }
@@ -377,11 +403,11 @@ impl<'a> Obj<'a> {
     pub fn decoded(
         &mut self,
         key: &'static str,
-        decode: impl FnOnce(&'a Value, &Path) -> Result<Value>,
+        decode: impl FnOnce(&'a Value, &Path) -> Result<Decoded<'a>>,
     ) -> Result<()> {
         let value = self.raw_required(key)?;
         let decoded = decode(value, &self.at(key))?;
-        self.put(key, decoded);
+        self.keep(key, decoded);
         Ok(())
     }
 
@@ -389,26 +415,55 @@ impl<'a> Obj<'a> {
     pub fn opt_decoded(
         &mut self,
         key: &'static str,
-        decode: impl FnOnce(&'a Value, &Path) -> Result<Value>,
+        decode: impl FnOnce(&'a Value, &Path) -> Result<Decoded<'a>>,
     ) -> Result<bool> {
         match self.raw(key) {
             None => Ok(false),
             Some(value) => {
                 let decoded = decode(value, &self.at(key))?;
-                self.put(key, decoded);
+                self.keep(key, decoded);
                 Ok(true)
             }
         }
     }
 
     /// Refuses keys nobody asked for and returns the decoded object.
-    pub fn finish(self) -> Result<Value> {
-        for key in self.map.keys() {
-            if !self.allowed.contains(&key.as_str()) {
+    pub fn finish(self) -> Result<Decoded<'a>> {
+        debug_assert!(self.present <= self.map.len());
+        if self.present != self.map.len() {
+            if let Some(key) = self
+                .map
+                .keys()
+                .find(|key| !self.allowed.contains(&key.as_str()))
+            {
                 return Err(invalid(&self.path.key(key), "unknown key"));
             }
         }
-        Ok(Value::Object(self.out))
+        if self.unchanged() {
+            return Ok(Cow::Borrowed(self.value));
+        }
+        let mut out = Map::new();
+        for (key, value) in self.out {
+            out.insert(key.to_owned(), value.into_owned());
+        }
+        Ok(Cow::Owned(Value::Object(out)))
+    }
+
+    /// Whether the output is the input: every member kept as given, each once, and no other.
+    /// A borrowed member is the input's member of its key (see `keep`), so borrowed members
+    /// that are distinct values and as many as the input's are all of them.
+    fn unchanged(&self) -> bool {
+        self.out.len() == self.map.len()
+            && self
+                .out
+                .iter()
+                .enumerate()
+                .all(|(i, (_, value))| match value {
+                    Cow::Borrowed(v) => !self.out[..i].iter().any(
+                        |(_, earlier)| matches!(earlier, Cow::Borrowed(e) if std::ptr::eq(*e, *v)),
+                    ),
+                    Cow::Owned(_) => false,
+                })
     }
 }
 
@@ -416,13 +471,27 @@ impl<'a> Obj<'a> {
 pub fn decode_array<'a>(
     value: &'a Value,
     path: &Path,
-    mut decode: impl FnMut(&'a Value, &Path) -> Result<Value>,
-) -> Result<Vec<Value>> {
+    mut decode: impl FnMut(&'a Value, &Path) -> Result<Decoded<'a>>,
+) -> Result<Vec<Decoded<'a>>> {
     expect_array(value, path)?
         .iter()
         .enumerate()
         .map(|(i, item)| decode(item, &path.index(i)))
         .collect()
+}
+
+/// The array `value` once its elements were decoded into `items`: `value` itself when every
+/// element was kept as given.
+pub fn array_of<'a>(value: &'a Value, items: Vec<Decoded<'a>>) -> Decoded<'a> {
+    if items.iter().all(|item| matches!(item, Cow::Borrowed(_))) {
+        debug_assert!(value
+            .as_array()
+            .is_some_and(|input| input.len() == items.len()));
+        return Cow::Borrowed(value);
+    }
+    Cow::Owned(Value::Array(
+        items.into_iter().map(Cow::into_owned).collect(),
+    ))
 }
 
 fn at_least(value: &Value, path: &Path, min: i64) -> Result<i64> {
@@ -438,4 +507,61 @@ fn expect_true(value: &Value, path: &Path) -> Result<()> {
         return Err(invalid(path, "must be true"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read(o: &mut Obj) -> Result<()> {
+        o.string("a")?;
+        o.opt_decoded("b", |v, p| {
+            decode_array(v, p, |item, ip| {
+                decode_object(item, ip, |i| i.number("n").map(drop))
+            })
+            .map(|items| array_of(v, items))
+        })?;
+        // `c` is checked and dropped, as `providerOptions` is.
+        o.raw("c");
+        Ok(())
+    }
+
+    #[test]
+    fn an_object_decoded_as_given_is_the_input_itself() {
+        let value = json!({"a": "x", "b": [{"n": 1}, {"n": 2}]});
+        let decoded = decode_object(&value, &Path::root(), read).unwrap();
+        assert!(matches!(&decoded, Cow::Borrowed(v) if std::ptr::eq(*v, &value)));
+    }
+
+    #[test]
+    fn an_object_decoding_changed_is_made_anew_with_exactly_its_kept_members() {
+        let value = json!({"a": "x", "b": [{"n": 1}], "c": {"dropped": true}});
+        let decoded = decode_object(&value, &Path::root(), read).unwrap();
+        assert!(matches!(decoded, Cow::Owned(_)));
+        assert_eq!(*decoded, json!({"a": "x", "b": [{"n": 1}]}));
+    }
+
+    #[test]
+    fn an_element_made_anew_makes_its_array_anew() {
+        let value = json!([{"n": 1}, {"n": 2}]);
+        let items = vec![Cow::Borrowed(&value[0]), Cow::Owned(json!({"n": 5}))];
+        let array = array_of(&value, items);
+        assert!(matches!(array, Cow::Owned(_)));
+        assert_eq!(*array, json!([{"n": 1}, {"n": 5}]));
+    }
+
+    #[test]
+    fn an_unknown_key_inside_an_element_is_named_by_its_path() {
+        let value = json!({"a": "x", "b": [{"n": 1}, {"n": 2, "m": 3}]});
+        let err = decode_object(&value, &Path::root(), read).unwrap_err();
+        assert!(err.to_string().contains("b[1].m"), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_key_is_named_even_when_an_allowed_key_is_absent() {
+        let value = json!({"a": "x", "z": 1});
+        let err = decode_object(&value, &Path::root(), read).unwrap_err();
+        assert!(err.to_string().contains('z'), "{err}");
+    }
 }

@@ -2,8 +2,8 @@
 //! inline references and turn origin, and the normalizations HEAD's decode applies to it.
 
 use super::fields::{
-    decode_array, decode_object, expect_int, expect_object, expect_str, expect_tag, invalid, Obj,
-    Result,
+    array_of, decode_array, decode_object, expect_int, expect_object, expect_str, expect_tag,
+    invalid, Decoded, Obj, Result,
 };
 use super::text::utf16_len;
 use crate::event::path::Path;
@@ -33,13 +33,13 @@ pub fn read_text(content: &mut Obj) -> Result<()> {
     if let Some(v) = content.raw("attachments") {
         let items = decode_array(v, &content.at("attachments"), decode_attachment)?;
         if !items.is_empty() {
-            content.put("attachments", Value::Array(items));
+            content.keep("attachments", array_of(v, items));
         }
     }
     if let Some(v) = content.raw("quotes") {
         let items = decode_array(v, &content.at("quotes"), decode_quote)?;
         if !items.is_empty() {
-            content.put("quotes", Value::Array(items));
+            content.keep("quotes", array_of(v, items));
         }
     }
     let shown = display.unwrap_or(text);
@@ -55,7 +55,7 @@ pub fn read_text(content: &mut Obj) -> Result<()> {
 }
 
 /// AttachmentRef: a file-backed attachment; the bytes never travel in the event.
-fn decode_attachment(value: &Value, path: &Path) -> Result<Value> {
+fn decode_attachment<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     decode_object(value, path, |a| {
         a.one_of("kind", &["image", "pdf", "doc", "code", "other"])?;
         a.string("name")?;
@@ -66,7 +66,7 @@ fn decode_attachment(value: &Value, path: &Path) -> Result<Value> {
 }
 
 /// StorageRef: where attachment bytes live.
-pub fn decode_storage_ref(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode_storage_ref<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     let kind = expect_tag(
         value,
         path,
@@ -92,7 +92,7 @@ pub fn decode_storage_ref(value: &Value, path: &Path) -> Result<Value> {
 }
 
 /// QuoteRef: an inline excerpt; optional members are kept only when present.
-fn decode_quote(value: &Value, path: &Path) -> Result<Value> {
+fn decode_quote<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     decode_object(value, path, |q| {
         q.string("text")?;
         q.opt_string("label")?;
@@ -103,7 +103,7 @@ fn decode_quote(value: &Value, path: &Path) -> Result<Value> {
 
 /// The inline references, each an exact occurrence in `shown` (`displayText ?? text`), in order
 /// and not overlapping.
-fn decode_inline_references(value: &Value, path: &Path, shown: &str) -> Result<Value> {
+fn decode_inline_references<'a>(value: &'a Value, path: &Path, shown: &str) -> Result<Decoded<'a>> {
     let items = decode_array(value, path, decode_inline_reference)?;
     if items.len() > INLINE_REFERENCE_MAX_COUNT {
         return Err(invalid(
@@ -138,10 +138,10 @@ fn decode_inline_references(value: &Value, path: &Path, shown: &str) -> Result<V
         }
         previous_end = end;
     }
-    Ok(Value::Array(items))
+    Ok(array_of(value, items))
 }
 
-fn decode_inline_reference(value: &Value, path: &Path) -> Result<Value> {
+fn decode_inline_reference<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     decode_object(value, path, |r| {
         let kind = r.one_of("kind", &["skill", "workspace_file"])?;
         let token = r.string("value")?;
@@ -202,7 +202,7 @@ pub fn is_canonical_relative_path(path: &str) -> bool {
 
 /// TurnOrigin: why a host authored a user turn. Released rows of kind `automation` are read as
 /// `legacy_automation`, as HEAD's `decodeTurnOrigin` does.
-fn decode_turn_origin(value: &Value, path: &Path) -> Result<Value> {
+fn decode_turn_origin<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     let kind = expect_tag(
         value,
         path,

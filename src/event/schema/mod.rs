@@ -16,7 +16,7 @@ use super::error::EventError;
 use super::number;
 use super::parse::MAX_DEPTH;
 use super::path::Path;
-use fields::Obj;
+use fields::{Decoded, Obj};
 use serde_json::Value;
 
 /// `role`: the model-history lane of the event.
@@ -34,7 +34,7 @@ pub const TERMINAL_STATUSES: &[&str] = &["completed", "failed", "aborted", "canc
 
 /// Decodes a RuntimeEvent value whose numbers are normalized: shape checked, normalizations
 /// applied, the decoded event returned.
-pub fn decode(value: &Value) -> Result<Value> {
+pub fn decode(value: &Value) -> Result<Decoded<'_>> {
     let root = Path::root();
     let mut event = Obj::new(value, &root)?;
     for key in ["id", "invocationId", "runId", "sessionId", "turnId"] {

@@ -1,7 +1,7 @@
 //! `invocation_opened` content (MAKA-MODEL §1.3, \[SPINE\]): the immutable opening fact of an
 //! invocation — its provider route, configuration, root authority, source and lineage.
 
-use super::fields::{decode_object, expect_object, expect_tag, invalid, Obj, Result};
+use super::fields::{decode_object, expect_object, expect_tag, invalid, Decoded, Obj, Result};
 use crate::event::path::Path;
 use serde_json::Value;
 
@@ -34,7 +34,7 @@ pub fn read_opening(content: &mut Obj) -> Result<()> {
 }
 
 /// Where the provider route came from: `runtime` (authenticated) or `unknown` (fail-closed).
-fn decode_route(value: &Value, path: &Path) -> Result<Value> {
+fn decode_route<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     let provenance = expect_tag(value, path, "provenance", &["runtime", "unknown"])?;
     decode_object(value, path, |route| {
         route.literal("provenance", provenance)?;
@@ -67,7 +67,7 @@ fn read_configuration(config: &mut Obj) -> Result<()> {
 }
 
 /// The authority that caused the invocation; `background_task` is known only from Shouly/maka.
-fn decode_root(value: &Value, path: &Path) -> Result<Value> {
+fn decode_root<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     let kind = expect_tag(
         value,
         path,
@@ -109,7 +109,7 @@ fn decode_root(value: &Value, path: &Path) -> Result<Value> {
 }
 
 /// How the invocation was opened: fresh, as a continuation, or as a handoff.
-fn decode_source(value: &Value, path: &Path) -> Result<Value> {
+fn decode_source<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     let kind = expect_tag(value, path, "kind", &["fresh", "continuation", "handoff"])?;
     decode_object(value, path, |source| {
         source.literal("kind", kind)?;
@@ -136,7 +136,7 @@ fn decode_source(value: &Value, path: &Path) -> Result<Value> {
 }
 
 /// Lineage edges; present only when there is at least one.
-fn decode_lineage(value: &Value, path: &Path) -> Result<Value> {
+fn decode_lineage<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     if expect_object(value, path)?.is_empty() {
         return Err(invalid(path, "must not be {} (omit it instead)"));
     }

@@ -1,7 +1,7 @@
 //! `modelProjection` of a function response (\[SPINE\] DurableToolResultProjection): the frozen,
 //! provider-neutral content every model-history projection replays.
 
-use super::fields::{decode_array, decode_object, expect_tag, invalid, Result};
+use super::fields::{array_of, decode_array, decode_object, expect_tag, invalid, Decoded, Result};
 use super::message::decode_storage_ref;
 use super::text::is_token;
 use crate::event::canonical::canonical_string;
@@ -31,7 +31,7 @@ const IMAGE_TYPES: &[&str] = &[
 const CONTEXT_REF_MAX_CODE_POINTS: usize = 512;
 
 /// Decodes a projection; artifact parts must belong to the event's session.
-pub fn decode(value: &Value, path: &Path, session_id: &str) -> Result<Value> {
+pub fn decode<'a>(value: &'a Value, path: &Path, session_id: &str) -> Result<Decoded<'a>> {
     let kind = expect_tag(
         value,
         path,
@@ -58,13 +58,13 @@ pub fn decode(value: &Value, path: &Path, session_id: &str) -> Result<Value> {
                 p.opt_true_literal("isError")?;
             }
             "content" => {
-                let parts = p.raw_required("parts")?;
+                let parts_value = p.raw_required("parts")?;
                 let at = p.at("parts");
-                let parts = decode_array(parts, &at, |v, pp| decode_part(v, pp, session_id))?;
+                let parts = decode_array(parts_value, &at, |v, pp| decode_part(v, pp, session_id))?;
                 if parts.is_empty() || parts.len() > MAX_PARTS {
                     return Err(invalid(&at, "must hold 1 to 64 parts"));
                 }
-                p.put("parts", Value::Array(parts));
+                p.keep("parts", array_of(parts_value, parts));
             }
             "execution_denied" => {
                 p.opt_string("reason")?;
@@ -82,7 +82,7 @@ pub fn decode(value: &Value, path: &Path, session_id: &str) -> Result<Value> {
     Ok(decoded)
 }
 
-fn decode_part(value: &Value, path: &Path, session_id: &str) -> Result<Value> {
+fn decode_part<'a>(value: &'a Value, path: &Path, session_id: &str) -> Result<Decoded<'a>> {
     let kind = expect_tag(value, path, "kind", &["text", "artifact"])?;
     decode_object(value, path, |part| {
         part.literal("kind", kind)?;
@@ -96,7 +96,7 @@ fn decode_part(value: &Value, path: &Path, session_id: &str) -> Result<Value> {
 }
 
 /// An artifact part names a `session_context` or `session_file` ref owned by this session.
-fn decode_artifact_ref(value: &Value, path: &Path, session_id: &str) -> Result<Value> {
+fn decode_artifact_ref<'a>(value: &'a Value, path: &Path, session_id: &str) -> Result<Decoded<'a>> {
     let kind = expect_tag(value, path, "kind", &["session_context", "session_file"])?;
     let decoded = if kind == "session_file" {
         let decoded = decode_storage_ref(value, path)?;

@@ -1,6 +1,6 @@
 //! `refs` (MAKA-MODEL §1.5): links from an event to projection and ledger rows.
 
-use super::fields::{decode_object, Result};
+use super::fields::{decode_object, Decoded, Result};
 use crate::event::path::Path;
 use serde_json::Value;
 
@@ -22,7 +22,7 @@ const STRING_REFS: &[&str] = &[
 ];
 
 /// Decodes `refs`; `{}` is valid.
-pub fn decode(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     decode_object(value, path, |refs| {
         for &key in STRING_REFS {
             refs.opt_string(key)?;

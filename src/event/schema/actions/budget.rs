@@ -8,7 +8,7 @@
 //! 3 booleans, 5 string arrays, 5 enums and `compactionDecisions`), and 3 required and 24
 //! optional keys per compaction decision.
 
-use super::super::fields::{decode_array, decode_object, Obj, Result};
+use super::super::fields::{array_of, decode_array, decode_object, Decoded, Obj, Result};
 use crate::event::path::Path;
 use serde_json::Value;
 
@@ -178,7 +178,7 @@ const DECISION_NUMBERS: &[&str] = &[
 ];
 
 /// Decodes `contextBudget`.
-pub fn decode(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     decode_object(value, path, |budget| {
         budget.boolean("enabled")?;
         for &key in REQUIRED_NUMBERS {
@@ -203,7 +203,8 @@ pub fn decode(value: &Value, path: &Path) -> Result<Value> {
             budget.opt_one_of(key, members)?;
         }
         budget.opt_decoded("compactionDecisions", |v, p| {
-            decode_array(v, p, |d, dp| decode_object(d, dp, read_decision)).map(Value::Array)
+            decode_array(v, p, |d, dp| decode_object(d, dp, read_decision))
+                .map(|items| array_of(v, items))
         })?;
         Ok(())
     })

@@ -1,11 +1,11 @@
 //! `continuationStart` (MAKA-MODEL §1.4): the durable provider-call T1 of a claimed continuation.
 
-use super::super::fields::{decode_object, invalid, Result};
+use super::super::fields::{decode_object, invalid, Decoded, Result};
 use crate::event::path::Path;
 use serde_json::Value;
 
 /// Decodes `continuationStart` (`continuation_start_v2`).
-pub fn decode(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     decode_object(value, path, |c| {
         c.literal("protocol", "continuation_start_v2")?;
         c.one_of("provenance", &["runtime_admission", "claim_repair"])?;

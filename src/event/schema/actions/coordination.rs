@@ -1,13 +1,13 @@
 //! `coordination` (\[SPINE\] WorkHubActionReceipt): the host's receipt for a coordination action
 //! linked to this run.
 
-use super::super::fields::{decode_object, expect_tag, invalid, Obj, Result};
+use super::super::fields::{decode_object, expect_tag, invalid, Decoded, Obj, Result};
 use super::super::text::{is_token, js_trims_to_empty};
 use crate::event::path::Path;
 use serde_json::Value;
 
 /// Decodes `coordination`.
-pub fn decode(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     decode_object(value, path, |receipt| {
         receipt.nonempty("actionId")?;
         let text = receipt.string("userText")?;
@@ -21,7 +21,7 @@ pub fn decode(value: &Value, path: &Path) -> Result<Value> {
 }
 
 /// WorkHubActionResult, tagged by `disposition`.
-fn decode_result(value: &Value, path: &Path) -> Result<Value> {
+fn decode_result<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     let disposition = expect_tag(
         value,
         path,

@@ -1,7 +1,7 @@
 //! `toolDispatch` and `managedMutationTerminal`: the durable fact that a tool crossed the
 //! dispatch boundary, with its \[SPINE\] managed workspace mutation, and the no-effect terminal.
 
-use super::super::fields::{decode_object, invalid, Obj, Result};
+use super::super::fields::{decode_object, invalid, Decoded, Obj, Result};
 use super::super::text::{is_prefixed_hex, is_token, utf16_len};
 use crate::event::path::Path;
 use serde_json::Value;
@@ -24,7 +24,7 @@ const RECOVERY_MODES: &[&str] = &[
 ];
 
 /// Decodes `toolDispatch`.
-pub fn decode_dispatch(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode_dispatch<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     decode_object(value, path, |d| {
         d.literal("protocol", TOOL_BOUNDARY_PROTOCOL)?;
         d.string("operationId")?;
@@ -113,7 +113,7 @@ fn is_canonical_mutation_path(path: &str) -> bool {
 }
 
 /// Decodes `managedMutationTerminal`: a managed mutation ended without changing the workspace.
-pub fn decode_terminal(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode_terminal<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     decode_object(value, path, |t| {
         t.literal("protocol", "managed_mutation_terminal_v1")?;
         t.string("operationId")?;

@@ -7,8 +7,8 @@
 //! fact ran the admission checks before it.
 
 use super::super::fields::{
-    decode_array, decode_object, expect_array, expect_int, expect_str, expect_tag, invalid, Obj,
-    Result,
+    array_of, decode_array, decode_object, expect_array, expect_int, expect_str, expect_tag,
+    invalid, Decoded, Obj, Result,
 };
 use super::interaction::request_id;
 use crate::event::canonical::canonical_string;
@@ -30,7 +30,7 @@ const VALUE_MAX: usize = 2048;
 const REQUEST_MAX: usize = 16 * 1024;
 
 /// Decodes `formRequest`.
-pub fn decode(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     let decoded = decode_object(value, path, |form| {
         request_id(form)?;
         bounded(form, "toolUseId", ID_MAX, false)?;
@@ -39,12 +39,12 @@ pub fn decode(value: &Value, path: &Path) -> Result<Value> {
             bounded(r, "name", NAME_MAX, false)?;
             opt_bounded(r, "source", SOURCE_MAX, true).map(|_| ())
         })?;
-        let fields = form.raw_required("fields")?;
+        let fields_value = form.raw_required("fields")?;
         let at = form.at("fields");
-        if expect_array(fields, &at)?.len() > MAX_FIELDS {
+        if expect_array(fields_value, &at)?.len() > MAX_FIELDS {
             return Err(invalid(&at, "at most 32 fields"));
         }
-        let fields = decode_array(fields, &at, decode_field)?;
+        let fields = decode_array(fields_value, &at, decode_field)?;
         let mut names = Vec::new();
         for (i, field) in fields.iter().enumerate() {
             let name = field
@@ -56,7 +56,7 @@ pub fn decode(value: &Value, path: &Path) -> Result<Value> {
             }
             names.push(name);
         }
-        form.put("fields", Value::Array(fields));
+        form.keep("fields", array_of(fields_value, fields));
         Ok(())
     })?;
     let request = json!({
@@ -72,7 +72,7 @@ pub fn decode(value: &Value, path: &Path) -> Result<Value> {
     Ok(decoded)
 }
 
-fn decode_field(value: &Value, path: &Path) -> Result<Value> {
+fn decode_field<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     let kind = expect_tag(
         value,
         path,

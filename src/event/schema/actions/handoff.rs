@@ -1,7 +1,7 @@
 //! `handoffPause` (\[SPINE\] RuntimeHandoffPause): the seal of a physical invocation that hands its
 //! logical turn to exactly one successor, and the event shape such a seal requires.
 
-use super::super::fields::{decode_object, expect_int, invalid, Result};
+use super::super::fields::{decode_object, expect_int, invalid, Decoded, Result};
 use super::super::text::{has_control, utf16_len};
 use crate::event::path::Path;
 use serde_json::Value;
@@ -17,7 +17,7 @@ const IDS: &[&str] = &[
 ];
 
 /// Decodes `handoffPause`.
-pub fn decode_pause(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode_pause<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     decode_object(value, path, |pause| {
         pause.literal("protocol", "runtime_handoff_pause_v1")?;
         for &key in IDS {

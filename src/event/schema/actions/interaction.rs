@@ -1,7 +1,7 @@
 //! The interaction facts of `actions`: a permission decision, the accepted-answer and closure
 //! audit facts, and a user question request.
 
-use super::super::fields::{decode_array, decode_object, invalid, Obj, Result};
+use super::super::fields::{array_of, decode_array, decode_object, invalid, Decoded, Obj, Result};
 use crate::event::path::Path;
 use serde_json::Value;
 
@@ -11,7 +11,7 @@ pub const ID_MAX_BYTES: usize = 256;
 const TOOL_NAME_MAX_BYTES: usize = 256;
 
 /// `permissionDecision`: a resolved allow or deny for an earlier request.
-pub fn decode_decision(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode_decision<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     decode_object(value, path, |d| {
         d.string("requestId")?;
         d.one_of("decision", &["allow", "deny"])?;
@@ -30,12 +30,12 @@ pub fn decode_decision(value: &Value, path: &Path) -> Result<Value> {
 }
 
 /// `{requestId}` of an accepted permission, question or form answer.
-pub fn decode_accepted(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode_accepted<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     decode_object(value, path, |a| request_id(a))
 }
 
 /// `permissionClosureAccepted`: an unanswered hosted permission request was durably closed.
-pub fn decode_closure(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode_closure<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     decode_object(value, path, |c| {
         request_id(c)?;
         c.literal("reason", "timed_out")
@@ -55,7 +55,7 @@ pub fn request_id(obj: &mut Obj) -> Result<()> {
 }
 
 /// `userQuestionRequest`: a bounded in-turn question raised by a tool call.
-pub fn decode_question(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode_question<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     decode_object(value, path, |q| {
         q.string("requestId")?;
         q.string("toolUseId")?;
@@ -71,11 +71,11 @@ pub fn decode_question(value: &Value, path: &Path) -> Result<Value> {
                                 Ok(())
                             })
                         })
-                        .map(Value::Array)
+                        .map(|items| array_of(v, items))
                     })
                 })
             })
-            .map(Value::Array)
+            .map(|items| array_of(v, items))
         })
     })
 }

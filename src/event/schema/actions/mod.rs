@@ -15,12 +15,12 @@ mod workspace;
 
 pub use handoff::check_handoff_seal;
 
-use super::fields::{decode_object, expect_object, invalid, Result};
+use super::fields::{decode_object, expect_object, invalid, Decoded, Result};
 use crate::event::path::Path;
 use serde_json::Value;
 
 /// Decodes `actions`; `{}` is valid.
-pub fn decode(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     let input = expect_object(value, path)?;
     if input.contains_key("permissionClosureAccepted") && input.len() > 1 {
         return Err(invalid(

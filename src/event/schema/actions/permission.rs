@@ -1,7 +1,7 @@
 //! `permissionRequest` (MAKA-MODEL §1.4): a permission prompt raised for a tool call, one of
 //! three kinds.
 
-use super::super::fields::{decode_object, expect_tag, invalid, Obj, Result};
+use super::super::fields::{decode_object, expect_tag, invalid, Decoded, Obj, Result};
 use super::additional::check_profile;
 use crate::event::path::Path;
 use serde_json::Value;
@@ -38,7 +38,7 @@ const TOOL_PERMISSION_REASONS: &[&str] = &[
 ];
 
 /// Decodes a permission request.
-pub fn decode(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     let kind = expect_tag(
         value,
         path,

@@ -1,12 +1,12 @@
 //! `toolRecovery` (MAKA-MODEL §1.4): a reconcile result or a recovery decision for a tool call
 //! whose outcome was unknown, as HEAD's `tool-recovery-fact.ts` checks it.
 
-use super::super::fields::{decode_object, expect_tag, invalid, Result};
+use super::super::fields::{decode_object, expect_tag, invalid, Decoded, Result};
 use crate::event::path::Path;
 use serde_json::Value;
 
 /// Decodes `toolRecovery`: `{kind, version: 1, payload}`.
-pub fn decode(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     let kind = expect_tag(
         value,
         path,
@@ -24,7 +24,7 @@ pub fn decode(value: &Value, path: &Path) -> Result<Value> {
     })
 }
 
-fn decode_reconcile(value: &Value, path: &Path) -> Result<Value> {
+fn decode_reconcile<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     decode_object(value, path, |r| {
         r.literal("protocol", "tool_reconcile_v1")?;
         r.nonempty("operationId")?;
@@ -43,7 +43,7 @@ fn decode_reconcile(value: &Value, path: &Path) -> Result<Value> {
     })
 }
 
-fn decode_decision(value: &Value, path: &Path) -> Result<Value> {
+fn decode_decision<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     let disposition = expect_tag(value, path, "disposition", &["completed", "parked"])?;
     decode_object(value, path, |d| {
         d.literal("protocol", "tool_recovery_v1")?;

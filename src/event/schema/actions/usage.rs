@@ -1,7 +1,7 @@
 //! `tokenUsage` (MAKA-MODEL §1.4): the token accounting of the model call an event summarizes,
 //! as HEAD's `usage-record-schema.ts` (`isTokenUsageFields`) checks it.
 
-use super::super::fields::{decode_array, decode_object, Obj, Result};
+use super::super::fields::{array_of, decode_array, decode_object, Decoded, Obj, Result};
 use super::budget;
 use crate::event::path::Path;
 use serde_json::Value;
@@ -42,7 +42,7 @@ const CHANGE_REASONS: &[&str] = &[
 ];
 
 /// Decodes `tokenUsage`.
-pub fn decode(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     decode_object(value, path, read_fields)
 }
 
@@ -63,7 +63,7 @@ pub(crate) fn read_fields(usage: &mut Obj) -> Result<()> {
         usage.opt_one_of("requestShapeChangeReason", CHANGE_REASONS)?;
         usage.opt_decoded("promptSegments", |v, p| {
             decode_array(v, p, |segment, sp| decode_object(segment, sp, read_segment))
-                .map(Value::Array)
+                .map(|items| array_of(v, items))
         })?;
         usage.opt_decoded("contextBudget", budget::decode)?;
         usage.opt_object("lastRequestAnchor", read_anchor)?;

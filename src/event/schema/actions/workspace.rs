@@ -1,7 +1,7 @@
 //! `workspaceFact` (MAKA-MODEL §1.4): a workspace-authority fact, with the exact payload keys of
 //! HEAD's `workspace-version-authority.ts` (epoch opened, baseline accepted).
 
-use super::super::fields::{decode_object, expect_tag, invalid, Obj, Result};
+use super::super::fields::{decode_object, expect_tag, invalid, Decoded, Obj, Result};
 use super::super::text::{is_prefixed_hex, is_sha256, is_token};
 use crate::event::path::Path;
 use serde_json::Value;
@@ -10,7 +10,7 @@ use serde_json::Value;
 const MATERIALIZATION_SEMANTICS: &str = "git_tree_materialized_with_fixed_config_v1";
 
 /// Decodes `workspaceFact`: `{kind, version: 1, payload}`.
-pub fn decode(value: &Value, path: &Path) -> Result<Value> {
+pub fn decode<'a>(value: &'a Value, path: &Path) -> Result<Decoded<'a>> {
     let kind = expect_tag(
         value,
         path,
