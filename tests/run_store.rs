@@ -100,6 +100,16 @@ fn runs_and_their_events_read_back_the_same_after_reopening() {
         assert_eq!(events, &one, "{}", run.run_id());
     }
     assert_eq!(all[0].1.len(), 4, "run-a's events");
+    // Everything at once from one view answers what each question answers alone.
+    let view = rebuild(&*storage, "s").expect("view");
+    let contents = reads.contents("s", &view.session).expect("contents");
+    assert_eq!(contents.header, reads.read_session("s").expect("header"));
+    assert!(contents.header.is_some());
+    assert_eq!(contents.runs, all);
+    assert_eq!(
+        contents.messages,
+        reads.read_messages("s", None).expect("messages")
+    );
     let (_owner, s) = stores::open(&storage);
     assert_eq!(answers(&s), live, "after reopening");
     let rebuilt = rebuild(&*storage, "s").expect("rebuild");

@@ -26,5 +26,5 @@ pub use open_sessions::DEFAULT_MAX_OPEN_SESSIONS;
 pub(crate) use runs::run_is_new;
 pub use runs::{AgentRunStore, RunWithEvents};
 pub use runtime_events::{AppendedEvent, RuntimeEventStore};
-pub use sessions::{ReadOnlySessions, SessionStore};
+pub use sessions::{ReadOnlySessions, SessionContents, SessionStore};
 pub use subagents::SubagentCreated;

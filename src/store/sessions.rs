@@ -207,6 +207,29 @@ impl<'s> ReadOnlySessions<'s> {
     }
 }
 
+/// A session's header, its runs with their events, and its messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionContents {
+    pub header: Option<SessionHeader>,
+    pub runs: Vec<super::runs::RunWithEvents>,
+    pub messages: Vec<StoredMessage>,
+}
+
+impl ReadOnlySessions<'_> {
+    /// What [`Self::read_session`], [`Self::list_session_runs_with_events`] and
+    /// [`Self::read_messages`] answer, read from `state`: the session's state as a view of it
+    /// holds it ([`crate::index::SessionIndex::session`]). A reader that already holds the
+    /// view (the report) reads the session's sidecar once, not once a question.
+    pub fn contents(&self, session_id: &str, state: &SessionState) -> Result<SessionContents> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        Ok(SessionContents {
+            header: header_of(state)?,
+            runs: super::runs::runs_with_events_of(self.storage, session_id, state)?,
+            messages: messages_of(self.storage, session_id, state, None)?,
+        })
+    }
+}
+
 fn header_of(state: &SessionState) -> Result<Option<SessionHeader>> {
     state
         .header

@@ -102,16 +102,18 @@ fn read_session(
     id: &str,
     s: &mut Session,
 ) -> makalog::Result<()> {
-    s.header = reads.read_session(id)?;
-    for (header, events) in reads.list_session_runs_with_events(id)? {
+    // One view of the session answers everything shown of it.
+    let view = crate::index::view_of(storage, id)?;
+    let contents = reads.contents(id, &view.session)?;
+    s.header = contents.header;
+    for (header, events) in contents.runs {
         let events = events
             .iter()
             .map(|(_, e)| e.event_type().to_owned())
             .collect();
         s.runs.push(Run { header, events });
     }
-    s.messages = reads.read_messages(id, None)?;
-    let view = crate::index::view_of(storage, id)?;
+    s.messages = contents.messages;
     s.invocations = makalog::index::invocations_from_log(storage, &view)?;
     Ok(())
 }

@@ -65,9 +65,13 @@ pub fn page(root: &str, g: &Gathered, made_at: &str) -> String {
         "Graph intent, subagent-spawn and session-create claims",
         &g.claims,
     );
-    for s in &g.sessions {
-        session(&mut h, s);
-    }
+    // Each session's section on its own, on every core, then joined in order.
+    let sections = makalog::parallel::map(&g.sessions, |s| {
+        let mut one = String::new();
+        session(&mut one, s);
+        one
+    });
+    h.extend(sections);
     h.push_str("</body></html>\n");
     h
 }
