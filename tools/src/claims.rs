@@ -56,21 +56,39 @@ pub fn read_claims(storage: &dyn Storage) -> Result<Option<ClaimsReplay>, ExitCo
 /// The claims that name `session`: graph intents it is the target of, spawns it is the parent
 /// or child of, and its own session-create claim; as JSON lines.
 pub fn claims_of(tables: &ClaimTables, session: &str) -> Vec<serde_json::Value> {
-    tables
-        .to_json_lines(None)
-        .into_iter()
-        .filter(|line| {
-            let c = &line["claim"];
-            [
-                "targetSessionId",
-                "parentSessionId",
-                "childSessionId",
-                "sessionId",
-            ]
-            .iter()
-            .any(|k| c[k] == session)
-        })
-        .collect()
+    claims_by_session(tables)
+        .remove(session)
+        .unwrap_or_default()
+}
+
+/// [`claims_of`] every session at once: each claim converted once and filed under every
+/// session it names (a report of many sessions asks for each).
+pub fn claims_by_session(
+    tables: &ClaimTables,
+) -> std::collections::HashMap<String, Vec<serde_json::Value>> {
+    let mut by_session: std::collections::HashMap<String, Vec<serde_json::Value>> =
+        std::collections::HashMap::new();
+    for line in tables.to_json_lines(None) {
+        let c = &line["claim"];
+        let mut named: Vec<&str> = [
+            "targetSessionId",
+            "parentSessionId",
+            "childSessionId",
+            "sessionId",
+        ]
+        .iter()
+        .filter_map(|k| c[*k].as_str())
+        .collect();
+        named.sort_unstable();
+        named.dedup();
+        for session in named {
+            by_session
+                .entry(session.to_owned())
+                .or_default()
+                .push(line.clone());
+        }
+    }
+    by_session
 }
 
 fn print_text(tables: &ClaimTables, graph: Option<&str>) {

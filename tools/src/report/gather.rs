@@ -13,11 +13,20 @@ pub struct Run {
     pub events: Vec<String>,
 }
 
-/// Everything shown of one session.
+/// One session as the page keeps it: what its tree shows, and its section, written as soon as
+/// the session was read (holding every session's records until the page is written would cost
+/// the root's size again in memory).
 pub struct Session {
     pub id: String,
     /// Its latest header; `None` when it has none or it could not be read.
     pub header: Option<SessionHeader>,
+    /// Its section of the page.
+    pub section: String,
+}
+
+/// Everything a session's section shows, read once and dropped once the section is written.
+pub struct SessionRead {
+    pub session: Session,
     pub runs: Vec<Run>,
     pub messages: Vec<StoredMessage>,
     pub invocations: Vec<RuntimeInvocation>,
@@ -63,24 +72,33 @@ pub fn gather(storage: &dyn Storage, progress: &(dyn Fn() + Sync)) -> makalog::R
         Ok(Some(replay)) => replay.tables,
         _ => Default::default(),
     };
+    let claims = crate::claims::claims_by_session(&tables);
     let reads = ReadOnlySessions::new(storage);
     let (ids, _) = makalog::segment::layout::list_sessions(storage)?;
     // Every session on every core; one that cannot be read is shown as such, never dropped.
     let mut sessions = makalog::parallel::map(&ids, |id| {
-        let mut s = Session {
-            id: id.clone(),
-            header: None,
+        let mut read = SessionRead {
+            session: Session {
+                id: id.clone(),
+                header: None,
+                section: String::new(),
+            },
             runs: Vec::new(),
             messages: Vec::new(),
             invocations: Vec::new(),
-            claims: crate::claims::claims_of(&tables, id),
+            claims: claims.get(id).cloned().unwrap_or_default(),
             unreadable: None,
         };
-        if let Err(e) = read_session(storage, &reads, id, &mut s) {
-            s.unreadable = Some(e.to_string());
+        if let Err(e) = read_session(storage, &reads, id, &mut read) {
+            read.unreadable = Some(e.to_string());
         }
+        let mut section = String::new();
+        super::html::section(&mut section, &read);
         progress();
-        s
+        Session {
+            section,
+            ..read.session
+        }
     });
     // As the session store lists them: by createdAt, then id.
     let created = |s: &Session| s.value()["createdAt"].as_f64().unwrap_or(0.0);
@@ -100,12 +118,12 @@ fn read_session(
     storage: &dyn Storage,
     reads: &ReadOnlySessions<'_>,
     id: &str,
-    s: &mut Session,
+    s: &mut SessionRead,
 ) -> makalog::Result<()> {
     // One view of the session answers everything shown of it.
     let view = crate::index::view_of(storage, id)?;
     let contents = reads.contents(id, &view.session)?;
-    s.header = contents.header;
+    s.session.header = contents.header;
     for (header, events) in contents.runs {
         let events = events
             .iter()

@@ -1,7 +1,7 @@
 //! The report page: one self-contained HTML file (inline CSS and SVG, no script, and a
 //! Content-Security-Policy that forbids loading anything), readable offline.
 
-use super::gather::{Gathered, Session};
+use super::gather::{Gathered, Session, SessionRead};
 use crate::time::{duration, iso8601};
 use makalog::format::chain::chain_hex;
 use std::collections::BTreeMap;
@@ -32,7 +32,10 @@ ul.tree{list-style:none;padding-left:18px}svg text{font:11px system-ui,sans-seri
 .legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}";
 
 pub fn page(root: &str, g: &Gathered, made_at: &str) -> String {
-    let mut h = String::new();
+    // The sections are most of the page, and the rest grows with the sessions too (heads, the
+    // tree): sized up front, a page of many sessions is never copied to grow.
+    let sections: usize = g.sessions.iter().map(|s| s.section.len()).sum();
+    let mut h = String::with_capacity(sections + 512 * g.sessions.len() + (64 << 10));
     let v = &g.verify;
     let _ = write!(
         h,
@@ -65,13 +68,9 @@ pub fn page(root: &str, g: &Gathered, made_at: &str) -> String {
         "Graph intent, subagent-spawn and session-create claims",
         &g.claims,
     );
-    // Each session's section on its own, on every core, then joined in order.
-    let sections = makalog::parallel::map(&g.sessions, |s| {
-        let mut one = String::new();
-        session(&mut one, s);
-        one
-    });
-    h.extend(sections);
+    for s in &g.sessions {
+        h.push_str(&s.section);
+    }
     h.push_str("</body></html>\n");
     h
 }
@@ -202,7 +201,9 @@ fn claims_table(h: &mut String, title: &str, claims: &[serde_json::Value]) {
     h.push_str("</table>");
 }
 
-fn session(h: &mut String, s: &Session) {
+/// A session's section of the page.
+pub fn section(h: &mut String, r: &SessionRead) {
+    let s = &r.session;
     let v = s.value();
     let _ = write!(
         h,
@@ -212,25 +213,25 @@ fn session(h: &mut String, s: &Session) {
         esc(v["name"].as_str().unwrap_or_default()),
         v["createdAt"].as_f64().map(iso8601).unwrap_or_default(),
         v["lastUsedAt"].as_f64().map(iso8601).unwrap_or_default(),
-        s.runs.len(),
-        s.messages.len(),
-        s.invocations.len(),
+        r.runs.len(),
+        r.messages.len(),
+        r.invocations.len(),
         id = esc(s.id())
     );
-    if let Some(why) = &s.unreadable {
+    if let Some(why) = &r.unreadable {
         let _ = write!(
             h,
             r#"<p class="bad">Not all of it could be read: <code>{}</code></p>"#,
             esc(why)
         );
     }
-    if let Some(svg) = super::svg::timeline(s) {
+    if let Some(svg) = super::svg::timeline(r) {
         h.push_str(&svg);
         h.push_str(r##"<p class="legend"><span><i style="background:#2e7d32"></i>completed</span><span><i style="background:#c62828"></i>failed</span><span><i style="background:#757575"></i>cancelled</span><span><i style="background:#1565c0"></i>running or created</span><span><i style="background:#fbc02d"></i>tool call</span><span><i style="background:#c62828;border-radius:6px"></i>error</span></p>"##);
     }
-    if !s.runs.is_empty() {
+    if !r.runs.is_empty() {
         h.push_str("<table><tr><th>run</th><th>status</th><th>created (UTC)</th><th>duration</th><th>events</th></tr>");
-        for r in &s.runs {
+        for r in &r.runs {
             let rv = r.header.value();
             let took = match (rv["createdAt"].as_f64(), rv["completedAt"].as_f64()) {
                 (Some(a), Some(b)) if b >= a => duration(b - a),
@@ -248,9 +249,9 @@ fn session(h: &mut String, s: &Session) {
         }
         h.push_str("</table>");
     }
-    if !s.invocations.is_empty() {
+    if !r.invocations.is_empty() {
         h.push_str("<h3>Invocations</h3><table><tr><th>invocation</th><th>run</th><th>turn</th><th>opened (UTC)</th><th>outcome</th></tr>");
-        for i in &s.invocations {
+        for i in &r.invocations {
             let _ = write!(
                 h,
                 "<tr><td class=\"mono\">{}</td><td class=\"mono\">{}</td><td class=\"mono\">{}</td><td>{}</td><td>{}</td></tr>",
@@ -263,6 +264,6 @@ fn session(h: &mut String, s: &Session) {
         }
         h.push_str("</table>");
     }
-    claims_table(h, "Claims naming this session", &s.claims);
+    claims_table(h, "Claims naming this session", &r.claims);
     h.push_str("</section>");
 }

@@ -2,7 +2,7 @@
 //! (or to the session's last known instant while it is open), coloured by outcome; tool calls
 //! marked on their run's row, errors in red. Plain SVG with <title> tooltips, no script.
 
-use super::gather::Session;
+use super::gather::SessionRead;
 use super::html::esc;
 use crate::time::{duration, iso8601};
 use makalog::model::StoredMessage;
@@ -29,7 +29,7 @@ fn num(v: &serde_json::Value, key: &str) -> Option<f64> {
 }
 
 /// The SVG, or `None` when the session has no run to draw.
-pub fn timeline(s: &Session) -> Option<String> {
+pub fn timeline(s: &SessionRead) -> Option<String> {
     if s.runs.is_empty() {
         return None;
     }
