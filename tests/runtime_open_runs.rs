@@ -80,3 +80,66 @@ async fn recovery_visits_the_sessions_the_open_runs_file_names_and_scans_all_whe
         Listing::Open(vec![])
     );
 }
+
+/// Recovery ends sessions many at once: every interrupted run of many sessions is ended exactly
+/// once, the report lists them in the sessions' order, and a second recovery finds nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recovery_of_many_sessions_at_once_ends_each_run_once_in_session_order() {
+    use makalog::runtime::{TurnInput, FAKE_ASK_USER_QUESTION_PROMPT};
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let manager = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_fake(),
+        Sources::system(),
+    );
+    let ids: Vec<String> = (0..40).map(|n| format!("waiting-{n:02}")).collect();
+    for id in &ids {
+        manager
+            .create_session(json!({"id": id, "backend": "fake", "model": "m"}))
+            .expect("session");
+        let input = TurnInput {
+            text: FAKE_ASK_USER_QUESTION_PROMPT.into(),
+            ..TurnInput::default()
+        };
+        let mut turn = manager.send_message(id, input).await.expect("send");
+        while let Some(e) = turn.events.recv().await {
+            if e.type_name() == "user_question_request" {
+                break;
+            }
+        }
+        turn.abandon().await;
+    }
+    let restarted = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_fake(),
+        Sources::system(),
+    );
+    let report = restarted.recover_interrupted_sessions().expect("recover");
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    let ended: Vec<&str> = report
+        .recovered
+        .iter()
+        .map(|r| r.session_id.as_str())
+        .collect();
+    assert_eq!(
+        ended, ids,
+        "each session's run once, in the sessions' order"
+    );
+    for id in &ids {
+        let runs = stores.runs.list_session_runs(id).expect("runs");
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].status(), "failed", "{id}");
+        let ends = stores
+            .runs
+            .read_events(id, runs[0].run_id())
+            .expect("events")
+            .iter()
+            .filter(|(_, e)| e.is_terminal())
+            .count();
+        assert_eq!(ends, 1, "{id}: one terminal run event");
+    }
+    let again = restarted.recover_interrupted_sessions().expect("again");
+    assert!(again.recovered.is_empty(), "{:?}", again.recovered);
+}

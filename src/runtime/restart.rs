@@ -27,6 +27,23 @@ pub struct RecoveryReport {
     pub skipped: Vec<(String, String)>,
 }
 
+/// How many sessions recovery ends at once: each mostly waits for its one sync, and the disk
+/// serves concurrent syncs together.
+const RECOVERY_WORKERS: usize = 16;
+
+/// What recovery found in one session.
+enum Visit {
+    /// Nothing to look at: absent, or archived.
+    Passed,
+    /// Looked at: the runs it ended and those it could not.
+    Looked {
+        recovered: Vec<RecoveredRun>,
+        skipped: Vec<(String, String)>,
+    },
+    /// The session could not be read.
+    Unreadable(String, String),
+}
+
 impl SessionManager {
     /// Ends every interrupted run of the root's idle, non-archived sessions: those the
     /// open-runs file names, or every session when it is missing or damaged. Run again, it
@@ -51,38 +68,20 @@ impl SessionManager {
                     .collect()
             }
         };
-        for (id, listed) in &sessions {
-            let header = match listed {
-                Some(h) => Some(h.clone()),
-                None => match self.open_named(id) {
-                    Ok(h) => h,
-                    Err(e) => {
-                        report.skipped.push((id.clone(), e.to_string()));
-                        continue;
-                    }
-                },
-            };
-            // A session the file names that is not there (its creation failed) has nothing
-            // to end; an archived one is left as it is.
-            match header {
-                Some(h) if h.value()["isArchived"] != json!(true) => {}
-                _ => continue,
-            }
-            report.sessions += 1;
-            let runs = match stores.runs.list_unfinished_runs(id) {
-                Ok(runs) => runs,
-                Err(e) => {
-                    report.skipped.push((id.clone(), e.to_string()));
-                    continue;
+        // Sessions are independent: each is ended on its own, in its own order, and many at
+        // once, so their syncs overlap. The report keeps the sessions' order.
+        let visits = crate::parallel::map_on(RECOVERY_WORKERS, &sessions, |(id, listed)| {
+            self.visit(id, listed.as_ref())
+        });
+        for visit in visits {
+            match visit {
+                Visit::Passed => {}
+                Visit::Looked { recovered, skipped } => {
+                    report.sessions += 1;
+                    report.recovered.extend(recovered);
+                    report.skipped.extend(skipped);
                 }
-            };
-            for run in runs {
-                match recover_run(&self.inner, &run) {
-                    Ok(done) => report.recovered.push(done),
-                    Err(e) => report
-                        .skipped
-                        .push((format!("{id}/{}", run.run_id()), e.to_string())),
-                }
+                Visit::Unreadable(id, why) => report.skipped.push((id, why)),
             }
         }
         // What the file named is ended (or reported): only then is it emptied.
@@ -90,6 +89,42 @@ impl SessionManager {
             lock(&self.inner.open_runs)?.reset(storage)?;
         }
         Ok(report)
+    }
+
+    /// Ends every interrupted run of session `id` (whose header `listed` is, when a listing
+    /// already read it).
+    fn visit(&self, id: &str, listed: Option<&SessionHeader>) -> Visit {
+        let stores = self.stores();
+        let header = match listed {
+            Some(h) => Some(h.clone()),
+            None => match self.open_named(id) {
+                Ok(h) => h,
+                Err(e) => return Visit::Unreadable(id.to_owned(), e.to_string()),
+            },
+        };
+        // A session the file names that is not there (its creation failed) has nothing to
+        // end; an archived one is left as it is.
+        match header {
+            Some(h) if h.value()["isArchived"] != json!(true) => {}
+            _ => return Visit::Passed,
+        }
+        let runs = match stores.runs.list_unfinished_runs(id) {
+            Ok(runs) => runs,
+            Err(e) => {
+                return Visit::Looked {
+                    recovered: Vec::new(),
+                    skipped: vec![(id.to_owned(), e.to_string())],
+                }
+            }
+        };
+        let (mut recovered, mut skipped) = (Vec::new(), Vec::new());
+        for run in runs {
+            match recover_run(&self.inner, &run) {
+                Ok(done) => recovered.push(done),
+                Err(e) => skipped.push((format!("{id}/{}", run.run_id()), e.to_string())),
+            }
+        }
+        Visit::Looked { recovered, skipped }
     }
 
     /// A session the open-runs file names: opened for writing at once when it exists (ending a
