@@ -103,11 +103,12 @@ fn runs_and_their_events_read_back_the_same_after_reopening() {
     // Everything at once from one view answers what each question answers alone.
     let view = rebuild(&*storage, "s").expect("view");
     let contents = reads.contents("s", &view.session).expect("contents");
-    assert_eq!(contents.header, reads.read_session("s").expect("header"));
-    assert!(contents.header.is_some());
-    assert_eq!(contents.runs, all);
+    let header = contents.header.expect("header");
+    assert_eq!(header, reads.read_session("s").expect("header"));
+    assert!(header.is_some());
+    assert_eq!(contents.runs.expect("runs"), all);
     assert_eq!(
-        contents.messages,
+        contents.messages.expect("messages"),
         reads.read_messages("s", None).expect("messages")
     );
     let (_owner, s) = stores::open(&storage);

@@ -152,4 +152,9 @@ pub trait Storage: Send + Sync {
     fn is_locked(&self, path: &Path) -> io::Result<bool>;
     /// A name for this storage's root in messages (the directory path for real files).
     fn describe_root(&self) -> PathBuf;
+    /// Whether a run over this storage must replay exactly (the simulated disk: a seed names
+    /// one crash scenario), so work that could run on many threads runs on one, in one order.
+    fn deterministic(&self) -> bool {
+        false
+    }
 }

@@ -207,12 +207,13 @@ impl<'s> ReadOnlySessions<'s> {
     }
 }
 
-/// A session's header, its runs with their events, and its messages.
-#[derive(Debug, Clone, PartialEq)]
+/// A session's header, its runs with their events, and its messages, each read on its own: one
+/// that cannot be read (a damaged record) leaves the others readable.
+#[derive(Debug)]
 pub struct SessionContents {
-    pub header: Option<SessionHeader>,
-    pub runs: Vec<super::runs::RunWithEvents>,
-    pub messages: Vec<StoredMessage>,
+    pub header: Result<Option<SessionHeader>>,
+    pub runs: Result<Vec<super::runs::RunWithEvents>>,
+    pub messages: Result<Vec<StoredMessage>>,
 }
 
 impl ReadOnlySessions<'_> {
@@ -223,9 +224,9 @@ impl ReadOnlySessions<'_> {
     pub fn contents(&self, session_id: &str, state: &SessionState) -> Result<SessionContents> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
         Ok(SessionContents {
-            header: header_of(state)?,
-            runs: super::runs::runs_with_events_of(self.storage, session_id, state)?,
-            messages: messages_of(self.storage, session_id, state, None)?,
+            header: header_of(state),
+            runs: super::runs::runs_with_events_of(self.storage, session_id, state),
+            messages: messages_of(self.storage, session_id, state, None),
         })
     }
 }

@@ -302,4 +302,8 @@ impl Storage for SimStorage {
     fn describe_root(&self) -> PathBuf {
         PathBuf::from("sim:")
     }
+
+    fn deterministic(&self) -> bool {
+        true
+    }
 }

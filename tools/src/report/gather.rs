@@ -120,18 +120,44 @@ fn read_session(
     id: &str,
     s: &mut SessionRead,
 ) -> makalog::Result<()> {
-    // One view of the session answers everything shown of it.
-    let view = crate::index::view_of(storage, id)?;
+    // One view of the session answers everything shown of it; without one, its header is
+    // still shown if it can be read.
+    let view = match crate::index::view_of(storage, id) {
+        Ok(view) => view,
+        Err(e) => {
+            s.session.header = reads.read_session(id).ok().flatten();
+            return Err(e);
+        }
+    };
+    // Each part on its own: a damaged message leaves the header and runs on the page.
     let contents = reads.contents(id, &view.session)?;
-    s.session.header = contents.header;
-    for (header, events) in contents.runs {
-        let events = events
-            .iter()
-            .map(|(_, e)| e.event_type().to_owned())
-            .collect();
-        s.runs.push(Run { header, events });
+    let mut first_error = None;
+    let mut note = |e: makalog::Error| {
+        first_error.get_or_insert(e);
+    };
+    match contents.header {
+        Ok(header) => s.session.header = header,
+        Err(e) => note(e),
     }
-    s.messages = contents.messages;
-    s.invocations = makalog::index::invocations_from_log(storage, &view)?;
-    Ok(())
+    match contents.runs {
+        Ok(runs) => {
+            for (header, events) in runs {
+                let events = events
+                    .iter()
+                    .map(|(_, e)| e.event_type().to_owned())
+                    .collect();
+                s.runs.push(Run { header, events });
+            }
+        }
+        Err(e) => note(e),
+    }
+    match contents.messages {
+        Ok(messages) => s.messages = messages,
+        Err(e) => note(e),
+    }
+    match makalog::index::invocations_from_log(storage, &view) {
+        Ok(invocations) => s.invocations = invocations,
+        Err(e) => note(e),
+    }
+    first_error.map_or(Ok(()), Err)
 }
