@@ -9,19 +9,37 @@ use makalog::store::open_execution_stores_for_write;
 use serde_json::json;
 use std::sync::Arc;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn recovery_visits_the_sessions_the_open_runs_file_names_and_scans_all_when_it_is_torn() {
-    use makalog::runtime::{
-        read_open_runs, Listing, TurnInput, FAKE_ASK_USER_QUESTION_PROMPT, OPEN_RUNS_FILE,
-    };
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let manager = SessionManager::new(
+fn manager_over(stores: &Arc<makalog::store::ExecutionStores>) -> SessionManager {
+    SessionManager::new(
         stores.clone(),
         BackendRegistry::with_fake(),
         Sources::system(),
-    );
+    )
+}
+
+/// A turn left waiting for an answer when the process stops: its run stays open.
+async fn leave_waiting(manager: &SessionManager, session: &str) {
+    use makalog::runtime::{TurnInput, FAKE_ASK_USER_QUESTION_PROMPT};
+    let input = TurnInput {
+        text: FAKE_ASK_USER_QUESTION_PROMPT.into(),
+        ..TurnInput::default()
+    };
+    let mut turn = manager.send_message(session, input).await.expect("send");
+    while let Some(e) = turn.events.recv().await {
+        if e.type_name() == "user_question_request" {
+            break;
+        }
+    }
+    turn.abandon().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recovery_visits_the_sessions_the_open_runs_file_names_and_scans_all_when_it_is_torn() {
+    use makalog::runtime::{read_open_runs, Listing, OPEN_RUNS_FILE};
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let manager = manager_over(&stores);
     for n in 0..5 {
         manager
             .create_session(json!({"id": format!("idle-{n}"), "backend": "fake", "model": "m"}))
@@ -34,29 +52,15 @@ async fn recovery_visits_the_sessions_the_open_runs_file_names_and_scans_all_whe
         Listing::Open(vec![])
     );
     // A turn left waiting when the process stops: its run is in the file.
-    let input = TurnInput {
-        text: FAKE_ASK_USER_QUESTION_PROMPT.into(),
-        ..TurnInput::default()
-    };
-    let mut turn = manager.send_message("idle-3", input).await.expect("send");
-    while let Some(e) = turn.events.recv().await {
-        if e.type_name() == "user_question_request" {
-            break;
-        }
-    }
+    leave_waiting(&manager, "idle-3").await;
     let run = stores.runs.list_session_runs("idle-3").expect("runs")[0]
         .run_id()
         .to_owned();
-    turn.abandon().await;
     assert_eq!(
         read_open_runs(&*storage).expect("read"),
         Listing::Open(vec![("idle-3".into(), run.clone())])
     );
-    let restarted = SessionManager::new(
-        stores.clone(),
-        BackendRegistry::with_fake(),
-        Sources::system(),
-    );
+    let restarted = manager_over(&stores);
     let report = restarted.recover_interrupted_sessions().expect("recover");
     assert!(!report.scanned_all);
     assert_eq!(report.sessions, 1, "only the session the file names");
@@ -85,37 +89,18 @@ async fn recovery_visits_the_sessions_the_open_runs_file_names_and_scans_all_whe
 /// once, the report lists them in the sessions' order, and a second recovery finds nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recovery_of_many_sessions_at_once_ends_each_run_once_in_session_order() {
-    use makalog::runtime::{TurnInput, FAKE_ASK_USER_QUESTION_PROMPT};
     let (_t, storage) = support::temp_root();
     let owner = support::owner(&storage);
     let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let manager = SessionManager::new(
-        stores.clone(),
-        BackendRegistry::with_fake(),
-        Sources::system(),
-    );
+    let manager = manager_over(&stores);
     let ids: Vec<String> = (0..40).map(|n| format!("waiting-{n:02}")).collect();
     for id in &ids {
         manager
             .create_session(json!({"id": id, "backend": "fake", "model": "m"}))
             .expect("session");
-        let input = TurnInput {
-            text: FAKE_ASK_USER_QUESTION_PROMPT.into(),
-            ..TurnInput::default()
-        };
-        let mut turn = manager.send_message(id, input).await.expect("send");
-        while let Some(e) = turn.events.recv().await {
-            if e.type_name() == "user_question_request" {
-                break;
-            }
-        }
-        turn.abandon().await;
+        leave_waiting(&manager, id).await;
     }
-    let restarted = SessionManager::new(
-        stores.clone(),
-        BackendRegistry::with_fake(),
-        Sources::system(),
-    );
+    let restarted = manager_over(&stores);
     let report = restarted.recover_interrupted_sessions().expect("recover");
     assert!(report.skipped.is_empty(), "{:?}", report.skipped);
     let ended: Vec<&str> = report
