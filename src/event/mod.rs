@@ -63,7 +63,7 @@ impl RuntimeEvent {
 
     /// Decodes `value`, parsed from `text` when given, and checks the round trip.
     fn from_normalized(value: Value, text: Option<&str>) -> Result<RuntimeEvent, EventError> {
-        // Decoding usually changes nothing (always so for a stored event), and then the
+        // Decoding usually changes nothing (so for most stored events), and then the
         // decoded event is `value` itself.
         let made = match schema::decode(&value)? {
             Cow::Borrowed(_) => None,

@@ -5,6 +5,7 @@ pub(crate) mod actions;
 mod content;
 pub(crate) mod fields;
 mod message;
+mod obj;
 mod opening;
 mod projection;
 mod refs;
