@@ -20,13 +20,14 @@ pub(crate) fn parse(text: &str) -> Result<Value, EventError> {
         text,
         bytes: text.as_bytes(),
         pos: 0,
-        path: Vec::new(),
     };
     parser.skip_whitespace();
-    let value = parser.value(0)?;
+    let value = parser.value(0).map_err(Fail::into_error)?;
     parser.skip_whitespace();
     if parser.pos != parser.bytes.len() {
-        return Err(parser.syntax("unexpected text after the JSON value"));
+        return Err(parser
+            .syntax("unexpected text after the JSON value")
+            .into_error());
     }
     Ok(value)
 }
@@ -36,28 +37,60 @@ enum Segment {
     Index(usize),
 }
 
-struct Parser<'a> {
-    text: &'a str,
-    bytes: &'a [u8],
-    pos: usize,
-    path: Vec<Segment>,
+/// A refusal on its way out: the path it happened at is gathered as it leaves each object and
+/// array (innermost first), so reading a valid text spends nothing on paths.
+struct Fail {
+    inside: Vec<Segment>,
+    why: Why,
 }
 
-impl Parser<'_> {
-    fn here(&self) -> Path {
-        self.path
+enum Why {
+    Invalid(String),
+    LoneSurrogate,
+}
+
+impl Fail {
+    fn new(why: Why) -> Fail {
+        Fail {
+            inside: Vec::new(),
+            why,
+        }
+    }
+
+    fn within(mut self, segment: Segment) -> Fail {
+        self.inside.push(segment);
+        self
+    }
+
+    fn into_error(self) -> EventError {
+        let field = self
+            .inside
             .iter()
+            .rev()
             .fold(Path::root(), |path, segment| match segment {
                 Segment::Key(key) => path.key(key),
                 Segment::Index(index) => path.index(*index),
             })
-    }
-
-    fn syntax(&self, what: &str) -> EventError {
-        EventError::Invalid {
-            field: self.here().render(),
-            why: format!("not JSON: {what} at byte {}", self.pos),
+            .render();
+        match self.why {
+            Why::Invalid(why) => EventError::Invalid { field, why },
+            Why::LoneSurrogate => EventError::LoneSurrogate { field },
         }
+    }
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Parser<'_> {
+    fn syntax(&self, what: &str) -> Fail {
+        Fail::new(Why::Invalid(format!(
+            "not JSON: {what} at byte {}",
+            self.pos
+        )))
     }
 
     fn rest(&self) -> &[u8] {
@@ -74,7 +107,7 @@ impl Parser<'_> {
         }
     }
 
-    fn expect(&mut self, byte: u8, what: &str) -> Result<(), EventError> {
+    fn expect(&mut self, byte: u8, what: &str) -> Result<(), Fail> {
         if self.peek() == Some(byte) {
             self.pos += 1;
             Ok(())
@@ -83,7 +116,7 @@ impl Parser<'_> {
         }
     }
 
-    fn value(&mut self, depth: usize) -> Result<Value, EventError> {
+    fn value(&mut self, depth: usize) -> Result<Value, Fail> {
         match self.peek() {
             None => Err(self.syntax("unexpected end of input")),
             Some(b'{') => self.object(depth + 1),
@@ -97,17 +130,16 @@ impl Parser<'_> {
         }
     }
 
-    fn too_deep(&self, depth: usize) -> Result<(), EventError> {
+    fn too_deep(&self, depth: usize) -> Result<(), Fail> {
         if depth > MAX_DEPTH {
-            return Err(EventError::Invalid {
-                field: self.here().render(),
-                why: format!("nested deeper than {MAX_DEPTH} levels"),
-            });
+            return Err(Fail::new(Why::Invalid(format!(
+                "nested deeper than {MAX_DEPTH} levels"
+            ))));
         }
         Ok(())
     }
 
-    fn object(&mut self, depth: usize) -> Result<Value, EventError> {
+    fn object(&mut self, depth: usize) -> Result<Value, Fail> {
         self.too_deep(depth)?;
         self.pos += 1;
         self.skip_whitespace();
@@ -115,10 +147,8 @@ impl Parser<'_> {
             self.pos += 1;
             return Ok(Value::Object(Map::new()));
         }
-        // The members are gathered, then the map is built from them at once: a sorted run
-        // (every canonical text) builds without a search per key. A repeated key keeps its
-        // last value, as `JSON.parse` does (the build is stable and keeps the last of equals).
-        let mut members = Vec::new();
+        // A repeated key keeps its last value, as `JSON.parse` does.
+        let mut map = Map::new();
         loop {
             self.skip_whitespace();
             if self.peek() != Some(b'"') {
@@ -128,26 +158,23 @@ impl Parser<'_> {
             self.skip_whitespace();
             self.expect(b':', "expected ':'")?;
             self.skip_whitespace();
-            // The key lives on the path while its value is read, then moves into the map.
-            self.path.push(Segment::Key(key));
-            let value = self.value(depth)?;
-            let Some(Segment::Key(key)) = self.path.pop() else {
-                return Err(self.syntax("internal path error"));
+            match self.value(depth) {
+                Ok(value) => map.insert(key, value),
+                Err(fail) => return Err(fail.within(Segment::Key(key))),
             };
-            members.push((key, value));
             self.skip_whitespace();
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b'}') => {
                     self.pos += 1;
-                    return Ok(Value::Object(members.into_iter().collect()));
+                    return Ok(Value::Object(map));
                 }
                 _ => return Err(self.syntax("expected ',' or '}'")),
             }
         }
     }
 
-    fn array(&mut self, depth: usize) -> Result<Value, EventError> {
+    fn array(&mut self, depth: usize) -> Result<Value, Fail> {
         self.too_deep(depth)?;
         self.pos += 1;
         let mut items = Vec::new();
@@ -158,9 +185,9 @@ impl Parser<'_> {
         }
         loop {
             self.skip_whitespace();
-            self.path.push(Segment::Index(items.len()));
-            let value = self.value(depth)?;
-            self.path.pop();
+            let value = self
+                .value(depth)
+                .map_err(|fail| fail.within(Segment::Index(items.len())))?;
             items.push(value);
             self.skip_whitespace();
             match self.peek() {
@@ -174,7 +201,7 @@ impl Parser<'_> {
         }
     }
 
-    fn literal(&mut self, word: &str, value: Value) -> Result<Value, EventError> {
+    fn literal(&mut self, word: &str, value: Value) -> Result<Value, Fail> {
         if self.rest().starts_with(word.as_bytes()) {
             self.pos += word.len();
             Ok(value)
@@ -191,7 +218,7 @@ impl Parser<'_> {
         self.pos - start
     }
 
-    fn number(&mut self) -> Result<Value, EventError> {
+    fn number(&mut self) -> Result<Value, Fail> {
         let start = self.pos;
         if self.peek() == Some(b'-') {
             self.pos += 1;
@@ -225,15 +252,14 @@ impl Parser<'_> {
         let parsed: f64 = text.parse().map_err(|_| self.syntax("invalid number"))?;
         match number::from_f64(parsed) {
             Some(n) => Ok(Value::Number(n)),
-            None => Err(EventError::Invalid {
-                field: self.here().render(),
-                why: "number overflows to Infinity".to_string(),
-            }),
+            None => Err(Fail::new(Why::Invalid(
+                "number overflows to Infinity".to_string(),
+            ))),
         }
     }
 
     /// Reads a string starting at its opening quote.
-    fn string(&mut self) -> Result<String, EventError> {
+    fn string(&mut self) -> Result<String, Fail> {
         self.pos += 1;
         // Most strings hold no escape: the run up to the closing quote is taken whole.
         let run = self
@@ -275,7 +301,7 @@ impl Parser<'_> {
         }
     }
 
-    fn escape(&mut self, out: &mut String) -> Result<(), EventError> {
+    fn escape(&mut self, out: &mut String) -> Result<(), Fail> {
         let Some(byte) = self.peek() else {
             return Err(self.syntax("unterminated string"));
         };
@@ -298,7 +324,7 @@ impl Parser<'_> {
 
     /// The character of a `\uXXXX` escape (after the `u`), joining a surrogate pair; a surrogate
     /// without its partner is refused, since a Rust string cannot hold it.
-    fn unicode_escape(&mut self) -> Result<char, EventError> {
+    fn unicode_escape(&mut self) -> Result<char, Fail> {
         let unit = self.hex4()?;
         if (0xDC00..=0xDFFF).contains(&unit) {
             return Err(self.lone_surrogate());
@@ -318,13 +344,11 @@ impl Parser<'_> {
         char::from_u32(unit).ok_or_else(|| self.lone_surrogate())
     }
 
-    fn lone_surrogate(&self) -> EventError {
-        EventError::LoneSurrogate {
-            field: self.here().render(),
-        }
+    fn lone_surrogate(&self) -> Fail {
+        Fail::new(Why::LoneSurrogate)
     }
 
-    fn hex4(&mut self) -> Result<u32, EventError> {
+    fn hex4(&mut self) -> Result<u32, Fail> {
         let mut unit = 0u32;
         for _ in 0..4 {
             let digit = match self.peek() {
@@ -373,6 +397,21 @@ mod tests {
             json!({"a": 5, "b": 3, "c": 4})
         );
         assert_eq!(parse(r#"{"a":1,"a":2,"a":3}"#).unwrap(), json!({"a": 3}));
+    }
+
+    #[test]
+    fn a_refusal_names_the_path_it_happened_at() {
+        let field = |text: &str| match parse(text).unwrap_err() {
+            EventError::Invalid { field, .. } | EventError::LoneSurrogate { field } => field,
+            other => panic!("{other}"),
+        };
+        assert_eq!(field(r#"{"a":[1,{"b":"\ud800"}]}"#), "a[1].b");
+        assert_eq!(field(r#"{"a":{"b":[tru]}}"#), "a.b[0]");
+        assert_eq!(field(r#"{"a":{"b":1,}}"#), "a");
+        assert_eq!(field(r#"{"a":1e999}"#), "a");
+        assert_eq!(field("[1,2"), "<event>");
+        let deep = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+        assert!(field(&format!(r#"{{"k":{deep}}}"#)).starts_with("k[0][0]"));
     }
 
     #[test]
