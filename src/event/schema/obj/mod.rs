@@ -9,6 +9,7 @@
 use super::super::path::Path;
 use super::fields::{expect_array, expect_object, invalid, Result};
 use serde_json::{Map, Value};
+use smallvec::SmallVec;
 use std::borrow::Cow;
 
 mod typed;
@@ -32,12 +33,11 @@ pub struct Obj<'a> {
     value: &'a Value,
     map: &'a Map<String, Value>,
     path: Path,
-    allowed: Vec<&'static str>,
-    /// How many of the allowed keys the input holds: when that is all of its keys, no key is
-    /// unknown, and `finish` need not look for one.
-    present: usize,
+    /// The keys asked for, a key once or more. Held inline: an object of the model asks for
+    /// fewer, so reading one allocates nothing for it.
+    allowed: SmallVec<[&'static str; 24]>,
     /// The output's members in the order they were kept; a later one of the same key wins.
-    out: Vec<(&'static str, Decoded<'a>)>,
+    out: SmallVec<[(&'static str, Decoded<'a>); 12]>,
 }
 
 impl<'a> Obj<'a> {
@@ -47,9 +47,8 @@ impl<'a> Obj<'a> {
             value,
             map: expect_object(value, path)?,
             path: path.clone(),
-            allowed: Vec::new(),
-            present: 0,
-            out: Vec::new(),
+            allowed: SmallVec::new(),
+            out: SmallVec::new(),
         })
     }
 
@@ -65,12 +64,8 @@ impl<'a> Obj<'a> {
 
     /// Allows `key` and returns its value without copying it.
     pub fn raw(&mut self, key: &'static str) -> Option<&'a Value> {
-        let value = self.map.get(key);
-        if !self.allowed.contains(&key) {
-            self.allowed.push(key);
-            self.present += usize::from(value.is_some());
-        }
-        value
+        self.allowed.push(key);
+        self.map.get(key)
     }
 
     /// Allows `key`, which must be present, and returns its value without copying it.
@@ -88,6 +83,7 @@ impl<'a> Obj<'a> {
 
     /// Puts a decoded member into the output: borrowed, it is the input's member `key` itself.
     pub fn keep(&mut self, key: &'static str, value: Decoded<'a>) {
+        debug_assert!(self.allowed.contains(&key), "a kept member was asked for");
         debug_assert!(match &value {
             Cow::Borrowed(v) => self.map.get(key).is_some_and(|m| std::ptr::eq(m, *v)),
             Cow::Owned(_) => true,
@@ -197,18 +193,16 @@ impl<'a> Obj<'a> {
 
     /// Refuses keys nobody asked for and returns the decoded object.
     pub fn finish(self) -> Result<Decoded<'a>> {
-        debug_assert!(self.present <= self.map.len());
-        if self.present != self.map.len() {
-            if let Some(key) = self
-                .map
-                .keys()
-                .find(|key| !self.allowed.contains(&key.as_str()))
-            {
-                return Err(invalid(&self.path.key(key), "unknown key"));
-            }
-        }
+        // Unchanged, every member of the input was kept, so asked for: none is unknown.
         if self.unchanged() {
             return Ok(Cow::Borrowed(self.value));
+        }
+        if let Some(key) = self
+            .map
+            .keys()
+            .find(|key| !self.allowed.contains(&key.as_str()))
+        {
+            return Err(invalid(&self.path.key(key), "unknown key"));
         }
         let mut out = Map::new();
         for (key, value) in self.out {
@@ -309,6 +303,18 @@ mod tests {
         let value = json!({"a": "x", "b": [{"n": 1}, {"n": 2, "m": 3}]});
         let err = decode_object(&value, &Path::root(), read).unwrap_err();
         assert!(err.to_string().contains("b[1].m"), "{err}");
+    }
+
+    #[test]
+    fn a_key_asked_for_twice_hides_no_unknown_key() {
+        let value = json!({"a": 1, "z": 2});
+        let err = decode_object(&value, &Path::root(), |o| {
+            o.raw("a");
+            o.raw("a");
+            Ok(())
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains('z'), "{err}");
     }
 
     #[test]
