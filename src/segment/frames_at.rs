@@ -86,20 +86,24 @@ impl<'s> FramesAt<'s> {
             frame = read(offset, layout.overhead() + len)?;
         }
         payload_of(&frame, layout, seq)
+            .map(<[u8]>::to_vec)
             .ok_or_else(|| Error::corrupt(&path, offset, "the index points at no such record"))
     }
 
-    /// The payloads of the frames at `positions` (segment ordinal, offset, sequence number), in
-    /// order. Where many of them lie in one segment, the span from the first to the last is read
-    /// in one call instead of one read a frame (a frame the span does not hold whole is read on
-    /// its own); a span is never longer than [`BULK_MAX`].
-    pub fn payloads(&mut self, positions: &[(u64, u64, u64)]) -> Result<Vec<Vec<u8>>> {
-        let mut out = Vec::with_capacity(positions.len());
-        let mut rest = positions;
-        while let Some(&(ordinal, ..)) = rest.first() {
-            let n = rest.iter().take_while(|p| p.0 == ordinal).count();
-            let (run, next) = rest.split_at(n);
-            rest = next;
+    /// Hands `each` the payload of every frame at `positions` (segment ordinal, offset,
+    /// sequence number), in order, with its index in `positions`. Where many of them lie in one
+    /// segment, the span from the first to the last is read in one call instead of one read a
+    /// frame, and its payloads are lent from it uncopied (a frame the span does not hold whole
+    /// is read on its own); a span is never longer than [`BULK_MAX`].
+    pub fn each_payload(
+        &mut self,
+        positions: &[(u64, u64, u64)],
+        mut each: impl FnMut(usize, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let mut done = 0;
+        while let Some(&(ordinal, ..)) = positions.get(done) {
+            let run = &positions[done..];
+            let run = &run[..run.iter().take_while(|p| p.0 == ordinal).count()];
             let lo = run.iter().map(|p| p.1).min().unwrap_or(0);
             let hi = run
                 .iter()
@@ -116,13 +120,14 @@ impl<'s> FramesAt<'s> {
                     let at = usize::try_from(offset - lo).ok()?;
                     payload_of(bytes.get(at..)?, *layout, seq)
                 });
-                out.push(match whole {
-                    Some(payload) => payload,
-                    None => self.payload(ordinal, offset, seq)?,
-                });
+                match whole {
+                    Some(payload) => each(done, payload)?,
+                    None => each(done, &self.payload(ordinal, offset, seq)?)?,
+                }
+                done += 1;
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The bytes of segment `ordinal` from `lo` to `hi` (fewer at its end), with its layout.
@@ -180,9 +185,9 @@ pub(crate) fn read_layout(file: &dyn StorageFile, path: &std::path::Path) -> Res
 }
 
 /// The payload of the frame at the start of `bytes` if it decodes and is record `seq`.
-pub fn payload_of(bytes: &[u8], layout: FrameLayout, seq: u64) -> Option<Vec<u8>> {
+pub fn payload_of(bytes: &[u8], layout: FrameLayout, seq: u64) -> Option<&[u8]> {
     match decode_frame::<RecordKind>(bytes, layout, MAX_PAYLOAD_LIMIT) {
-        Ok(FrameDecode::Frame(f, _)) if f.seq == seq => Some(f.payload.to_vec()),
+        Ok(FrameDecode::Frame(f, _)) if f.seq == seq => Some(f.payload),
         _ => None,
     }
 }

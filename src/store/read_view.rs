@@ -124,7 +124,8 @@ impl Vouched {
             let here = (at.ordinal == self.last_ordinal && at.offset >= self.from)
                 .then(|| (at.offset - self.from) as usize)
                 .and_then(|i| self.bytes.get(i..))
-                .and_then(|b| payload_of(b, self.layout, at.record_seq));
+                .and_then(|b| payload_of(b, self.layout, at.record_seq))
+                .map(<[u8]>::to_vec);
             let payload = match here {
                 Some(p) => p,
                 None => frames.payload(at.ordinal, at.offset, at.record_seq)?,

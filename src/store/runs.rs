@@ -205,22 +205,19 @@ fn run_events_at(
         .iter()
         .map(|e| (e.at.ordinal, e.at.offset, e.at.record_seq))
         .collect();
-    let payloads = frames.payloads(&positions)?;
-    events
-        .iter()
-        .zip(payloads)
-        .enumerate()
-        .map(|(seq, (e, payload))| {
-            let text = std::str::from_utf8(&payload).map_err(|_| {
-                Error::corrupt(
-                    crate::segment::layout::session_dir(session_id),
-                    e.at.offset,
-                    "run event is not UTF-8",
-                )
-            })?;
-            Ok((seq as u64, RunEvent::decode(text)?))
-        })
-        .collect()
+    let mut out = Vec::with_capacity(events.len());
+    frames.each_payload(&positions, |seq, payload| {
+        let text = std::str::from_utf8(payload).map_err(|_| {
+            Error::corrupt(
+                crate::segment::layout::session_dir(session_id),
+                events[seq].at.offset,
+                "run event is not UTF-8",
+            )
+        })?;
+        out.push((seq as u64, RunEvent::decode(text)?));
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 /// The precondition of a new run: the session has no run with its id yet.

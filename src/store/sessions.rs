@@ -283,14 +283,17 @@ fn messages_of(
         .iter()
         .map(|m| (m.at.ordinal, m.at.offset, m.at.record_seq))
         .collect();
-    let payloads = FramesAt::new(storage, session_id).payloads(&positions)?;
-    at.iter()
-        .zip(payloads)
-        .map(|(m, payload)| {
-            let text = std::str::from_utf8(&payload).map_err(|_| {
-                Error::corrupt(session_dir(session_id), m.at.offset, "message is not UTF-8")
-            })?;
-            StoredMessage::decode(text)
-        })
-        .collect()
+    let mut out = Vec::with_capacity(at.len());
+    FramesAt::new(storage, session_id).each_payload(&positions, |i, payload| {
+        let text = std::str::from_utf8(payload).map_err(|_| {
+            Error::corrupt(
+                session_dir(session_id),
+                at[i].at.offset,
+                "message is not UTF-8",
+            )
+        })?;
+        out.push(StoredMessage::decode(text)?);
+        Ok(())
+    })?;
+    Ok(out)
 }
