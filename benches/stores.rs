@@ -335,20 +335,23 @@ fn read_case(n: usize) -> BenchResult<(f64, f64)> {
 }
 
 fn main() -> BenchResult<()> {
-    let q = parse_args()?.quick;
+    let args = parse_args()?;
+    let q = args.quick;
     let mut table = Vec::new();
 
-    let n = if q { 30 } else { 300 };
-    println!("create_subagent with its claims, {n} children, 1 caller");
-    let [m, raw, s] = subagent_case(n)?;
-    println!(
-        "  makalog {} /s   raw floor {} /s   SQLite {} /s   makalog/raw {:.2}   makalog/SQLite {:.2}",
-        group(m), group(raw), group(s), m / raw, m / s
-    );
-    table.push(format!(
-        "| create_subagent with its claims | {} /s | {} /s | {:.2} | raw floor {} /s, makalog/raw {:.2} (bar ≥ 0.9) |",
-        group(m), group(s), m / s, group(raw), m / raw
-    ));
+    if args.runs("create_subagent") {
+        let n = if q { 30 } else { 300 };
+        println!("create_subagent with its claims, {n} children, 1 caller");
+        let [m, raw, s] = subagent_case(n)?;
+        println!(
+            "  makalog {} /s   raw floor {} /s   SQLite {} /s   makalog/raw {:.2}   makalog/SQLite {:.2}",
+            group(m), group(raw), group(s), m / raw, m / s
+        );
+        table.push(format!(
+            "| create_subagent with its claims | {} /s | {} /s | {:.2} | raw floor {} /s, makalog/raw {:.2} (bar ≥ 0.9) |",
+            group(m), group(s), m / s, group(raw), m / raw
+        ));
+    }
 
     let append = |s: &ExecutionStores, session: &str, i: usize| {
         s.sessions.append_message(session, message(i))?;
@@ -370,7 +373,7 @@ fn main() -> BenchResult<()> {
             &sqlite_run_and_terminal,
         ),
     ];
-    for (name, m_op, s_op) in cases {
+    for (name, m_op, s_op) in cases.into_iter().filter(|c| args.runs(c.0)) {
         for (writers, per) in [
             (1, if q { 60 } else { 1_500 }),
             (16, if q { 12 } else { 240 }),
@@ -393,33 +396,37 @@ fn main() -> BenchResult<()> {
         }
     }
 
-    let sessions = if q { 320 } else { 10_000 };
-    println!("list_sessions over {sessions} sessions (closed, sidecars written)");
-    let l = list_case(sessions)?;
-    println!(
-        "  owner's store {:.1} ms (its first listing {:.1} ms)   read-only {:.1} ms   SQLite {:.1} ms",
-        l.owner, l.first, l.read_only, l.sqlite
-    );
-    table.push(format!(
-        "| list_sessions over {} sessions, the owner's store | {:.1} ms | {:.1} ms | {:.2} × SQLite's speed | bar ≥ 1 ×; its first listing, which builds the catalog, {:.1} ms |",
-        group(sessions as f64), l.owner, l.sqlite, l.sqlite / l.owner, l.first
-    ));
-    table.push(format!(
-        "| list_sessions over {} sessions, read-only (the CLI) | {:.1} ms | {:.1} ms | {:.2} × SQLite's speed | every session's sidecar and last segment read |",
-        group(sessions as f64), l.read_only, l.sqlite, l.sqlite / l.read_only
-    ));
+    if args.runs("list_sessions") {
+        let sessions = if q { 320 } else { 10_000 };
+        println!("list_sessions over {sessions} sessions (closed, sidecars written)");
+        let l = list_case(sessions)?;
+        println!(
+            "  owner's store {:.1} ms (its first listing {:.1} ms)   read-only {:.1} ms   SQLite {:.1} ms",
+            l.owner, l.first, l.read_only, l.sqlite
+        );
+        table.push(format!(
+            "| list_sessions over {} sessions, the owner's store | {:.1} ms | {:.1} ms | {:.2} × SQLite's speed | bar ≥ 1 ×; its first listing, which builds the catalog, {:.1} ms |",
+            group(sessions as f64), l.owner, l.sqlite, l.sqlite / l.owner, l.first
+        ));
+        table.push(format!(
+            "| list_sessions over {} sessions, read-only (the CLI) | {:.1} ms | {:.1} ms | {:.2} × SQLite's speed | every session's sidecar and last segment read |",
+            group(sessions as f64), l.read_only, l.sqlite, l.sqlite / l.read_only
+        ));
+    }
 
-    let messages = if q { 320 } else { 10_000 };
-    println!("read_messages of a session of {messages} messages (read-only stores)");
-    let (m, s) = read_case(messages)?;
-    println!(
-        "  makalog {m:.1} ms   SQLite {s:.1} ms   {:.2} × SQLite's speed (bar ≥ 1)",
-        s / m
-    );
-    table.push(format!(
-        "| read_messages of {} messages | {m:.1} ms | {s:.1} ms | {:.2} × SQLite's speed | bar ≥ 1 × |",
-        group(messages as f64), s / m
-    ));
+    if args.runs("read_messages") {
+        let messages = if q { 320 } else { 10_000 };
+        println!("read_messages of a session of {messages} messages (read-only stores)");
+        let (m, s) = read_case(messages)?;
+        println!(
+            "  makalog {m:.1} ms   SQLite {s:.1} ms   {:.2} × SQLite's speed (bar ≥ 1)",
+            s / m
+        );
+        table.push(format!(
+            "| read_messages of {} messages | {m:.1} ms | {s:.1} ms | {:.2} × SQLite's speed | bar ≥ 1 × |",
+            group(messages as f64), s / m
+        ));
+    }
 
     common::print_table(&table);
     Ok(())

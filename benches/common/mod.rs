@@ -20,13 +20,23 @@ pub type BenchResult<T> = Result<T, Box<dyn Error + Send + Sync>>;
 pub struct Args {
     pub quick: bool,
     pub records: Option<usize>,
+    /// `--only WORD`: run only the cases whose name holds it.
+    pub only: Option<String>,
 }
 
-/// Reads `--quick` and `--records N`; ignores `--bench`, which cargo passes to every bench.
+impl Args {
+    /// Whether the case `name` runs.
+    pub fn runs(&self, name: &str) -> bool {
+        self.only.as_deref().is_none_or(|word| name.contains(word))
+    }
+}
+
+/// Reads `--quick`, `--records N` and `--only WORD`; ignores `--bench`, which cargo passes to every bench.
 pub fn parse_args() -> BenchResult<Args> {
     let mut args = Args {
         quick: false,
         records: None,
+        only: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -40,6 +50,7 @@ pub fn parse_args() -> BenchResult<Args> {
                 }
                 args.records = Some(n);
             }
+            "--only" => args.only = Some(it.next().ok_or("--only needs a case name")?),
             "--bench" => {}
             other => return Err(format!("unknown argument {other}").into()),
         }
