@@ -28,14 +28,25 @@ pub fn decode_object<'a>(
     obj.finish()
 }
 
+/// Objects of at most this many members are searched by a scan of them.
+const MEMBERS_INLINE: usize = 16;
+const _: () = assert!(
+    MEMBERS_INLINE <= u32::BITS as usize,
+    "`asked` has a bit a member"
+);
+
 /// One exact-shape object being read.
 pub struct Obj<'a> {
     value: &'a Value,
     map: &'a Map<String, Value>,
+    /// The input's members when it has few (most objects): looked up by a scan of them,
+    /// without the map's search by comparison, and marked in `asked` when asked for.
+    members: SmallVec<[(&'a str, &'a Value); MEMBERS_INLINE]>,
+    /// Which of `members` were asked for, a bit each.
+    asked: u32,
+    /// The keys asked for, when the input has too many members to hold inline.
+    allowed: Vec<&'static str>,
     path: Path,
-    /// The keys asked for, a key once or more. Held inline: an object of the model asks for
-    /// fewer, so reading one allocates nothing for it.
-    allowed: SmallVec<[&'static str; 24]>,
     /// The output's members in the order they were kept; a later one of the same key wins.
     out: SmallVec<[(&'static str, Decoded<'a>); 12]>,
 }
@@ -43,11 +54,18 @@ pub struct Obj<'a> {
 impl<'a> Obj<'a> {
     /// Starts reading the object at `path`.
     pub fn new(value: &'a Value, path: &Path) -> Result<Obj<'a>> {
+        let map = expect_object(value, path)?;
+        let members = match map.len() <= MEMBERS_INLINE {
+            true => map.iter().map(|(k, v)| (k.as_str(), v)).collect(),
+            false => SmallVec::new(),
+        };
         Ok(Obj {
             value,
-            map: expect_object(value, path)?,
+            map,
+            members,
+            asked: 0,
+            allowed: Vec::new(),
             path: path.clone(),
-            allowed: SmallVec::new(),
             out: SmallVec::new(),
         })
     }
@@ -64,8 +82,21 @@ impl<'a> Obj<'a> {
 
     /// Allows `key` and returns its value without copying it.
     pub fn raw(&mut self, key: &'static str) -> Option<&'a Value> {
-        self.allowed.push(key);
-        self.map.get(key)
+        if self.map.len() > MEMBERS_INLINE {
+            self.allowed.push(key);
+            return self.map.get(key);
+        }
+        let i = self.members.iter().position(|m| m.0 == key)?;
+        self.asked |= 1 << i;
+        Some(self.members[i].1)
+    }
+
+    /// Whether the input's member `key` was asked for.
+    fn was_asked(&self, key: &str) -> bool {
+        match self.members.iter().position(|m| m.0 == key) {
+            Some(i) => self.asked & (1 << i) != 0,
+            None => self.allowed.contains(&key),
+        }
     }
 
     /// Allows `key`, which must be present, and returns its value without copying it.
@@ -83,7 +114,10 @@ impl<'a> Obj<'a> {
 
     /// Puts a decoded member into the output: borrowed, it is the input's member `key` itself.
     pub fn keep(&mut self, key: &'static str, value: Decoded<'a>) {
-        debug_assert!(self.allowed.contains(&key), "a kept member was asked for");
+        debug_assert!(
+            self.map.get(key).is_none() || self.was_asked(key),
+            "a kept member was asked for"
+        );
         debug_assert!(match &value {
             Cow::Borrowed(v) => self.map.get(key).is_some_and(|m| std::ptr::eq(m, *v)),
             Cow::Owned(_) => true,
@@ -197,11 +231,7 @@ impl<'a> Obj<'a> {
         if self.unchanged() {
             return Ok(Cow::Borrowed(self.value));
         }
-        if let Some(key) = self
-            .map
-            .keys()
-            .find(|key| !self.allowed.contains(&key.as_str()))
-        {
+        if let Some(key) = self.map.keys().find(|key| !self.was_asked(key)) {
             return Err(invalid(&self.path.key(key), "unknown key"));
         }
         let mut out = Map::new();
@@ -303,6 +333,25 @@ mod tests {
         let value = json!({"a": "x", "b": [{"n": 1}, {"n": 2, "m": 3}]});
         let err = decode_object(&value, &Path::root(), read).unwrap_err();
         assert!(err.to_string().contains("b[1].m"), "{err}");
+    }
+
+    #[test]
+    fn an_object_of_many_members_is_read_by_the_same_rules() {
+        const KEYS: [&str; 20] = [
+            "k00", "k01", "k02", "k03", "k04", "k05", "k06", "k07", "k08", "k09", "k10", "k11",
+            "k12", "k13", "k14", "k15", "k16", "k17", "k18", "k19",
+        ];
+        let value: Value = KEYS.iter().map(|k| (k.to_string(), json!(1))).collect();
+        let all = |o: &mut Obj| KEYS.iter().try_for_each(|k| o.number(k).map(drop));
+        let decoded = decode_object(&value, &Path::root(), all).unwrap();
+        assert!(matches!(&decoded, Cow::Borrowed(v) if std::ptr::eq(*v, &value)));
+        let mut more = value.clone();
+        more["zz"] = json!(2);
+        let err = decode_object(&more, &Path::root(), all).unwrap_err();
+        assert!(err.to_string().contains("zz"), "{err}");
+        let but_one = |o: &mut Obj| KEYS[1..].iter().try_for_each(|k| o.number(k).map(drop));
+        let err = decode_object(&value, &Path::root(), but_one).unwrap_err();
+        assert!(err.to_string().contains("k00"), "{err}");
     }
 
     #[test]
