@@ -2,16 +2,50 @@
 //! on more threads than cores when it mostly waits (recovery at start): each item handed to the
 //! next free thread, the results given back in the items' order.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// `f` of every item, in order, computed on up to as many threads as the machine has cores
 /// (at most 8).
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let cores = std::thread::available_parallelism()
+    map_on(cores(), items, f)
+}
+
+/// How many cores the machine has, at most 8.
+pub fn cores() -> usize {
+    std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .clamp(1, 8);
-    map_on(cores, items, f)
+        .clamp(1, 8)
+}
+
+/// `f` of consecutive ranges that cover `0..n` in order, with their results in order: as many
+/// ranges as `threads`, run at once (the first on the calling thread), but none shorter than
+/// `min_each`; one range, on the calling thread, when `n` is too small to share.
+pub fn map_ranges<R: Send>(
+    threads: usize,
+    n: usize,
+    min_each: usize,
+    f: impl Fn(Range<usize>) -> R + Sync,
+) -> Vec<R> {
+    let parts = threads.min(n / min_each.max(1)).max(1);
+    // Balanced: each range holds ⌊n/parts⌋ or ⌈n/parts⌉ items, so at least `min_each`.
+    let range = |i: usize| i * n / parts..(i + 1) * n / parts;
+    std::thread::scope(|scope| {
+        let f = &f;
+        let others: Vec<_> = (1..parts)
+            .map(|i| scope.spawn(move || f(range(i))))
+            .collect();
+        let mut out = Vec::with_capacity(parts);
+        out.push(f(range(0)));
+        // A range whose thread panicked panics here, as `scope` would.
+        out.extend(others.into_iter().map(|h| match h.join() {
+            Ok(r) => r,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }));
+        debug_assert_eq!(out.len(), parts);
+        out
+    })
 }
 
 /// `f` of every item, in order, computed on up to `threads` threads: for work that mostly
@@ -64,6 +98,26 @@ mod tests {
         assert_eq!(calls.into_inner(), 200);
         let most = most.into_inner();
         assert!((1..=5).contains(&most), "{most} at once");
+    }
+
+    #[test]
+    fn ranges_cover_every_item_once_in_order_and_small_work_stays_whole() {
+        for (threads, n, min_each) in [
+            (2, 10_000, 2_048),
+            (3, 7, 1),
+            (8, 100, 40),
+            (4, 5, 10),
+            (8, 65, 8),
+        ] {
+            let ranges = map_ranges(threads, n, min_each, |r| r);
+            let flat: Vec<usize> = ranges.iter().cloned().flatten().collect();
+            assert_eq!(flat, (0..n).collect::<Vec<_>>(), "{threads} {n} {min_each}");
+            assert!(ranges.len() <= threads.max(1));
+            assert!(ranges.len() == 1 || ranges.iter().all(|r| r.len() >= min_each.min(n)));
+        }
+        assert_eq!(map_ranges(4, 5, 10, |r| r), vec![0..5]);
+        assert_eq!(map_ranges(2, 0, 10, |r| r), vec![0..0]);
+        assert_eq!(map_ranges(2, 10_000, 2_048, |r| r).len(), 2);
     }
 
     #[test]

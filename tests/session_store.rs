@@ -244,6 +244,45 @@ fn many_messages_read_back_in_order_whatever_their_lengths_and_segments() {
     );
 }
 
+/// A read long enough to be shared by several threads (more than 2,048 messages a part) gives
+/// exactly what one thread gives: every message once, in append order, also by turn.
+#[test]
+fn a_long_read_shared_by_threads_keeps_append_order() {
+    let (_t, storage) = temp_root();
+    let (_owner, s) = stores::open(&storage);
+    s.sessions
+        .create(session_header("long", 1))
+        .expect("session");
+    let n = 4_200u64;
+    for i in 0..n {
+        let turn = format!("t{}", i % 5);
+        s.sessions
+            .append_message("long", user(&format!("m{i}"), &turn, i))
+            .expect("append");
+    }
+    let read_only = makalog::store::ReadOnlySessions::new(&*storage);
+    let ids = |got: Vec<StoredMessage>| -> Vec<String> {
+        got.iter().map(|m| m.id().to_owned()).collect()
+    };
+    let all: Vec<String> = (0..n).map(|i| format!("m{i}")).collect();
+    assert_eq!(
+        ids(s.sessions.read_messages("long", None).expect("owner's")),
+        all
+    );
+    assert_eq!(
+        ids(read_only.read_messages("long", None).expect("read-only")),
+        all
+    );
+    let turn: Vec<String> = (0..n)
+        .filter(|i| i % 5 == 3)
+        .map(|i| format!("m{i}"))
+        .collect();
+    assert_eq!(
+        ids(read_only.read_messages("long", Some("t3")).expect("turn")),
+        turn
+    );
+}
+
 /// The owner's list_sessions answers from a catalog of headers built on first use: every
 /// header written after it was built (a new session, an update, a subagent, a raw header
 /// record) is listed at once, and the listing equals the read-only one of the files.

@@ -270,7 +270,13 @@ fn list_with(
     Ok(headers)
 }
 
-/// The messages `state` places, read back from the session's segments.
+/// Fewer messages than this a core are read on one thread: below it, starting threads costs
+/// more than decoding shares.
+const MESSAGES_A_THREAD: usize = 2_048;
+
+/// The messages `state` places, read back from the session's segments. A long read is shared
+/// by the cores, a consecutive part each; the answer, and the first refusal in append order if
+/// any, are what one thread reading them all would give.
 fn messages_of(
     storage: &dyn Storage,
     session_id: &str,
@@ -279,6 +285,26 @@ fn messages_of(
 ) -> Result<Vec<StoredMessage>> {
     let wanted = |m: &&MessageEntry| turn_id.is_none_or(|t| m.turn_id.as_deref() == Some(t));
     let at: Vec<&MessageEntry> = state.messages.iter().filter(wanted).collect();
+    let threads = match storage.deterministic() {
+        true => 1,
+        false => crate::parallel::cores(),
+    };
+    let parts = crate::parallel::map_ranges(threads, at.len(), MESSAGES_A_THREAD, |range| {
+        decode_messages(storage, session_id, &at[range])
+    });
+    let mut out = Vec::with_capacity(at.len());
+    for part in parts {
+        out.extend(part?);
+    }
+    Ok(out)
+}
+
+/// The messages at `at`, read and decoded in order.
+fn decode_messages(
+    storage: &dyn Storage,
+    session_id: &str,
+    at: &[&MessageEntry],
+) -> Result<Vec<StoredMessage>> {
     let positions: Vec<(u64, u64, u64)> = at
         .iter()
         .map(|m| (m.at.ordinal, m.at.offset, m.at.record_seq))
