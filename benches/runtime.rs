@@ -5,7 +5,8 @@
 //! claimed-intent runs and their retries; and recovery at start of a root with many sessions,
 //! a few with an interrupted run, beside opening every session.
 //!
-//! Run: `cargo bench --bench runtime` (`-- --quick` for a smoke run).
+//! Run: `cargo bench --bench runtime` (`-- --quick` for a smoke run, `-- --only streamed`,
+//! `claimed` or `recovery` for one case).
 
 mod common;
 
@@ -141,9 +142,11 @@ fn stream_case(sessions: usize, turns: usize) -> BenchResult<(f64, f64, f64)> {
 }
 
 fn main() -> BenchResult<()> {
-    let q = parse_args()?.quick;
+    let args = parse_args()?;
+    let q = args.quick;
     let mut table = Vec::new();
-    for (sessions, turns) in [(1, if q { 6 } else { 60 }), (16, if q { 3 } else { 12 })] {
+    let streams = [(1, if q { 6 } else { 60 }), (16, if q { 3 } else { 12 })];
+    for (sessions, turns) in streams.into_iter().filter(|_| args.runs("streamed")) {
         println!("streamed turns through the SessionManager, {sessions} session(s)");
         let (events, turns_s, writer) = stream_case(sessions, turns)?;
         let ratio = events / writer;
@@ -156,31 +159,35 @@ fn main() -> BenchResult<()> {
             group(events), group(turns_s), group(writer)
         ));
     }
-    let n = if q { 10 } else { 100 };
-    println!("claimed-intent runs, {n} claims, each run then retried");
-    let (runs, retries) = claimed::claimed_case(n)?;
-    println!(
-        "  {} runs/s   {} retries/s (answered from the ledger)",
-        group(runs),
-        group(retries)
-    );
-    table.push(format!(
-        "| claimed-intent runs | {} runs/s | — | — | retries {} /s, answered from the ledger |",
-        group(runs),
-        group(retries)
-    ));
-    let (sessions, interrupted) = if q { (300, 10) } else { (10_000, 100) };
-    println!("recovery at start, {sessions} sessions, {interrupted} with an interrupted turn");
-    let r = restart::recovery_case(sessions, interrupted)?;
-    let ratio = r.open_all / r.with_file;
-    println!(
-        "  recovery {:.0} ms (without the open-runs file {:.0} ms)   opening every session {:.0} ms   {ratio:.1} × faster (bar ≥ 10)",
-        r.with_file, r.without_file, r.open_all
-    );
-    table.push(format!(
-        "| recovery at start, {} sessions, {interrupted} interrupted | {:.0} ms | opening every session {:.0} ms | {ratio:.1} × faster | bar ≥ 10 ×; without the open-runs file (every session visited) {:.0} ms |",
-        group(sessions as f64), r.with_file, r.open_all, r.without_file
-    ));
+    if args.runs("claimed") {
+        let n = if q { 10 } else { 100 };
+        println!("claimed-intent runs, {n} claims, each run then retried");
+        let (runs, retries) = claimed::claimed_case(n)?;
+        println!(
+            "  {} runs/s   {} retries/s (answered from the ledger)",
+            group(runs),
+            group(retries)
+        );
+        table.push(format!(
+            "| claimed-intent runs | {} runs/s | — | — | retries {} /s, answered from the ledger |",
+            group(runs),
+            group(retries)
+        ));
+    }
+    if args.runs("recovery") {
+        let (sessions, interrupted) = if q { (300, 10) } else { (10_000, 100) };
+        println!("recovery at start, {sessions} sessions, {interrupted} with an interrupted turn");
+        let r = restart::recovery_case(sessions, interrupted)?;
+        let ratio = r.open_all / r.with_file;
+        println!(
+            "  recovery {:.0} ms (without the open-runs file {:.0} ms)   opening every session {:.0} ms   {ratio:.1} × faster (bar ≥ 10)",
+            r.with_file, r.without_file, r.open_all
+        );
+        table.push(format!(
+            "| recovery at start, {} sessions, {interrupted} interrupted | {:.0} ms | opening every session {:.0} ms | {ratio:.1} × faster | bar ≥ 10 ×; without the open-runs file (every session visited) {:.0} ms |",
+            group(sessions as f64), r.with_file, r.open_all, r.without_file
+        ));
+    }
     println!("\n| case | makalog | baseline | ratio | notes |\n| --- | --- | --- | --- | --- |");
     for row in table {
         println!("{row}");

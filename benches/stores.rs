@@ -4,7 +4,8 @@
 //! writers, list_sessions over 10,000 sessions, read_messages of a session of 10,000 messages.
 //! Engines take turns in rounds, so drift on a noisy machine falls on all alike.
 //!
-//! Run: `cargo bench --bench stores` (`-- --quick` for a smoke run).
+//! Run: `cargo bench --bench stores` (`-- --quick` for a smoke run, `-- --only WORD` for the
+//! cases whose name holds it).
 
 mod common;
 #[path = "stores/sqlite.rs"]
