@@ -86,6 +86,22 @@ impl AgentRunStore {
         RunHeader::decode(&header)
     }
 
+    /// The run's header, and whether one of its run events is terminal (run_completed,
+    /// run_failed or run_cancelled): both from the session's view, with no event read back.
+    pub(super) fn read_run_ended(
+        &self,
+        session_id: &str,
+        run_id: &str,
+    ) -> Result<(RunHeader, bool)> {
+        let (header, ended) = self
+            .events
+            .with_session_state(session_id, |s| {
+                s.runs.get(run_id).map(|r| (r.header.clone(), r.terminal))
+            })?
+            .ok_or_else(|| not_found(session_id, run_id))?;
+        Ok((RunHeader::decode(&header)?, ended))
+    }
+
     /// The session's runs, by `createdAt`, then run id.
     pub fn list_session_runs(&self, session_id: &str) -> Result<Vec<RunHeader>> {
         self.events.with_session_state(session_id, runs_of)?

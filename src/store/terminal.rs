@@ -50,7 +50,9 @@ impl AgentRunStore {
         extras: Option<Map<String, Value>>,
         then: &[(RecordKind, String)],
     ) -> Result<RunHeader> {
-        let run = self.read_run(session_id, run_id)?;
+        // Everything is read before anything is queued: a read waits until what it shows is
+        // durable, and the steps are made durable together, by one sync of the session's log.
+        let (run, ended) = self.read_run_ended(session_id, run_id)?;
         let v = run.value();
         let checks = [
             ("sessionId", terminal.session_id(), session_id),
@@ -89,12 +91,6 @@ impl AgentRunStore {
                 run.status()
             )));
         }
-        // Everything is read before anything is queued: a read waits until what it shows is
-        // durable, and the steps are made durable together, by one sync of the session's log.
-        let ended = self
-            .read_events(session_id, run_id)?
-            .iter()
-            .any(|(_, e)| e.is_terminal());
         let mut queued = None;
         let committed = self
             .queue_steps(&run, terminal, status, ended, extras, &mut queued)
