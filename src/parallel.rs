@@ -12,11 +12,15 @@ pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
     map_on(cores(), items, f)
 }
 
-/// How many cores the machine has, at most 8.
+/// How many cores the machine has, at most 8. Asked of the system once a process: the answer
+/// reads the cgroup's files, which costs more than a short read it would share.
 pub fn cores() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8)
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 8)
+    })
 }
 
 /// `f` of consecutive ranges that cover `0..n` in order, with their results in order: as many
