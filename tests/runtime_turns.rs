@@ -165,6 +165,42 @@ async fn a_turn_is_written_in_the_order_of_section_12_and_streams_the_echo() {
     assert_eq!(header.value()["hasUnread"], json!(true));
 }
 
+/// The caller is handed an event once what it means is written: the text fact and its message
+/// are in the log (durable: each fact's batch is synced before it is handed on) when the caller
+/// sees the completed text. On two threads, so the caller reads the log while the stream task
+/// goes on: a stream that handed events on before writing them fails this most times (two of
+/// three runs against the stream before this rule).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_caller_sees_a_fact_once_it_is_written() {
+    let f = fixture();
+    let s = session(&f);
+    let mut turn = f
+        .manager
+        .send_message(&s, text("hello"))
+        .await
+        .expect("send");
+    let SessionEvent::TextComplete { id, .. } = events_until(&mut turn, "text_complete").await
+    else {
+        unreachable!()
+    };
+    let records = support::read_all(&*f.storage, &s).expect("read");
+    let fact = records.iter().find(|r| {
+        let v: Value = serde_json::from_slice(&r.payload).expect("json");
+        r.kind == RecordKind::RuntimeEvent && v["id"] == json!(id) && v["partial"] == json!(false)
+    });
+    assert!(
+        fact.is_some(),
+        "the text fact {id} is written before it is shown"
+    );
+    let got = labels(&f.storage, &s);
+    let fact = [
+        "event:model:text".to_owned(),
+        "message:assistant".to_owned(),
+    ];
+    assert!(got.windows(2).any(|w| w == fact), "{got:?}");
+    turn.finish().await.expect("turn");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_question_waits_for_its_answers_and_a_stopped_one_ends_the_turn_aborted() {
     let f = fixture();

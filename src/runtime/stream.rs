@@ -1,8 +1,8 @@
 //! A turn's stream and its end (MAKA-MODEL §12, steps 7–8): every backend event goes to the
-//! caller; deltas are coalesced into buffered partial events; facts (text, tool calls and
-//! results, errors) are appended durably and fail-open; then the terminal commit, the final
-//! `turn_state` and the session header. A stream that ends without a terminal event gets a
-//! synthetic one (`missing_terminal_event`).
+//! caller once what it means is written; deltas are coalesced into buffered partial events;
+//! facts (text, tool calls and results, errors) are appended durably and fail-open; then the
+//! terminal commit, the final `turn_state` and the session header. A stream that ends without a
+//! terminal event gets a synthetic one (`missing_terminal_event`).
 
 use super::batch::Batch;
 use super::begin::{run_event, runtime_event, Begun};
@@ -52,12 +52,13 @@ pub(super) async fn run(
     let mut terminal: Option<(Value, Ending)> = None;
     while let Some(event) = from_backend.recv().await {
         events += 1;
-        // A caller that stopped listening ends nothing: the turn is still written.
-        let _ = to_caller.send(event.clone()).await;
-        if terminal.is_some() {
-            continue;
+        if terminal.is_none() {
+            terminal = w.apply(&event, &abort_source);
         }
-        terminal = w.apply(&event, &abort_source);
+        // The caller sees an event once what it means is written (a fact, durable), and takes
+        // it whole, uncopied. A caller that stopped listening ends nothing: the turn is still
+        // written.
+        let _ = to_caller.send(event).await;
     }
     w.flush();
     let (terminal, ending) = terminal.unwrap_or_else(|| {
