@@ -69,6 +69,7 @@ impl RuntimeEvent {
             Cow::Borrowed(_) => None,
             Cow::Owned(made) => Some(made),
         };
+        let unchanged = made.is_none();
         let decoded = made.unwrap_or(value);
         let canonical = canonical_string_sized(&decoded, text.map_or(0, str::len));
         // Text that is already canonical (every event read back from a ledger) parses to
@@ -84,6 +85,15 @@ impl RuntimeEvent {
         let reparsed = parse::parse(&canonical).map_err(|e| EventError::NotLossless {
             why: format!("the canonical text does not parse back: {e}"),
         })?;
+        // A re-parse equal to an input that decoded unchanged decodes unchanged again (decoding
+        // is deterministic): the re-decode would give back `decoded` itself (what the runtime's
+        // own events usually are).
+        if unchanged && reparsed == decoded {
+            return Ok(RuntimeEvent {
+                value: decoded,
+                canonical,
+            });
+        }
         let redecoded = schema::decode(&reparsed).map_err(|e| EventError::NotLossless {
             why: format!("the canonical text does not decode back: {e}"),
         })?;
