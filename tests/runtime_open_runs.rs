@@ -128,3 +128,74 @@ async fn recovery_of_many_sessions_at_once_ends_each_run_once_in_session_order()
     let again = restarted.recover_interrupted_sessions().expect("again");
     assert!(again.recovered.is_empty(), "{:?}", again.recovered);
 }
+
+/// MAKA-MODEL §12: an unreadable run is skipped and reported, never ended over its damage, and
+/// the file still names it for the next recovery; the other sessions' runs are ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_with_a_damaged_record_is_skipped_and_the_others_are_ended() {
+    let (_t, storage) = support::temp_root();
+    {
+        let owner = support::owner(&storage);
+        let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+        let manager = manager_over(&stores);
+        manager
+            .recover_interrupted_sessions()
+            .expect("make the file");
+        for id in ["damaged", "sound"] {
+            manager
+                .create_session(json!({"id": id, "backend": "fake", "model": "m"}))
+                .expect("session");
+            leave_waiting(&manager, id).await;
+        }
+        drop(manager);
+        let stores = Arc::try_unwrap(stores)
+            .map_err(|_| "shared")
+            .expect("the only holder");
+        stores.close().expect("close: the sidecars cover the logs");
+    }
+    // One byte of the damaged session's run_started run event, under its sidecar's cover.
+    let segment = support::segment_paths(&storage.describe_root(), "damaged")[0].clone();
+    let mut bytes = std::fs::read(&segment).expect("segment");
+    let at = bytes
+        .windows(b"run_started".len())
+        .position(|w| w == b"run_started")
+        .expect("the run event");
+    bytes[at + 4] ^= 0x20;
+    std::fs::write(&segment, bytes).expect("damage");
+
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let report = manager_over(&stores)
+        .recover_interrupted_sessions()
+        .expect("recover");
+    let ended: Vec<&str> = report
+        .recovered
+        .iter()
+        .map(|r| r.session_id.as_str())
+        .collect();
+    assert_eq!(ended, ["sound"]);
+    assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
+    assert!(
+        report.skipped[0].0.starts_with("damaged/"),
+        "{:?}",
+        report.skipped
+    );
+    assert_eq!(
+        makalog::runtime::read_open_runs(&*storage).expect("read"),
+        makalog::runtime::Listing::Open(vec![
+            (
+                "damaged".into(),
+                stores.runs.list_session_runs("damaged").expect("runs")[0]
+                    .run_id()
+                    .to_owned()
+            ),
+            (
+                "sound".into(),
+                stores.runs.list_session_runs("sound").expect("runs")[0]
+                    .run_id()
+                    .to_owned()
+            ),
+        ]),
+        "not emptied while a run is left: the next recovery visits it again"
+    );
+}

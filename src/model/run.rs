@@ -236,12 +236,10 @@ impl RunEvent {
 
     /// True for run_completed, run_failed and run_cancelled: a run gets exactly one.
     pub fn is_terminal(&self) -> bool {
-        RunEvent::is_terminal_type(self.event_type())
-    }
-
-    /// Whether a run event of type `event_type` ends its run.
-    pub fn is_terminal_type(event_type: &str) -> bool {
-        matches!(event_type, "run_completed" | "run_failed" | "run_cancelled")
+        matches!(
+            self.event_type(),
+            "run_completed" | "run_failed" | "run_cancelled"
+        )
     }
 }
 

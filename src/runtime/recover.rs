@@ -58,7 +58,7 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
     let events = stores
         .runtime_events
         .read_immutable_runtime_events(session_id, run_id)?;
-    let run_event_types = stores.runs.run_event_types(session_id, run_id)?;
+    let run_events = stores.runs.read_events(session_id, run_id)?;
     let turn_id = run.value()["turnId"]
         .as_str()
         .unwrap_or_default()
@@ -70,15 +70,15 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
     let (terminal, reason, extras) = match stored_terminal {
         Some(t) => (t, "runtime_event_terminal_fact".to_owned(), None),
         None => {
-            let corrupt = run_event_types.iter().any(|t| t == "event_corrupt");
-            let last = run_event_types
+            let corrupt = run_events
+                .iter()
+                .any(|(_, e)| e.event_type() == "event_corrupt");
+            let last = run_events
                 .iter()
                 .rev()
-                .map(String::as_str)
+                .map(|(_, e)| e.event_type())
                 .find(|t| *t != "event_corrupt");
-            let has_terminal = run_event_types
-                .iter()
-                .any(|t| crate::model::RunEvent::is_terminal_type(t));
+            let has_terminal = run_events.iter().any(|(_, e)| e.is_terminal());
             let reason = recovery_reason(run.status(), last, has_terminal);
             let mut d = Map::new();
             d.insert("recoveryReason".into(), json!(reason));
