@@ -25,7 +25,8 @@ pub fn cores() -> usize {
 
 /// `f` of consecutive ranges that cover `0..n` in order, with their results in order: as many
 /// ranges as `threads`, run at once (the first on the calling thread), but none shorter than
-/// `min_each`; one range, on the calling thread, when `n` is too small to share.
+/// `min_each`; one range, on the calling thread, when `n` is too small to share. A range whose
+/// thread cannot be started (a thread limit) runs on the calling thread after the first.
 pub fn map_ranges<R: Send>(
     threads: usize,
     n: usize,
@@ -38,14 +39,21 @@ pub fn map_ranges<R: Send>(
     std::thread::scope(|scope| {
         let f = &f;
         let others: Vec<_> = (1..parts)
-            .map(|i| scope.spawn(move || f(range(i))))
+            .map(|i| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, move || f(range(i)))
+                    .map_err(|_| i)
+            })
             .collect();
         let mut out = Vec::with_capacity(parts);
         out.push(f(range(0)));
         // A range whose thread panicked panics here, as `scope` would.
-        out.extend(others.into_iter().map(|h| match h.join() {
-            Ok(r) => r,
-            Err(panic) => std::panic::resume_unwind(panic),
+        out.extend(others.into_iter().map(|started| match started {
+            Ok(thread) => match thread.join() {
+                Ok(r) => r,
+                Err(panic) => std::panic::resume_unwind(panic),
+            },
+            Err(i) => f(range(i)),
         }));
         debug_assert_eq!(out.len(), parts);
         out
