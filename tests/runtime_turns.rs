@@ -165,8 +165,8 @@ async fn a_turn_is_written_in_the_order_of_section_12_and_streams_the_echo() {
     assert_eq!(header.value()["hasUnread"], json!(true));
 }
 
-/// The caller is handed an event once what it means is written: the text fact and its message
-/// are in the log (durable: each fact's batch is synced before it is handed on) when the caller
+/// The caller is handed a fact's event once the fact is durable: the text fact and its message
+/// are in the log (each fact's batch is synced before its event is handed on) when the caller
 /// sees the completed text. On two threads, so the caller reads the log while the stream task
 /// goes on: a stream that handed events on before writing them fails this most times (two of
 /// three runs against the stream before this rule).

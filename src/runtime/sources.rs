@@ -24,9 +24,9 @@ impl Sources {
 
     /// The system clock, and ids of 32 hex digits: 16 from a digest (SHA-256) of the process,
     /// the time of the first call and a counter's address, so two processes never agree, then
-    /// 16 from the process's counter through a bijective mix, so no two ids of a process agree
-    /// and none is cheaper to guess from the last. One digest a process, not one an id: a turn
-    /// takes an id for every streamed event.
+    /// 16 from the process's counter through a bijective mix, so no two ids of a process agree.
+    /// One digest a process, not one an id: a turn takes an id for every streamed event. The
+    /// ids are unique, not secret: the mix is invertible, so one id tells the next.
     pub fn system() -> Sources {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let seed = format!(

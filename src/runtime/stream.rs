@@ -1,8 +1,9 @@
 //! A turn's stream and its end (MAKA-MODEL §12, steps 7–8): every backend event goes to the
-//! caller once what it means is written; deltas are coalesced into buffered partial events;
-//! facts (text, tool calls and results, errors) are appended durably and fail-open; then the
-//! terminal commit, the final `turn_state` and the session header. A stream that ends without a
-//! terminal event gets a synthetic one (`missing_terminal_event`).
+//! caller; deltas are coalesced into buffered partial events (a delta is handed on at once);
+//! facts (text, tool calls and results, errors) are appended durably and fail-open, and handed
+//! on once durable; then, after the stream, the terminal commit, the final `turn_state` and
+//! the session header. A stream that ends without a terminal event gets a synthetic one
+//! (`missing_terminal_event`).
 
 use super::batch::Batch;
 use super::begin::{run_event, runtime_event, Begun};
@@ -55,9 +56,9 @@ pub(super) async fn run(
         if terminal.is_none() {
             terminal = w.apply(&event, &abort_source);
         }
-        // The caller sees an event once what it means is written (a fact, durable), and takes
-        // it whole, uncopied. A caller that stopped listening ends nothing: the turn is still
-        // written.
+        // Handed on after `apply`, so a fact reaches the caller once durable (a delta at once,
+        // the end before its commit, which follows the stream), whole and uncopied. A caller
+        // that stopped listening ends nothing: the turn is still written.
         let _ = to_caller.send(event).await;
     }
     w.flush();
