@@ -281,6 +281,35 @@ fn a_long_read_shared_by_threads_keeps_append_order() {
         ids(read_only.read_messages("long", Some("t3")).expect("turn")),
         turn
     );
+    // Damage in both halves: the refusal is the first one in append order, as on one thread.
+    let records = support::read_all(&*storage, "long").expect("records");
+    let frame_of = |id: &str| {
+        let needle = format!("\"id\":\"{id}\"");
+        records
+            .iter()
+            .find(|r| String::from_utf8_lossy(&r.payload).contains(&needle))
+            .map(|r| (r.file.clone(), r.offset))
+            .expect("the message's frame")
+    };
+    let root = storage.describe_root();
+    for id in ["m3000", "m100"] {
+        let (file, offset) = frame_of(id);
+        let path = root.join(&file);
+        let mut bytes = std::fs::read(&path).expect("segment");
+        let text = format!("text of {id}\"");
+        let at = bytes
+            .windows(text.len())
+            .position(|w| w == text.as_bytes())
+            .expect("the text");
+        assert!(at as u64 > offset, "inside the frame");
+        bytes[at] ^= 0x20;
+        std::fs::write(&path, bytes).expect("damage");
+    }
+    let (_, first) = frame_of("m100");
+    match read_only.read_messages("long", None) {
+        Err(Error::Corrupt { offset, .. }) => assert_eq!(offset, first, "m100's frame"),
+        other => panic!("{other:?}"),
+    }
 }
 
 /// The owner's list_sessions answers from a catalog of headers built on first use: every

@@ -275,8 +275,9 @@ fn list_with(
 const MESSAGES_A_THREAD: usize = 2_048;
 
 /// The messages `state` places, read back from the session's segments. A long read is shared
-/// by the cores, a consecutive part each; the answer, and the first refusal in append order if
-/// any, are what one thread reading them all would give.
+/// by the cores, a consecutive part each; the answer, and the first damaged or refused message
+/// in append order if any, are what one thread reading them all would give (a failed read of
+/// the file itself is reported by the part that met it, in the parts' order).
 fn messages_of(
     storage: &dyn Storage,
     session_id: &str,

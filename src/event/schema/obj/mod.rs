@@ -336,22 +336,38 @@ mod tests {
     }
 
     #[test]
-    fn an_object_of_many_members_is_read_by_the_same_rules() {
+    fn objects_at_and_past_the_inline_bound_are_read_by_the_same_rules() {
         const KEYS: [&str; 20] = [
             "k00", "k01", "k02", "k03", "k04", "k05", "k06", "k07", "k08", "k09", "k10", "k11",
             "k12", "k13", "k14", "k15", "k16", "k17", "k18", "k19",
         ];
-        let value: Value = KEYS.iter().map(|k| (k.to_string(), json!(1))).collect();
-        let all = |o: &mut Obj| KEYS.iter().try_for_each(|k| o.number(k).map(drop));
-        let decoded = decode_object(&value, &Path::root(), all).unwrap();
-        assert!(matches!(&decoded, Cow::Borrowed(v) if std::ptr::eq(*v, &value)));
-        let mut more = value.clone();
-        more["zz"] = json!(2);
-        let err = decode_object(&more, &Path::root(), all).unwrap_err();
-        assert!(err.to_string().contains("zz"), "{err}");
-        let but_one = |o: &mut Obj| KEYS[1..].iter().try_for_each(|k| o.number(k).map(drop));
-        let err = decode_object(&value, &Path::root(), but_one).unwrap_err();
-        assert!(err.to_string().contains("k00"), "{err}");
+        // 15 and 16 members are scanned inline (16 plus an unknown key is not), 17 and 20 are not.
+        for n in [15, 16, 17, 20] {
+            let keys = &KEYS[..n];
+            let value: Value = keys.iter().map(|k| (k.to_string(), json!(1))).collect();
+            let all = |o: &mut Obj| keys.iter().try_for_each(|k| o.number(k).map(drop));
+            let decoded = decode_object(&value, &Path::root(), all).unwrap();
+            assert!(
+                matches!(&decoded, Cow::Borrowed(v) if std::ptr::eq(*v, &value)),
+                "{n}"
+            );
+            let mut more = value.clone();
+            more["zz"] = json!(2);
+            let err = decode_object(&more, &Path::root(), all).unwrap_err();
+            assert!(err.to_string().contains("zz"), "{n}: {err}");
+            let but_last =
+                |o: &mut Obj| keys[..n - 1].iter().try_for_each(|k| o.number(k).map(drop));
+            let err = decode_object(&value, &Path::root(), but_last).unwrap_err();
+            assert!(err.to_string().contains(keys[n - 1]), "{n}: {err}");
+            let dropped = |o: &mut Obj| {
+                keys[1..].iter().try_for_each(|k| o.number(k).map(drop))?;
+                o.raw(keys[0]);
+                Ok(())
+            };
+            let kept = decode_object(&value, &Path::root(), dropped).unwrap();
+            assert!(matches!(kept, Cow::Owned(_)), "{n}");
+            assert_eq!(kept.as_object().map(|m| m.len()), Some(n - 1), "{n}");
+        }
     }
 
     #[test]
