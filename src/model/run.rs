@@ -236,10 +236,12 @@ impl RunEvent {
 
     /// True for run_completed, run_failed and run_cancelled: a run gets exactly one.
     pub fn is_terminal(&self) -> bool {
-        matches!(
-            self.event_type(),
-            "run_completed" | "run_failed" | "run_cancelled"
-        )
+        RunEvent::is_terminal_type(self.event_type())
+    }
+
+    /// Whether a run event of type `event_type` ends its run.
+    pub fn is_terminal_type(event_type: &str) -> bool {
+        matches!(event_type, "run_completed" | "run_failed" | "run_cancelled")
     }
 }
 

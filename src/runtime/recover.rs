@@ -55,10 +55,13 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
     // Opened for writing once (the commit below needs it): every read after answers from the
     // session's view in memory instead of reading its files again.
     stores.runtime_events.open_session_now(session_id)?;
+    // This reads every frame of the session's log, each checked by its CRC: a run whose records
+    // are damaged fails here and is skipped (§12), so the run events' types can come from the
+    // view without reading them back again.
     let events = stores
         .runtime_events
         .read_immutable_runtime_events(session_id, run_id)?;
-    let run_events = stores.runs.read_events(session_id, run_id)?;
+    let run_event_types = stores.runs.run_event_types(session_id, run_id)?;
     let turn_id = run.value()["turnId"]
         .as_str()
         .unwrap_or_default()
@@ -70,15 +73,15 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
     let (terminal, reason, extras) = match stored_terminal {
         Some(t) => (t, "runtime_event_terminal_fact".to_owned(), None),
         None => {
-            let corrupt = run_events
-                .iter()
-                .any(|(_, e)| e.event_type() == "event_corrupt");
-            let last = run_events
+            let corrupt = run_event_types.iter().any(|t| t == "event_corrupt");
+            let last = run_event_types
                 .iter()
                 .rev()
-                .map(|(_, e)| e.event_type())
+                .map(String::as_str)
                 .find(|t| *t != "event_corrupt");
-            let has_terminal = run_events.iter().any(|(_, e)| e.is_terminal());
+            let has_terminal = run_event_types
+                .iter()
+                .any(|t| crate::model::RunEvent::is_terminal_type(t));
             let reason = recovery_reason(run.status(), last, has_terminal);
             let mut d = Map::new();
             d.insert("recoveryReason".into(), json!(reason));

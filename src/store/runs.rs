@@ -102,6 +102,18 @@ impl AgentRunStore {
         Ok((RunHeader::decode(&header)?, ended))
     }
 
+    /// The types of a run's events in sequence order, from the session's view, with no event
+    /// read back: what recovery's rule table asks of them.
+    pub(crate) fn run_event_types(&self, session_id: &str, run_id: &str) -> Result<Vec<String>> {
+        self.events
+            .with_session_state(session_id, |s| {
+                s.runs
+                    .get(run_id)
+                    .map(|r| r.events.iter().map(|e| e.event_type.clone()).collect())
+            })?
+            .ok_or_else(|| not_found(session_id, run_id))
+    }
+
     /// The session's runs, by `createdAt`, then run id.
     pub fn list_session_runs(&self, session_id: &str) -> Result<Vec<RunHeader>> {
         self.events.with_session_state(session_id, runs_of)?
