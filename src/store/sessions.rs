@@ -121,10 +121,17 @@ impl SessionStore {
         session_id: &str,
         turn_id: Option<&str>,
     ) -> Result<Vec<StoredMessage>> {
+        // Only the wanted entries are copied out of the view: a turn's messages of a long
+        // session cost what they hold.
         let placed = self
             .events
             .with_session_state(session_id, |s| SessionState {
-                messages: s.messages.clone(),
+                messages: s
+                    .messages
+                    .iter()
+                    .filter(|m| in_turn(m, turn_id))
+                    .cloned()
+                    .collect(),
                 ..SessionState::default()
             })?;
         messages_of(self.events.storage(), session_id, &placed, turn_id)
@@ -270,6 +277,11 @@ fn list_with(
     Ok(headers)
 }
 
+/// Whether message `m` is one of turn `turn_id`'s, or any when no turn is asked for.
+fn in_turn(m: &MessageEntry, turn_id: Option<&str>) -> bool {
+    turn_id.is_none_or(|t| m.turn_id.as_deref() == Some(t))
+}
+
 /// Fewer messages than this a core are read on one thread: below it, starting threads costs
 /// more than decoding shares.
 const MESSAGES_A_THREAD: usize = 2_048;
@@ -284,8 +296,11 @@ fn messages_of(
     state: &SessionState,
     turn_id: Option<&str>,
 ) -> Result<Vec<StoredMessage>> {
-    let wanted = |m: &&MessageEntry| turn_id.is_none_or(|t| m.turn_id.as_deref() == Some(t));
-    let at: Vec<&MessageEntry> = state.messages.iter().filter(wanted).collect();
+    let at: Vec<&MessageEntry> = state
+        .messages
+        .iter()
+        .filter(|m| in_turn(m, turn_id))
+        .collect();
     let threads = match storage.deterministic() {
         true => 1,
         false => crate::parallel::cores(),
