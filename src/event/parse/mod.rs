@@ -7,9 +7,12 @@
 //! `str::parse::<f64>`, like JavaScript. Repeated keys keep the last value, as `JSON.parse` does.
 
 use super::error::EventError;
-use super::number;
-use super::path::Path;
 use serde_json::{Map, Value};
+
+mod fail;
+mod scalars;
+
+use fail::{Fail, Segment, Why};
 
 /// The deepest nesting of arrays and objects accepted, so hostile input cannot exhaust the stack.
 pub const MAX_DEPTH: usize = 256;
@@ -30,53 +33,6 @@ pub(crate) fn parse(text: &str) -> Result<Value, EventError> {
             .into_error());
     }
     Ok(value)
-}
-
-enum Segment {
-    Key(String),
-    Index(usize),
-}
-
-/// A refusal on its way out: the path it happened at is gathered as it leaves each object and
-/// array (innermost first), so reading a valid text spends nothing on paths.
-struct Fail {
-    inside: Vec<Segment>,
-    why: Why,
-}
-
-enum Why {
-    Invalid(String),
-    LoneSurrogate,
-}
-
-impl Fail {
-    fn new(why: Why) -> Fail {
-        Fail {
-            inside: Vec::new(),
-            why,
-        }
-    }
-
-    fn within(mut self, segment: Segment) -> Fail {
-        self.inside.push(segment);
-        self
-    }
-
-    fn into_error(self) -> EventError {
-        let field = self
-            .inside
-            .iter()
-            .rev()
-            .fold(Path::root(), |path, segment| match segment {
-                Segment::Key(key) => path.key(key),
-                Segment::Index(index) => path.index(*index),
-            })
-            .render();
-        match self.why {
-            Why::Invalid(why) => EventError::Invalid { field, why },
-            Why::LoneSurrogate => EventError::LoneSurrogate { field },
-        }
-    }
 }
 
 struct Parser<'a> {
@@ -209,185 +165,12 @@ impl Parser<'_> {
             Err(self.syntax("unexpected character"))
         }
     }
-
-    fn digits(&mut self) -> usize {
-        let start = self.pos;
-        while matches!(self.peek(), Some(b'0'..=b'9')) {
-            self.pos += 1;
-        }
-        self.pos - start
-    }
-
-    fn number(&mut self) -> Result<Value, Fail> {
-        let start = self.pos;
-        if self.peek() == Some(b'-') {
-            self.pos += 1;
-        }
-        match self.peek() {
-            Some(b'0') => self.pos += 1,
-            Some(b'1'..=b'9') => {
-                self.digits();
-            }
-            _ => return Err(self.syntax("invalid number")),
-        }
-        if self.peek() == Some(b'.') {
-            self.pos += 1;
-            if self.digits() == 0 {
-                return Err(self.syntax("invalid number"));
-            }
-        }
-        if matches!(self.peek(), Some(b'e' | b'E')) {
-            self.pos += 1;
-            if matches!(self.peek(), Some(b'+' | b'-')) {
-                self.pos += 1;
-            }
-            if self.digits() == 0 {
-                return Err(self.syntax("invalid number"));
-            }
-        }
-        let text = self.text.get(start..self.pos).unwrap_or_default();
-        if let Some(n) = small_integer(text) {
-            return Ok(Value::Number(n));
-        }
-        let parsed: f64 = text.parse().map_err(|_| self.syntax("invalid number"))?;
-        match number::from_f64(parsed) {
-            Some(n) => Ok(Value::Number(n)),
-            None => Err(Fail::new(Why::Invalid(
-                "number overflows to Infinity".to_string(),
-            ))),
-        }
-    }
-
-    /// Reads a string starting at its opening quote.
-    fn string(&mut self) -> Result<String, Fail> {
-        self.pos += 1;
-        // Most strings hold no escape: the run up to the closing quote is taken whole.
-        let run = self
-            .rest()
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-            .unwrap_or(self.bytes.len() - self.pos);
-        let mut start = self.pos;
-        self.pos += run;
-        if self.peek() == Some(b'"') {
-            // The quote is ASCII, so the slice ends on a character boundary.
-            let out = self
-                .text
-                .get(start..self.pos)
-                .unwrap_or_default()
-                .to_owned();
-            self.pos += 1;
-            return Ok(out);
-        }
-        let mut out = String::new();
-        loop {
-            let Some(byte) = self.peek() else {
-                return Err(self.syntax("unterminated string"));
-            };
-            match byte {
-                b'"' | b'\\' => {
-                    // Both are ASCII, so the slice ends on a character boundary.
-                    out.push_str(self.text.get(start..self.pos).unwrap_or_default());
-                    self.pos += 1;
-                    if byte == b'"' {
-                        return Ok(out);
-                    }
-                    self.escape(&mut out)?;
-                    start = self.pos;
-                }
-                0x00..=0x1f => return Err(self.syntax("control character in string")),
-                _ => self.pos += 1,
-            }
-        }
-    }
-
-    fn escape(&mut self, out: &mut String) -> Result<(), Fail> {
-        let Some(byte) = self.peek() else {
-            return Err(self.syntax("unterminated string"));
-        };
-        self.pos += 1;
-        let c = match byte {
-            b'"' => '"',
-            b'\\' => '\\',
-            b'/' => '/',
-            b'b' => '\u{8}',
-            b'f' => '\u{c}',
-            b'n' => '\n',
-            b'r' => '\r',
-            b't' => '\t',
-            b'u' => self.unicode_escape()?,
-            _ => return Err(self.syntax("invalid escape")),
-        };
-        out.push(c);
-        Ok(())
-    }
-
-    /// The character of a `\uXXXX` escape (after the `u`), joining a surrogate pair; a surrogate
-    /// without its partner is refused, since a Rust string cannot hold it.
-    fn unicode_escape(&mut self) -> Result<char, Fail> {
-        let unit = self.hex4()?;
-        if (0xDC00..=0xDFFF).contains(&unit) {
-            return Err(self.lone_surrogate());
-        }
-        if (0xD800..=0xDBFF).contains(&unit) {
-            if !self.rest().starts_with(b"\\u") {
-                return Err(self.lone_surrogate());
-            }
-            self.pos += 2;
-            let low = self.hex4()?;
-            if !(0xDC00..=0xDFFF).contains(&low) {
-                return Err(self.lone_surrogate());
-            }
-            let code = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
-            return char::from_u32(code).ok_or_else(|| self.lone_surrogate());
-        }
-        char::from_u32(unit).ok_or_else(|| self.lone_surrogate())
-    }
-
-    fn lone_surrogate(&self) -> Fail {
-        Fail::new(Why::LoneSurrogate)
-    }
-
-    fn hex4(&mut self) -> Result<u32, Fail> {
-        let mut unit = 0u32;
-        for _ in 0..4 {
-            let digit = match self.peek() {
-                Some(b @ b'0'..=b'9') => b - b'0',
-                Some(b @ b'a'..=b'f') => b - b'a' + 10,
-                Some(b @ b'A'..=b'F') => b - b'A' + 10,
-                _ => return Err(self.syntax("invalid \\u escape")),
-            };
-            unit = unit * 16 + u32::from(digit);
-            self.pos += 1;
-        }
-        Ok(unit)
-    }
-}
-
-/// The number an integer literal of at most 15 digits reads as, without going through `f64`:
-/// below 10^15 < 2^53 every such integer is a double exactly, so this is what
-/// [`number::from_f64`] makes of it (`-0` reads as `0`). `None` for any other literal.
-fn small_integer(text: &str) -> Option<serde_json::Number> {
-    let (negative, digits) = match text.strip_prefix('-') {
-        Some(digits) => (true, digits),
-        None => (false, text),
-    };
-    if digits.is_empty() || digits.len() > 15 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let magnitude = digits
-        .bytes()
-        .fold(0u64, |n, b| n * 10 + u64::from(b - b'0'));
-    Some(if negative && magnitude != 0 {
-        serde_json::Number::from(-(magnitude as i64))
-    } else {
-        serde_json::Number::from(magnitude)
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::number;
     use serde_json::json;
 
     #[test]
