@@ -7,7 +7,7 @@
 use super::runtime_events::RuntimeEventStore;
 use crate::error::{Error, Result};
 use crate::format::RecordKind;
-use crate::index::SessionState;
+use crate::index::{SessionState, StoredAt};
 use crate::model::{RunEvent, RunHeader};
 use crate::segment::FramesAt;
 use serde_json::Value;
@@ -79,11 +79,7 @@ impl AgentRunStore {
 
     /// The run's latest header; [`Error::NotFound`] when the session has no such run.
     pub fn read_run(&self, session_id: &str, run_id: &str) -> Result<RunHeader> {
-        let header = self
-            .events
-            .with_session_state(session_id, |s| s.runs.get(run_id).map(|r| r.header.clone()))?
-            .ok_or_else(|| not_found(session_id, run_id))?;
-        RunHeader::decode(&header)
+        self.read_run_ended(session_id, run_id).map(|(run, _)| run)
     }
 
     /// The run's header, and whether one of its run events is terminal (run_completed,
@@ -229,23 +225,10 @@ fn run_events_at(
     session_id: &str,
     events: &[crate::index::RunEventEntry],
 ) -> Result<Vec<(u64, RunEvent)>> {
-    let positions: Vec<(u64, u64, u64)> = events
-        .iter()
-        .map(|e| (e.at.ordinal, e.at.offset, e.at.record_seq))
-        .collect();
-    let mut out = Vec::with_capacity(events.len());
-    frames.each_payload(&positions, |seq, payload| {
-        let text = std::str::from_utf8(payload).map_err(|_| {
-            Error::corrupt(
-                crate::segment::layout::session_dir(session_id),
-                events[seq].at.offset,
-                "run event is not UTF-8",
-            )
-        })?;
-        out.push((seq as u64, RunEvent::decode(text)?));
-        Ok(())
-    })?;
-    Ok(out)
+    let at: Vec<StoredAt> = events.iter().map(|e| e.at).collect();
+    let decoded =
+        super::stored::decoded_at(frames, session_id, &at, "run event", RunEvent::decode)?;
+    Ok((0u64..).zip(decoded).collect())
 }
 
 /// The precondition of a new run: the session has no run with its id yet.

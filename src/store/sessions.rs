@@ -10,9 +10,9 @@ use super::runtime_events::RuntimeEventStore;
 use crate::claims::ClaimsLog;
 use crate::error::{Error, Result};
 use crate::format::RecordKind;
-use crate::index::{MessageEntry, SessionState};
+use crate::index::{MessageEntry, SessionState, StoredAt};
 use crate::model::{SessionHeader, StoredMessage};
-use crate::segment::layout::{session_dir, SESSIONS_DIR};
+use crate::segment::layout::SESSIONS_DIR;
 use crate::segment::FramesAt;
 use crate::storage::{EntryKind, Storage};
 use serde_json::Value;
@@ -122,7 +122,7 @@ impl SessionStore {
         turn_id: Option<&str>,
     ) -> Result<Vec<StoredMessage>> {
         // Only the wanted entries are copied out of the view: a turn's messages of a long
-        // session cost what they hold.
+        // session cost what they hold (`placed` holds no other turn's).
         let placed = self
             .events
             .with_session_state(session_id, |s| SessionState {
@@ -134,7 +134,7 @@ impl SessionStore {
                     .collect(),
                 ..SessionState::default()
             })?;
-        messages_of(self.events.storage(), session_id, &placed, turn_id)
+        messages_of(self.events.storage(), session_id, &placed, None)
     }
 
     /// Every session's latest header, ordered by `createdAt` then id; each from its view, whose
@@ -301,10 +301,7 @@ fn messages_of(
         .iter()
         .filter(|m| in_turn(m, turn_id))
         .collect();
-    let threads = match storage.deterministic() {
-        true => 1,
-        false => crate::parallel::cores(),
-    };
+    let threads = crate::parallel::threads_for(storage, crate::parallel::cores());
     let parts = crate::parallel::map_ranges(threads, at.len(), MESSAGES_A_THREAD, |range| {
         decode_messages(storage, session_id, &at[range])
     });
@@ -321,21 +318,13 @@ fn decode_messages(
     session_id: &str,
     at: &[&MessageEntry],
 ) -> Result<Vec<StoredMessage>> {
-    let positions: Vec<(u64, u64, u64)> = at
-        .iter()
-        .map(|m| (m.at.ordinal, m.at.offset, m.at.record_seq))
-        .collect();
-    let mut out = Vec::with_capacity(at.len());
-    FramesAt::new(storage, session_id).each_payload(&positions, |i, payload| {
-        let text = std::str::from_utf8(payload).map_err(|_| {
-            Error::corrupt(
-                session_dir(session_id),
-                at[i].at.offset,
-                "message is not UTF-8",
-            )
-        })?;
-        out.push(StoredMessage::decode(text)?);
-        Ok(())
-    })?;
-    Ok(out)
+    let at: Vec<StoredAt> = at.iter().map(|m| m.at).collect();
+    let mut frames = FramesAt::new(storage, session_id);
+    super::stored::decoded_at(
+        &mut frames,
+        session_id,
+        &at,
+        "message",
+        StoredMessage::decode,
+    )
 }

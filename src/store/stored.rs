@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
 use crate::format::RecordKind;
-use crate::index::{EventFacts, IdEntry};
+use crate::index::{EventFacts, IdEntry, StoredAt};
 use crate::segment::{FramesAt, SessionReader};
 use crate::storage::Storage;
 use std::collections::HashMap;
@@ -23,6 +23,35 @@ pub(crate) fn stored_event(
         .and_then(|json| EventFacts::peek(json).ok())
         .is_some_and(|f| f.id == id);
     Ok(same.then_some(bytes))
+}
+
+/// The records stored `at`, read back in order and each decoded by `decode`; one that is not
+/// UTF-8 is damage named by its frame's offset. A span of frames in one segment is read once,
+/// its payloads lent to `decode` uncopied ([`FramesAt::each_payload`]).
+pub(super) fn decoded_at<T>(
+    frames: &mut FramesAt<'_>,
+    session_id: &str,
+    at: &[StoredAt],
+    what: &str,
+    decode: impl Fn(&str) -> Result<T>,
+) -> Result<Vec<T>> {
+    let positions: Vec<(u64, u64, u64)> = at
+        .iter()
+        .map(|a| (a.ordinal, a.offset, a.record_seq))
+        .collect();
+    let mut out = Vec::with_capacity(at.len());
+    frames.each_payload(&positions, |i, payload| {
+        let text = std::str::from_utf8(payload).map_err(|_| {
+            Error::corrupt(
+                crate::segment::layout::session_dir(session_id),
+                at[i].offset,
+                format!("{what} is not UTF-8"),
+            )
+        })?;
+        out.push(decode(text)?);
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 /// The runtime event a record holds; damage, named by file and offset, if it does not decode.
