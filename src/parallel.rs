@@ -2,6 +2,7 @@
 //! on more threads than cores when it mostly waits (recovery at start): each item handed to the
 //! next free thread, the results given back in the items' order.
 
+use crate::storage::Storage;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -10,6 +11,15 @@ use std::sync::Mutex;
 /// (at most 8).
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     map_on(cores(), items, f)
+}
+
+/// How many threads work over `storage` may use: `wanted`, or one on a storage that must
+/// replay exactly ([`Storage::deterministic`], the simulated disk), so a seed replays one order.
+pub fn threads_for(storage: &dyn Storage, wanted: usize) -> usize {
+    match storage.deterministic() {
+        true => 1,
+        false => wanted,
+    }
 }
 
 /// How many cores the machine has, at most 8. Asked of the system once a process: the answer
@@ -60,23 +70,28 @@ pub fn map_ranges<R: Send>(
     })
 }
 
-/// `f` of every item, in order, computed on up to `threads` threads: for work that mostly
-/// waits (on a sync), more threads than cores.
+/// `f` of every item, in order, computed on up to `threads` threads, the calling thread one of
+/// them: for work that mostly waits (on a sync), more threads than cores.
 pub fn map_on<T: Sync, R: Send>(threads: usize, items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let threads = threads.clamp(1, items.len().max(1));
     let next = AtomicUsize::new(0);
     let out: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                let r = f(item);
-                if let Ok(mut out) = out.lock() {
-                    out[i] = Some(r);
-                }
-            });
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(item) = items.get(i) else { break };
+        let r = f(item);
+        if let Ok(mut out) = out.lock() {
+            out[i] = Some(r);
         }
+    };
+    let work = &work;
+    std::thread::scope(|scope| {
+        // The calling thread works too: every item is done even when no other thread can be
+        // started (a thread limit), only on fewer threads.
+        for _ in 1..threads {
+            let _ = std::thread::Builder::new().spawn_scoped(scope, work);
+        }
+        work();
     });
     // A thread that panicked made `scope` panic above, so every slot is filled.
     let out: Vec<R> = out

@@ -71,10 +71,7 @@ impl SessionManager {
         // Sessions are independent: each is ended on its own, in its own order, and many at
         // once, so their syncs overlap. The report keeps the sessions' order. On a simulated
         // disk one at a time, so a crash scenario's seed replays the same writes and ids.
-        let workers = match storage.deterministic() {
-            true => 1,
-            false => RECOVERY_WORKERS,
-        };
+        let workers = crate::parallel::threads_for(storage, RECOVERY_WORKERS);
         let visits = crate::parallel::map_on(workers, &sessions, |(id, listed)| {
             self.visit(id, listed.as_ref())
         });
