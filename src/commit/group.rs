@@ -147,21 +147,6 @@ impl<T, S: Sink> GroupCommit<T, S> {
         lock(&self.state).synced
     }
 
-    /// Waits, without leading a flush, until `seq` is durable: for readers that must see only
-    /// durable records while the appender of `seq` is itself waiting for its sync.
-    pub fn wait_synced(&self, seq: u64) -> Result<()> {
-        let mut st = lock(&self.state);
-        loop {
-            if let Some(file) = &st.poisoned {
-                return Err(Error::Poisoned { file: file.clone() });
-            }
-            if st.synced >= seq {
-                return Ok(());
-            }
-            st = self.flushed.wait(st).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
     /// The sequence number the next record will get.
     pub fn next_seq(&self) -> u64 {
         lock(&self.state).next_seq()

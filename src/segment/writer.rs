@@ -232,12 +232,6 @@ impl SegmentWriter {
         self.commit.durable_seq()
     }
 
-    /// Waits, without writing anything, until record `seq` is durable; the caller knows its
-    /// appender is waiting for that sync (a durable append in flight).
-    pub fn wait_synced(&self, seq: u64) -> Result<()> {
-        self.commit.wait_synced(seq)
-    }
-
     /// Syncs everything pending, cuts the zeros after the data and makes that durable, and
     /// closes the writer, reporting any failure: a cleanly closed session holds no preallocated
     /// space.

@@ -43,7 +43,7 @@ impl RuntimeEventStore {
             Reading::Files => u64::MAX,
             Reading::Open(s) => {
                 let upto = lock(&s.state).fact_seq;
-                s.writer.wait_synced(upto)?;
+                s.writer.wait_durable(upto)?;
                 upto
             }
         };
@@ -65,7 +65,7 @@ impl RuntimeEventStore {
             }
             (st.listed.clone().unwrap_or_default(), st.fact_seq)
         };
-        session.writer.wait_synced(upto)?;
+        session.writer.wait_durable(upto)?;
         Ok(listed)
     }
 

@@ -274,11 +274,33 @@ impl RuntimeEventStore {
 
     /// What `read` takes from the session records' state of `session_id`: its live view's when
     /// it is open here (read under its lock, without copying the state, and returned once what
-    /// the view shows is durable), its files' otherwise (nothing written).
+    /// the view shows is durable: a read of facts queued by an appender that has not waited yet
+    /// leads their sync), its files' otherwise (nothing written).
     pub(super) fn with_session_state<T>(
         &self,
         session_id: &str,
         read: impl FnOnce(&crate::index::SessionState) -> T,
+    ) -> Result<T> {
+        self.session_state(session_id, read, true)
+    }
+
+    /// [`RuntimeEventStore::with_session_state`] without waiting for what the view shows to be
+    /// durable: for a writer whose records follow what it reads in the same log. A crash keeps
+    /// a prefix of the log, so what it writes never outlives what it read, and one sync then
+    /// covers both.
+    pub(crate) fn with_queued_state<T>(
+        &self,
+        session_id: &str,
+        read: impl FnOnce(&crate::index::SessionState) -> T,
+    ) -> Result<T> {
+        self.session_state(session_id, read, false)
+    }
+
+    fn session_state<T>(
+        &self,
+        session_id: &str,
+        read: impl FnOnce(&crate::index::SessionState) -> T,
+        wait: bool,
     ) -> Result<T> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
         if let Some(open) = self.open_for_reading(session_id)? {
@@ -286,7 +308,9 @@ impl RuntimeEventStore {
                 let st = lock(&open.state);
                 (read(&st.view.session), st.fact_seq)
             };
-            open.writer.wait_synced(upto)?;
+            if wait {
+                open.writer.wait_durable(upto)?;
+            }
             return Ok(answer);
         }
         Ok(read(&super::read_view::read_only_state(

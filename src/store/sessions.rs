@@ -98,6 +98,13 @@ impl SessionStore {
         self.events.with_session_state(session_id, header_of)?
     }
 
+    /// The session's latest header as queued, not waiting for it to be durable: for a writer
+    /// whose next version of it follows in the same log
+    /// ([`RuntimeEventStore::with_queued_state`]).
+    pub(crate) fn read_session_queued(&self, session_id: &str) -> Result<Option<SessionHeader>> {
+        self.events.with_queued_state(session_id, header_of)?
+    }
+
     /// Appends a stored message (§6) to an existing session, durably. The message is checked
     /// field by field first; nothing is written for one that is refused.
     pub fn append_message(&self, session_id: &str, message: Value) -> Result<StoredMessage> {

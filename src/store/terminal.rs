@@ -50,9 +50,9 @@ impl AgentRunStore {
         extras: Option<Map<String, Value>>,
         then: &[(RecordKind, String)],
     ) -> Result<RunHeader> {
-        // Everything is read before anything is queued: a read waits until what it shows is
-        // durable, and the steps are made durable together, by one sync of the session's log.
-        let (run, ended) = self.read_run_ended(session_id, run_id)?;
+        // Everything is read before anything is queued, as queued: the steps follow it in the
+        // session's log, so one sync makes what was read and the steps durable together.
+        let (run, ended) = self.read_run_ended(session_id, run_id, false)?;
         let v = run.value();
         let checks = [
             ("sessionId", terminal.session_id(), session_id),
