@@ -61,6 +61,11 @@ impl<'a> Batch<'a> {
         self.batch.event(&runtime_event(event)?).map(|_| ())
     }
 
+    /// How many records were queued.
+    pub(super) fn queued(&self) -> usize {
+        self.batch.queued()
+    }
+
     /// Waits until everything queued is durable: also after a refused step, since what was
     /// queued before it is in the session's view.
     pub(super) fn wait(self) -> Result<()> {

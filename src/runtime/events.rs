@@ -136,4 +136,16 @@ impl SessionEvent {
             SessionEvent::Abort { .. } => "abort",
         }
     }
+
+    /// Whether the runtime writes the event as a durable fact (MAKA-MODEL §12, step 7): text,
+    /// tool calls and results, errors.
+    pub fn is_fact(&self) -> bool {
+        matches!(
+            self,
+            SessionEvent::TextComplete { .. }
+                | SessionEvent::ToolStart { .. }
+                | SessionEvent::ToolResult { .. }
+                | SessionEvent::Error { .. }
+        )
+    }
 }

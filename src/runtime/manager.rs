@@ -3,6 +3,7 @@
 //! second waits); a running turn can be stopped.
 
 use super::backend::{Backend, BackendContext, BackendRegistry, SendInput};
+use super::blocking::on_disk;
 use super::events::SessionEvent;
 use super::sources::Sources;
 use crate::error::{Error, Result};
@@ -169,7 +170,7 @@ impl SessionManager {
                 what: format!("session {session_id} to send a message to"),
             })?;
         let backend = self.backend(session_id, &header)?;
-        let begun = super::begin::begin(&inner, session_id, header, &input)?;
+        let begun = on_disk(|| super::begin::begin(&inner, session_id, header, &input))?;
         lock(&inner.stops)?.remove(session_id);
         let from_backend = backend.send(SendInput {
             session_id: session_id.to_owned(),

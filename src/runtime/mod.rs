@@ -2,14 +2,15 @@
 //! and `SessionManager`, which runs turns through backends and writes them to the stores in
 //! the order of §12.
 //!
-//! Store calls are synchronous and block the calling task for the length of a sync; a host
-//! runs the manager on a multi-threaded runtime.
+//! Store calls are synchronous; made from a task, they wait for their syncs off the runtime's
+//! workers (`blocking`).
 
 mod abort;
 mod agents;
 mod backend;
 mod batch;
 mod begin;
+mod blocking;
 mod claimed;
 mod composition;
 mod events;

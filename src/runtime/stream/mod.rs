@@ -1,37 +1,30 @@
 //! A turn's stream and its end (MAKA-MODEL §12, steps 7–8): every backend event goes to the
-//! caller; deltas are coalesced into buffered partial events (a delta is handed on at once);
-//! facts (text, tool calls and results, errors) are appended durably and fail-open, and handed
-//! on once durable; then, after the stream, the terminal commit, the final `turn_state` and
-//! the session header. A stream that ends without a terminal event gets a synthetic one
+//! caller; what it means is written first (`writer`). The stream takes what the backend has
+//! ready, writes it, then hands it on in one go: the caller is woken once a burst, not once
+//! an event, and the facts of a burst share one sync, waited for before the burst is handed
+//! on (so a fact reaches the caller once durable). Deltas ahead of a fact are handed on
+//! before it is queued, without waiting for its sync. After the stream: the terminal
+//! commit, the final `turn_state` and the session header, in one sync that also covers the
+//! facts still queued. A stream that ends without a terminal event gets a synthetic one
 //! (`missing_terminal_event`).
 
-use super::batch::Batch;
-use super::begin::{run_event, runtime_event, Begun};
+mod writer;
+
+use super::begin::{runtime_event, Begun};
+use super::blocking::on_disk;
 use super::events::SessionEvent;
 use super::manager::{Inner, TurnOutcome};
-use super::mapping::{ending_of, error_content, terminal_event, Ending};
+use super::mapping::{terminal_event, Ending};
 use crate::error::Result;
 use crate::format::RecordKind;
 use crate::model::{SessionHeader, StoredMessage};
-use crate::segment::Durability;
 use serde_json::{json, Value};
-use std::collections::HashMap;
-use tokio::sync::mpsc;
+use tokio::sync::mpsc::{self, error::TryRecvError};
+use writer::Writer;
 
-/// Deltas coalesced into one partial event at most.
-const COALESCE: usize = 16;
-
-/// The stream's state as it is written.
-struct Writer<'a> {
-    inner: &'a Inner,
-    begun: &'a Begun,
-    /// Deltas not yet written: (first delta's id, message id, text so far, count).
-    pending: Option<(String, String, String, usize)>,
-    last_error: Option<SessionEvent>,
-    tool_names: HashMap<String, String>,
-    summary: String,
-    fact_failures: usize,
-}
+/// Events handed on together at most, so a fast backend's deltas still reach the caller as
+/// they come.
+const BURST: usize = 64;
 
 pub(super) async fn run(
     inner: &Inner,
@@ -40,26 +33,37 @@ pub(super) async fn run(
     to_caller: mpsc::Sender<SessionEvent>,
     abort_source: impl Fn() -> Option<String>,
 ) -> Result<TurnOutcome> {
-    let mut w = Writer {
-        inner,
-        begun: &begun,
-        pending: None,
-        last_error: None,
-        tool_names: HashMap::new(),
-        summary: String::new(),
-        fact_failures: 0,
-    };
+    let mut w = Writer::new(inner, &begun);
+    let mut held: Vec<SessionEvent> = Vec::new();
     let mut events = 0usize;
     let mut terminal: Option<(Value, Ending)> = None;
-    while let Some(event) = from_backend.recv().await {
+    loop {
+        // Wait only with nothing in hand; otherwise take what is ready, and hand the burst on
+        // once nothing is.
+        let next = if held.is_empty() {
+            from_backend.recv().await
+        } else {
+            match from_backend.try_recv() {
+                Ok(event) => Some(event),
+                Err(TryRecvError::Empty) => {
+                    hand_on(&mut w, &mut held, &to_caller).await;
+                    continue;
+                }
+                Err(TryRecvError::Disconnected) => None,
+            }
+        };
+        let Some(event) = next else { break };
         events += 1;
+        if event.is_fact() && !w.unsynced() {
+            hand_on(&mut w, &mut held, &to_caller).await;
+        }
         if terminal.is_none() {
             terminal = w.apply(&event, &abort_source);
         }
-        // Handed on after `apply`, so a fact reaches the caller once durable (a delta at once,
-        // the end before its commit, which follows the stream), whole and uncopied. A caller
-        // that stopped listening ends nothing: the turn is still written.
-        let _ = to_caller.send(event).await;
+        held.push(event);
+        if held.len() >= BURST {
+            hand_on(&mut w, &mut held, &to_caller).await;
+        }
     }
     w.flush();
     let (terminal, ending) = terminal.unwrap_or_else(|| {
@@ -79,227 +83,26 @@ pub(super) async fn run(
         );
         (event, ending)
     });
-    finish(
-        inner,
-        &begun,
-        terminal,
-        &ending,
-        events,
-        w.summary,
-        w.fact_failures,
-    )
+    let summary = std::mem::take(&mut w.summary);
+    let outcome = on_disk(|| finish(inner, &begun, terminal, &ending, events, summary));
+    // The terminal commit's sync made the queued facts durable (or failed them with it).
+    hand_on(&mut w, &mut held, &to_caller).await;
+    outcome.map(|o| TurnOutcome {
+        fact_failures: w.fact_failures,
+        ..o
+    })
 }
 
-impl Writer<'_> {
-    /// Writes what `event` means; returns the terminal event once the turn has ended.
-    fn apply(
-        &mut self,
-        event: &SessionEvent,
-        abort_source: &dyn Fn() -> Option<String>,
-    ) -> Option<(Value, Ending)> {
-        let ids = &self.begun.ids;
-        if !matches!(event, SessionEvent::TextDelta { .. }) {
-            self.flush();
-        }
-        match event {
-            SessionEvent::TextDelta {
-                id,
-                message_id,
-                text,
-                ..
-            } => {
-                match &mut self.pending {
-                    Some((_, m, buffered, n)) if m == message_id => {
-                        buffered.push_str(text);
-                        *n += 1;
-                    }
-                    _ => {
-                        self.flush();
-                        self.pending = Some((id.clone(), message_id.clone(), text.clone(), 1));
-                    }
-                }
-                if self.pending.as_ref().is_some_and(|p| p.3 >= COALESCE) {
-                    self.flush();
-                }
-            }
-            SessionEvent::TextComplete {
-                id,
-                ts,
-                message_id,
-                text,
-                ..
-            } => {
-                self.summary = text.clone();
-                let fields = json!({"content": {"kind": "text", "text": text},
-                                    "refs": {"providerEventId": message_id}});
-                let model = self.begun.header.value()["model"].clone();
-                let message = json!({"type": "assistant", "id": message_id, "turnId": ids.turn_id,
-                                     "ts": ts, "text": text, "modelId": model});
-                let event = ids.event(id, *ts, false, "model", "agent", fields);
-                self.facts(event, Some(message), None);
-            }
-            SessionEvent::ToolStart {
-                id,
-                ts,
-                tool_use_id,
-                tool_name,
-                args,
-                ..
-            } => {
-                self.tool_names
-                    .insert(tool_use_id.clone(), tool_name.clone());
-                let fields = json!({"content": {"kind": "function_call", "id": tool_use_id,
-                                    "name": tool_name, "args": args},
-                                    "refs": {"toolCallId": tool_use_id}});
-                let message = json!({"type": "tool_call", "id": tool_use_id, "turnId": ids.turn_id,
-                                     "ts": ts, "toolName": tool_name, "args": args});
-                let started = json!({"toolUseId": tool_use_id, "toolName": tool_name});
-                let event = ids.event(id, *ts, false, "model", "agent", fields);
-                self.facts(event, Some(message), Some(("tool_started", started)));
-            }
-            SessionEvent::ToolResult {
-                id,
-                ts,
-                tool_use_id,
-                is_error,
-                content,
-                ..
-            } => {
-                let name = self
-                    .tool_names
-                    .get(tool_use_id)
-                    .cloned()
-                    .unwrap_or_default();
-                let fields = json!({"content": {"kind": "function_response", "id": tool_use_id,
-                                    "name": name, "result": content, "isError": is_error},
-                                    "refs": {"toolCallId": tool_use_id}});
-                let message = json!({"type": "tool_result", "id": id, "turnId": ids.turn_id,
-                                     "ts": ts, "toolUseId": tool_use_id, "isError": is_error,
-                                     "content": content});
-                let kind = if *is_error {
-                    "tool_failed"
-                } else {
-                    "tool_completed"
-                };
-                let event = ids.event(id, *ts, false, "tool", "tool", fields);
-                let ended = json!({"toolUseId": tool_use_id});
-                self.facts(event, Some(message), Some((kind, ended)));
-            }
-            SessionEvent::UserQuestionRequest { .. } => self.status("waiting_for_user"),
-            SessionEvent::UserQuestionAnswerAck { .. } => self.status("running"),
-            SessionEvent::Error { id, ts, .. } => {
-                let fields = json!({"content": error_content(event)});
-                self.facts(
-                    ids.event(id, *ts, false, "system", "system", fields),
-                    None,
-                    None,
-                );
-                self.last_error = Some(event.clone());
-            }
-            SessionEvent::Complete {
-                id,
-                ts,
-                stop_reason,
-                ..
-            } => {
-                let ending = ending_of(stop_reason, self.last_error.as_ref());
-                let source = (ending.status == "aborted").then(abort_source).flatten();
-                let e = terminal_event(
-                    ids,
-                    id,
-                    *ts,
-                    stop_reason,
-                    &ending,
-                    self.last_error.as_ref(),
-                    source.as_deref(),
-                );
-                return Some((e, ending));
-            }
-            SessionEvent::Abort { id, ts, .. } => {
-                let ending = Ending {
-                    status: "aborted",
-                    failure_class: None,
-                };
-                let source = abort_source().unwrap_or_else(|| "stop_button".into());
-                let e = terminal_event(ids, id, *ts, "user_stop", &ending, None, Some(&source));
-                return Some((e, ending));
-            }
-        }
-        None
-    }
-
-    /// Writes the coalesced deltas as one partial event, buffered (not synced by itself).
-    fn flush(&mut self) {
-        let Some((id, message_id, text, _)) = self.pending.take() else {
-            return;
-        };
-        let fields = json!({"content": {"kind": "text", "text": text},
-                            "refs": {"providerEventId": message_id}});
-        let event = self.begun.ids.event(
-            &id,
-            self.inner.sources.now(),
-            true,
-            "model",
-            "agent",
-            fields,
-        );
-        let written = runtime_event(event).and_then(|e| {
-            self.inner
-                .stores
-                .runtime_events
-                .append(&e, Durability::Buffered)
-        });
-        self.fact_failures += usize::from(written.is_err());
-    }
-
-    /// A durable fact, with the message and the run event it makes: written together, made
-    /// durable by one sync, fail-open (§12): a failure is counted, and the turn goes on.
-    fn facts(&mut self, event: Value, message: Option<Value>, run_event: Option<(&str, Value)>) {
-        let ids = &self.begun.ids;
-        let mut batch = Batch::new(self.inner, &ids.session_id);
-        let queue = || -> Result<()> {
-            batch.event(event)?;
-            if let Some(m) = message {
-                batch.message(m)?;
-            }
-            if let Some((kind, data)) = run_event {
-                batch.run_event(self.inner, ids, kind, Some(data))?;
-            }
-            Ok(())
-        };
-        let queued = queue();
-        let durable = batch.wait();
-        self.fact_failures += usize::from(queued.and(durable).is_err());
-    }
-
-    fn run_fact(&mut self, kind: &str, data: Value) {
-        self.fact_failures +=
-            usize::from(run_event(self.inner, &self.begun.ids, kind, Some(data)).is_err());
-    }
-
-    /// The run (and `run_status_changed`) and the session move to `status`.
-    fn status(&mut self, status: &str) {
-        let (inner, ids) = (self.inner, &self.begun.ids);
-        let now = inner.sources.now();
-        let update = json!({"status": status, "updatedAt": now});
-        let run = inner
-            .stores
-            .runs
-            .update_run(&ids.session_id, &ids.run_id, &update);
-        self.fact_failures += usize::from(run.is_err());
-        self.run_fact("run_status_changed", json!({"status": status}));
-        let header = inner
-            .stores
-            .sessions
-            .read_session(&ids.session_id)
-            .ok()
-            .flatten();
-        if let Some(h) = header {
-            let mut next = h.value().clone();
-            next["status"] = json!(status);
-            next["statusUpdatedAt"] = json!(now);
-            self.fact_failures += usize::from(inner.stores.sessions.update_session(next).is_err());
-        }
+/// Hands the held events to the caller once the facts among them are durable. A caller that
+/// stopped listening ends nothing: the turn is still written.
+async fn hand_on(
+    w: &mut Writer<'_>,
+    held: &mut Vec<SessionEvent>,
+    to_caller: &mpsc::Sender<SessionEvent>,
+) {
+    w.settle();
+    for event in held.drain(..) {
+        let _ = to_caller.send(event).await;
     }
 }
 
@@ -311,7 +114,6 @@ fn finish(
     ending: &Ending,
     events: usize,
     summary: String,
-    fact_failures: usize,
 ) -> Result<TurnOutcome> {
     let ids = &begun.ids;
     let event = runtime_event(terminal)?;
@@ -338,7 +140,7 @@ fn finish(
             .canonical_json()
             .to_owned(),
     )];
-    if let Some(h) = inner.stores.sessions.read_session(&ids.session_id)? {
+    if let Some(h) = inner.stores.sessions.read_session_queued(&ids.session_id)? {
         let mut next = h.value().clone();
         next["lastMessageAt"] = json!(now);
         next["hasUnread"] = json!(true);
@@ -370,6 +172,6 @@ fn finish(
         event_count: events,
         started_at: begun.started_at,
         completed_at: event.ts(),
-        fact_failures,
+        fact_failures: 0,
     })
 }

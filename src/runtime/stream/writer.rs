@@ -1,0 +1,282 @@
+//! What a turn's stream writes, event by event (MAKA-MODEL §12, step 7): deltas coalesced into
+//! buffered partial events; facts (text, tool calls and results, errors) queued durably and
+//! fail-open, waited for by the stream before it hands them on; status changes.
+
+use super::super::batch::Batch;
+use super::super::begin::{run_event, runtime_event, Begun};
+use super::super::blocking::on_disk;
+use super::super::events::SessionEvent;
+use super::super::manager::Inner;
+use super::super::mapping::{ending_of, error_content, terminal_event, Ending};
+use crate::error::Result;
+use crate::segment::Durability;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// Deltas coalesced into one partial event at most.
+const COALESCE: usize = 16;
+
+/// The stream's state as it is written.
+pub(super) struct Writer<'a> {
+    inner: &'a Inner,
+    begun: &'a Begun,
+    /// Deltas not yet written: (first delta's id, message id, text so far, count).
+    pending: Option<(String, String, String, usize)>,
+    last_error: Option<SessionEvent>,
+    tool_names: HashMap<String, String>,
+    pub(super) summary: String,
+    pub(super) fact_failures: usize,
+    /// The last batch of facts queued and not yet waited for, and how many facts are waiting.
+    unsynced: Option<Batch<'a>>,
+    unsynced_facts: usize,
+}
+
+impl<'a> Writer<'a> {
+    pub(super) fn new(inner: &'a Inner, begun: &'a Begun) -> Self {
+        Writer {
+            inner,
+            begun,
+            pending: None,
+            last_error: None,
+            tool_names: HashMap::new(),
+            summary: String::new(),
+            fact_failures: 0,
+            unsynced: None,
+            unsynced_facts: 0,
+        }
+    }
+
+    /// Writes what `event` means; returns the terminal event once the turn has ended.
+    pub(super) fn apply(
+        &mut self,
+        event: &SessionEvent,
+        abort_source: &dyn Fn() -> Option<String>,
+    ) -> Option<(Value, Ending)> {
+        let ids = &self.begun.ids;
+        if !matches!(event, SessionEvent::TextDelta { .. }) {
+            self.flush();
+        }
+        match event {
+            SessionEvent::TextDelta {
+                id,
+                message_id,
+                text,
+                ..
+            } => {
+                match &mut self.pending {
+                    Some((_, m, buffered, n)) if m == message_id => {
+                        buffered.push_str(text);
+                        *n += 1;
+                    }
+                    _ => {
+                        self.flush();
+                        self.pending = Some((id.clone(), message_id.clone(), text.clone(), 1));
+                    }
+                }
+                if self.pending.as_ref().is_some_and(|p| p.3 >= COALESCE) {
+                    self.flush();
+                }
+            }
+            SessionEvent::TextComplete {
+                id,
+                ts,
+                message_id,
+                text,
+                ..
+            } => {
+                self.summary = text.clone();
+                let fields = json!({"content": {"kind": "text", "text": text},
+                                    "refs": {"providerEventId": message_id}});
+                let model = self.begun.header.value()["model"].clone();
+                let message = json!({"type": "assistant", "id": message_id, "turnId": ids.turn_id,
+                                     "ts": ts, "text": text, "modelId": model});
+                let event = ids.event(id, *ts, false, "model", "agent", fields);
+                self.facts(event, Some(message), None);
+            }
+            SessionEvent::ToolStart {
+                id,
+                ts,
+                tool_use_id,
+                tool_name,
+                args,
+                ..
+            } => {
+                self.tool_names
+                    .insert(tool_use_id.clone(), tool_name.clone());
+                let fields = json!({"content": {"kind": "function_call", "id": tool_use_id,
+                                    "name": tool_name, "args": args},
+                                    "refs": {"toolCallId": tool_use_id}});
+                let message = json!({"type": "tool_call", "id": tool_use_id, "turnId": ids.turn_id,
+                                     "ts": ts, "toolName": tool_name, "args": args});
+                let started = json!({"toolUseId": tool_use_id, "toolName": tool_name});
+                let event = ids.event(id, *ts, false, "model", "agent", fields);
+                self.facts(event, Some(message), Some(("tool_started", started)));
+            }
+            SessionEvent::ToolResult {
+                id,
+                ts,
+                tool_use_id,
+                is_error,
+                content,
+                ..
+            } => {
+                let name = self
+                    .tool_names
+                    .get(tool_use_id)
+                    .cloned()
+                    .unwrap_or_default();
+                let fields = json!({"content": {"kind": "function_response", "id": tool_use_id,
+                                    "name": name, "result": content, "isError": is_error},
+                                    "refs": {"toolCallId": tool_use_id}});
+                let message = json!({"type": "tool_result", "id": id, "turnId": ids.turn_id,
+                                     "ts": ts, "toolUseId": tool_use_id, "isError": is_error,
+                                     "content": content});
+                let kind = if *is_error {
+                    "tool_failed"
+                } else {
+                    "tool_completed"
+                };
+                let event = ids.event(id, *ts, false, "tool", "tool", fields);
+                let ended = json!({"toolUseId": tool_use_id});
+                self.facts(event, Some(message), Some((kind, ended)));
+            }
+            SessionEvent::UserQuestionRequest { .. } => on_disk(|| self.status("waiting_for_user")),
+            SessionEvent::UserQuestionAnswerAck { .. } => on_disk(|| self.status("running")),
+            SessionEvent::Error { id, ts, .. } => {
+                let fields = json!({"content": error_content(event)});
+                self.facts(
+                    ids.event(id, *ts, false, "system", "system", fields),
+                    None,
+                    None,
+                );
+                self.last_error = Some(event.clone());
+            }
+            SessionEvent::Complete {
+                id,
+                ts,
+                stop_reason,
+                ..
+            } => {
+                let ending = ending_of(stop_reason, self.last_error.as_ref());
+                let source = (ending.status == "aborted").then(abort_source).flatten();
+                let e = terminal_event(
+                    ids,
+                    id,
+                    *ts,
+                    stop_reason,
+                    &ending,
+                    self.last_error.as_ref(),
+                    source.as_deref(),
+                );
+                return Some((e, ending));
+            }
+            SessionEvent::Abort { id, ts, .. } => {
+                let ending = Ending {
+                    status: "aborted",
+                    failure_class: None,
+                };
+                let source = abort_source().unwrap_or_else(|| "stop_button".into());
+                let e = terminal_event(ids, id, *ts, "user_stop", &ending, None, Some(&source));
+                return Some((e, ending));
+            }
+        }
+        None
+    }
+
+    /// Writes the coalesced deltas as one partial event, buffered (not synced by itself).
+    pub(super) fn flush(&mut self) {
+        let Some((id, message_id, text, _)) = self.pending.take() else {
+            return;
+        };
+        let fields = json!({"content": {"kind": "text", "text": text},
+                            "refs": {"providerEventId": message_id}});
+        let event = self.begun.ids.event(
+            &id,
+            self.inner.sources.now(),
+            true,
+            "model",
+            "agent",
+            fields,
+        );
+        let written = runtime_event(event).and_then(|e| {
+            self.inner
+                .stores
+                .runtime_events
+                .append(&e, Durability::Buffered)
+        });
+        self.fact_failures += usize::from(written.is_err());
+    }
+
+    /// A durable fact, with the message and the run event it makes: queued together and made
+    /// durable by the next sync ([`Writer::settle`]), fail-open (§12): a failure is counted,
+    /// and the turn goes on.
+    fn facts(&mut self, event: Value, message: Option<Value>, run_event: Option<(&str, Value)>) {
+        let ids = &self.begun.ids;
+        let mut batch = Batch::new(self.inner, &ids.session_id);
+        let queue = || -> Result<()> {
+            batch.event(event)?;
+            if let Some(m) = message {
+                batch.message(m)?;
+            }
+            if let Some((kind, data)) = run_event {
+                batch.run_event(self.inner, ids, kind, Some(data))?;
+            }
+            Ok(())
+        };
+        match queue() {
+            Ok(()) => self.unsynced_facts += 1,
+            Err(_) => self.fact_failures += 1,
+        }
+        // A later record's durability covers every earlier one of the session: the last
+        // batch that queued anything is the one to wait for.
+        if batch.queued() > 0 {
+            self.unsynced = Some(batch);
+        }
+    }
+
+    /// Whether facts are queued and not yet known durable.
+    pub(super) fn unsynced(&self) -> bool {
+        self.unsynced.is_some()
+    }
+
+    /// Waits until the queued facts are durable (at once if a later sync, such as the
+    /// terminal commit's, covered them); a failed sync counts each of them.
+    pub(super) fn settle(&mut self) {
+        if let Some(batch) = self.unsynced.take() {
+            if on_disk(|| batch.wait()).is_err() {
+                self.fact_failures += self.unsynced_facts;
+            }
+        }
+        self.unsynced_facts = 0;
+    }
+
+    fn run_fact(&mut self, kind: &str, data: Value) {
+        self.fact_failures +=
+            usize::from(run_event(self.inner, &self.begun.ids, kind, Some(data)).is_err());
+    }
+
+    /// The run (and `run_status_changed`) and the session move to `status`.
+    fn status(&mut self, status: &str) {
+        let (inner, ids) = (self.inner, &self.begun.ids);
+        let now = inner.sources.now();
+        let update = json!({"status": status, "updatedAt": now});
+        let run = inner
+            .stores
+            .runs
+            .update_run(&ids.session_id, &ids.run_id, &update);
+        self.fact_failures += usize::from(run.is_err());
+        self.run_fact("run_status_changed", json!({"status": status}));
+        let header = inner
+            .stores
+            .sessions
+            .read_session(&ids.session_id)
+            .ok()
+            .flatten();
+        if let Some(h) = header {
+            let mut next = h.value().clone();
+            next["status"] = json!(status);
+            next["statusUpdatedAt"] = json!(now);
+            self.fact_failures += usize::from(inner.stores.sessions.update_session(next).is_err());
+        }
+    }
+}
