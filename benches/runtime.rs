@@ -113,6 +113,8 @@ fn stream_case(sessions: usize, turns: usize) -> BenchResult<(f64, f64, f64)> {
     let dir = scratch()?;
     let owner = owner(dir.path())?;
     let c = composition(&owner)?;
+    // As a host starts: recovery creates the open-runs file, so turns are tracked in it.
+    c.recover()?;
     let names: Vec<String> = (0..sessions).map(|n| format!("s-{n}")).collect();
     for s in &names {
         c.manager().create_session(session_input(s))?;

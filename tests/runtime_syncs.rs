@@ -152,3 +152,51 @@ fn a_sync_held_in_one_session_stops_no_other_sessions_turn() {
     let outcome = rt.block_on(held).expect("task");
     assert_eq!(outcome.status, "completed");
 }
+
+#[tokio::test]
+async fn a_sessions_open_runs_slot_is_synced_once_and_freed_after_the_64_sessions_used_since() {
+    use makalog::runtime::{read_open_runs, Listing};
+    let f = fixture();
+    session(&f, "s");
+    let first = f.manager.recover_interrupted_sessions().expect("recover");
+    assert!(first.scanned_all, "no open-runs file yet: it is created");
+    let before = f.syncs.load(Ordering::SeqCst);
+    let run = turn(&f.manager, "s").await.run_id;
+    assert_eq!(
+        f.syncs.load(Ordering::SeqCst) - before,
+        3,
+        "the session's slot, the opening, the end"
+    );
+    for _ in 0..2 {
+        let before = f.syncs.load(Ordering::SeqCst);
+        turn(&f.manager, "s").await;
+        assert_eq!(
+            f.syncs.load(Ordering::SeqCst) - before,
+            2,
+            "the slot is kept"
+        );
+    }
+    assert_eq!(
+        read_open_runs(&*f.storage).expect("read"),
+        Listing::Open(vec![("s".into(), run)])
+    );
+    let others: Vec<String> = (0..makalog::runtime::IDLE_KEPT)
+        .map(|n| format!("o-{n:02}"))
+        .collect();
+    for id in &others {
+        session(&f, id);
+        turn(&f.manager, id).await;
+    }
+    let Listing::Open(named) = read_open_runs(&*f.storage).expect("read") else {
+        panic!("the file is sound");
+    };
+    let named: Vec<&str> = named.iter().map(|(s, _)| s.as_str()).collect();
+    let want: Vec<&str> = others.iter().map(String::as_str).collect();
+    assert_eq!(named.len(), makalog::runtime::IDLE_KEPT);
+    assert!(
+        want.iter().all(|id| named.contains(id)) && !named.contains(&"s"),
+        "the least recently used session's slot was freed: {named:?}"
+    );
+    let report = f.manager.recover_interrupted_sessions().expect("recover");
+    assert!(report.recovered.is_empty(), "every run had ended");
+}

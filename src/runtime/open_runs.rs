@@ -1,11 +1,17 @@
-//! The open-runs file `open-runs` at the root: which runs the runtime has started and not yet
-//! ended, so recovery at start visits only their sessions instead of every session of the
-//! root. Fixed 512-byte slots, reused: a slot of all zeros is free; an occupied slot is a
-//! payload length `n` (u32 LE, 1..=504), the CRC-32 of the payload, and the payload, the
-//! canonical JSON `{"runId","sessionId"}` of a run, zeros after it. A run's slot is written and
-//! synced before its first record, and zeroed (not synced) once its terminal commit is durable.
-//! Slots a process finds occupied when it opens the file name runs of an earlier life: they
-//! are never reused before a recovery has ended those runs.
+//! The open-runs file `open-runs` at the root: the sessions in which the runtime has started
+//! runs that may not have ended, so recovery at start visits only them instead of every
+//! session of the root. Fixed 512-byte slots, reused: a slot of all zeros is free; an occupied
+//! slot is a payload length `n` (u32 LE, 1..=504), the CRC-32 of the payload, and the payload,
+//! the canonical JSON `{"runId","sessionId"}` of the run that took it, zeros after it.
+//!
+//! A session's slot is written and synced before the first record of the first run the
+//! runtime starts in it, and kept while the session is in use: later runs of the session
+//! cost the file nothing (a sync a turn would be a third of a streamed turn's). Once no run of
+//! the session is in flight it stays for a while ([`IDLE_KEPT`] such sessions, the least
+//! recently used zeroed first, not synced): a slot whose zeroing was lost, or one kept, names
+//! a session whose runs have ended, which recovery visits and passes.
+//! Slots a process finds occupied when it opens the file name sessions of an earlier life:
+//! they are never reused before a recovery has ended their runs.
 //!
 //! The file is created by a recovery that scanned every session; while it is missing, turns
 //! are not tracked and the next recovery scans every session again. A slot that is neither
@@ -14,7 +20,7 @@
 use crate::error::{Error, Result};
 use crate::storage::{OpenMode, Storage, StorageFile};
 use serde_json::json;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 /// The file's name at the root.
@@ -22,6 +28,9 @@ pub const OPEN_RUNS_FILE: &str = "open-runs";
 /// The size of one slot.
 pub const SLOT_LEN: usize = 512;
 const MAX_PAYLOAD: usize = SLOT_LEN - 8;
+/// Sessions with no run in flight whose slots are kept, so their next turns write nothing
+/// here; at most this many more sessions for a recovery to visit.
+pub const IDLE_KEPT: usize = 64;
 
 /// What the file says at start.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,11 +47,20 @@ pub enum Listing {
 #[derive(Default)]
 pub(crate) struct OpenRuns {
     file: Option<Box<dyn StorageFile>>,
-    /// Slots of this process's runs: their run.
-    in_use: BTreeMap<usize, (String, String)>,
+    /// This process's sessions that hold a slot: by session, the slot, its runs in flight,
+    /// and when its last run ended (a tick of `clock`).
+    in_use: HashMap<String, Marked>,
+    clock: u64,
     /// Slots the file held when this process opened it: runs of an earlier life not yet
     /// recovered, never overwritten before a recovery ends them.
     earlier: BTreeSet<usize>,
+}
+
+/// A session's slot.
+struct Marked {
+    slot: usize,
+    running: usize,
+    ended_at: u64,
 }
 
 fn io(op: &'static str) -> impl Fn(std::io::Error) -> Error {
@@ -154,14 +172,11 @@ impl OpenRuns {
             .file
             .as_ref()
             .ok_or_else(|| Error::InvalidInput("no open-runs file".into()))?;
-        let keep = self
-            .in_use
-            .keys()
-            .next_back()
-            .map_or(0, |last| (last + 1) * SLOT_LEN);
+        let used: BTreeSet<usize> = self.in_use.values().map(|m| m.slot).collect();
+        let keep = used.last().map_or(0, |last| (last + 1) * SLOT_LEN);
         let len = file.size().map_err(io("size"))? as usize;
         for at in (0..keep).step_by(SLOT_LEN) {
-            if !self.in_use.contains_key(&(at / SLOT_LEN)) {
+            if !used.contains(&(at / SLOT_LEN)) {
                 file.write_all_at(&[0u8; SLOT_LEN], at as u64)
                     .map_err(io("clear"))?;
             }
@@ -172,35 +187,57 @@ impl OpenRuns {
         file.sync_data().map_err(io("sync"))
     }
 
-    /// Records that run `run_id` of `session_id` is starting, durably; the slot to clear when
-    /// it ends. `None` while the file does not exist (the next recovery scans everything).
-    pub fn mark(
-        &mut self,
-        storage: &dyn Storage,
-        session_id: &str,
-        run_id: &str,
-    ) -> Result<Option<usize>> {
+    /// Records, durably, that run `run_id` of `session_id` is starting: writes and syncs the
+    /// session's slot unless it holds one already. False while the file does not exist (the
+    /// next recovery scans everything).
+    pub fn mark(&mut self, storage: &dyn Storage, session_id: &str, run_id: &str) -> Result<bool> {
+        if let Some(m) = self.in_use.get_mut(session_id) {
+            m.running += 1;
+            return Ok(true);
+        }
         if !self.open_existing(storage)? {
-            return Ok(None);
+            return Ok(false);
         }
         let Some(file) = &self.file else {
-            return Ok(None);
+            return Ok(false);
         };
-        let taken = |i: &usize| self.in_use.contains_key(i) || self.earlier.contains(i);
+        let used: BTreeSet<usize> = self.in_use.values().map(|m| m.slot).collect();
+        let taken = |i: &usize| used.contains(i) || self.earlier.contains(i);
         let slot = (0..).find(|i| !taken(i)).unwrap_or(0);
         file.write_all_at(&encode_slot(session_id, run_id)?, (slot * SLOT_LEN) as u64)
             .map_err(io("write"))?;
         file.sync_data().map_err(io("sync"))?;
-        self.in_use
-            .insert(slot, (session_id.to_owned(), run_id.to_owned()));
-        Ok(Some(slot))
+        let marked = Marked {
+            slot,
+            running: 1,
+            ended_at: 0,
+        };
+        self.in_use.insert(session_id.to_owned(), marked);
+        Ok(true)
     }
 
-    /// Frees `slot` once its run's terminal commit is durable. Not synced: a slot whose
-    /// clearing was lost names a run that has ended, which recovery skips.
-    pub fn clear(&mut self, slot: usize) {
-        if let (Some(file), Some(_)) = (&self.file, self.in_use.remove(&slot)) {
-            let _ = file.write_all_at(&[0u8; SLOT_LEN], (slot * SLOT_LEN) as u64);
+    /// Notes that a run of `session_id` ended (its terminal commit is durable). The session
+    /// keeps its slot; past [`IDLE_KEPT`] sessions with nothing in flight, the least recently
+    /// used one's slot is zeroed, not synced (a lost zeroing names a session whose runs ended).
+    pub fn ended(&mut self, session_id: &str) {
+        self.clock += 1;
+        if let Some(m) = self.in_use.get_mut(session_id) {
+            debug_assert!(m.running > 0, "a run ends once");
+            m.running = m.running.saturating_sub(1);
+            m.ended_at = self.clock;
+        }
+        let idle = self.in_use.values().filter(|m| m.running == 0).count();
+        if idle <= IDLE_KEPT {
+            return;
+        }
+        let oldest = self
+            .in_use
+            .iter()
+            .filter(|(_, m)| m.running == 0)
+            .min_by_key(|(_, m)| m.ended_at)
+            .map(|(s, _)| s.clone());
+        if let (Some(file), Some(m)) = (&self.file, oldest.and_then(|s| self.in_use.remove(&s))) {
+            let _ = file.write_all_at(&[0u8; SLOT_LEN], (m.slot * SLOT_LEN) as u64);
         }
     }
 }

@@ -158,8 +158,8 @@ fn finish(
         None,
         &then,
     )?;
-    if let Some(slot) = begun.slot {
-        super::manager::lock(&inner.open_runs)?.clear(slot);
+    if begun.marked {
+        super::manager::lock(&inner.open_runs)?.ended(&ids.session_id);
     }
     Ok(TurnOutcome {
         session_id: ids.session_id.clone(),
