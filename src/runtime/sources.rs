@@ -45,10 +45,15 @@ impl Sources {
             u64::from_le_bytes(b)
         };
         let (prefix, key) = (word(0), word(8));
+        let mut head = String::with_capacity(16);
+        push_hex16(&mut head, prefix);
         Sources::new(
             move || {
                 let n = NEXT.fetch_add(1, Ordering::Relaxed);
-                format!("{prefix:016x}{:016x}", mix(n ^ key))
+                let mut id = String::with_capacity(32);
+                id.push_str(&head);
+                push_hex16(&mut id, mix(n ^ key));
+                id
             },
             wall_ms,
         )
@@ -62,6 +67,15 @@ impl Sources {
     /// The time now, in ms.
     pub fn now(&self) -> f64 {
         (self.now)()
+    }
+}
+
+/// Appends `v` as 16 lowercase hex digits (`{:016x}` without the formatting machinery: a
+/// turn takes an id for every streamed event).
+fn push_hex16(out: &mut String, v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for shift in (0..16).rev() {
+        out.push(DIGITS[((v >> (shift * 4)) & 0xf) as usize] as char);
     }
 }
 
@@ -96,6 +110,15 @@ mod tests {
         // Another runtime of the process shares the counter, so its ids are new too.
         let other = Sources::system();
         assert!((0..1_000).all(|_| !ids.contains(&other.new_id())));
+    }
+
+    #[test]
+    fn hex_digits_are_what_the_formatter_prints() {
+        for v in [0, 1, 0xf, 0xdead_beef, u64::MAX, 0x0123_4567_89ab_cdef] {
+            let mut s = String::new();
+            push_hex16(&mut s, v);
+            assert_eq!(s, format!("{v:016x}"));
+        }
     }
 
     #[test]
