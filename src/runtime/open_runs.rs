@@ -148,7 +148,7 @@ impl OpenRuns {
 
     /// After a recovery that ended every run in the file (or scanned every session): the file
     /// emptied and synced (created, with the root directory synced, when it was missing).
-    /// Slots still in use by turns of this process are kept.
+    /// The slots of sessions this process holds are kept.
     pub fn reset(&mut self, storage: &dyn Storage) -> Result<()> {
         if self.file.is_none() {
             let path = Path::new(OPEN_RUNS_FILE);
