@@ -193,3 +193,54 @@ fn a_terminal_commit_costs_one_data_sync() {
         "a repeat writes nothing"
     );
 }
+
+/// A commit of another outcome, made while the first one's steps wait for their sync, reads
+/// them as queued and queues nothing: its refusal ("already ended") is given only once what it
+/// rests on is durable, and when that sync fails, the refusal is not given at all.
+#[test]
+fn a_refusal_resting_on_a_commit_not_yet_durable_waits_for_it_and_fails_with_it() {
+    use std::sync::mpsc;
+    use std::sync::Arc;
+    use std::time::Duration;
+    let t = tempfile::tempdir().expect("tmp");
+    let (storage, _) = support::counting::counting(t.path().join("root"), u64::MAX);
+    makalog::root::create_or_open_root(&*storage).expect("root");
+    let owner = support::owner(&storage);
+    let s = Arc::new(makalog::store::open_execution_stores_for_write(&owner).expect("stores"));
+    s.sessions.create(session_header("s", 1)).expect("session");
+    s.runs.create_run(run("run-1")).expect("run");
+    let end = terminal("s", "run-1", "turn-1", "end-1", 9.0, "completed");
+    let (entered_tx, entered) = mpsc::channel();
+    let (release, release_rx) = mpsc::channel();
+    *storage.meter.gate.lock().expect("meter") = Some(support::counting::SyncGate {
+        entered: entered_tx,
+        release: release_rx,
+    });
+    let first = {
+        let (s, end) = (s.clone(), end.clone());
+        std::thread::spawn(move || s.runs.commit_terminal("s", "run-1", &end, None))
+    };
+    entered.recv().expect("the first commit's sync started");
+    let (answer_tx, answer) = mpsc::channel();
+    {
+        let s = s.clone();
+        let other = terminal("s", "run-1", "turn-1", "end-2", 10.0, "failed");
+        std::thread::spawn(move || {
+            let _ = answer_tx.send(s.runs.commit_terminal("s", "run-1", &other, None));
+        });
+    }
+    // A generous pause, not a measurement: long enough for a wrong answer to arrive.
+    if let Ok(r) = answer.recv_timeout(Duration::from_millis(500)) {
+        panic!("answered before the first commit was durable: {r:?}");
+    }
+    release.send(false).expect("fail the first commit's sync");
+    assert!(first.join().expect("join").is_err(), "the first failed");
+    let again = answer
+        .recv_timeout(Duration::from_secs(60))
+        .expect("an answer");
+    let err = again.expect_err("nothing is answered from a failed log");
+    assert!(
+        !err.to_string().contains("already ended"),
+        "refused on a commit that failed: {err}"
+    );
+}

@@ -53,6 +53,31 @@ impl AgentRunStore {
         // Everything is read before anything is queued, as queued: the steps follow it in the
         // session's log, so one sync makes what was read and the steps durable together.
         let (run, ended) = self.read_run_ended(session_id, run_id, false)?;
+        let mut queued = None;
+        let read = (session_id, run_id, &run, ended);
+        let outcome = self.checked_steps(read, terminal, extras, then, &mut queued);
+        // Waited for even when a later step was refused: readers of the view wait for what it
+        // shows, and nothing else would sync it. An answer or refusal that queued nothing rests
+        // on what was read: it is given once that is durable.
+        match queued {
+            Some(last) => {
+                last.wait_durable()?;
+            }
+            None => self.events().with_session_state(session_id, |_| ())?,
+        }
+        outcome
+    }
+
+    /// The checks of a terminal commit against the run as read, then its steps and `then`'s
+    /// records queued; `queued` is left holding the last one queued.
+    fn checked_steps(
+        &self,
+        (session_id, run_id, run, ended): (&str, &str, &RunHeader, bool),
+        terminal: &RuntimeEvent,
+        extras: Option<Map<String, Value>>,
+        then: &[(RecordKind, String)],
+        queued: &mut Option<Queued>,
+    ) -> Result<RunHeader> {
         let v = run.value();
         let checks = [
             ("sessionId", terminal.session_id(), session_id),
@@ -91,27 +116,17 @@ impl AgentRunStore {
                 run.status()
             )));
         }
-        let mut queued = None;
-        let committed = self
-            .queue_steps(&run, terminal, status, ended, extras, &mut queued)
-            .and_then(|run| {
-                for (kind, payload) in then {
-                    let q = self.events().queue_record_if(
-                        session_id,
-                        *kind,
-                        payload.as_bytes(),
-                        &|_| Ok(()),
-                    )?;
-                    queued = Some(q);
-                }
-                Ok(run)
-            });
-        // Waited for even when a later step was refused: readers of the view wait for what it
-        // shows, and nothing else would sync it.
-        if let Some(last) = queued {
-            last.wait_durable()?;
+        let run = self.queue_steps(run, terminal, status, ended, extras, queued)?;
+        for (kind, payload) in then {
+            let q = self.events().queue_record_if(
+                session_id,
+                *kind,
+                payload.as_bytes(),
+                &|_| Ok(()),
+            )?;
+            *queued = Some(q);
         }
-        committed
+        Ok(run)
     }
 
     /// Queues the steps of the commit that are not done yet, in their order; `queued` is left
