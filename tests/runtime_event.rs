@@ -844,6 +844,27 @@ fn a_number_javascript_cannot_hold_is_not_lossless() {
     RuntimeEvent::from_value(value).expect("2^53 is a double");
 }
 
+/// A value nested as deep as its text may be is taken, one level deeper is refused: the event
+/// object is level 1, so 256 levels parse back and 257 do not (built in memory, it would be
+/// written as text no reader could parse).
+#[test]
+fn an_event_nested_deeper_than_its_text_may_be_is_refused() {
+    let nested = |levels: usize| {
+        let mut value: Value = serde_json::from_str(VECTORS[1]).expect("vector");
+        // The event (1), `actions` (2), `stateDelta` (3), then arrays down to `levels`.
+        let mut inner = json!([]);
+        for _ in 4..levels {
+            inner = json!([inner]);
+        }
+        value["actions"] = json!({"stateDelta": {"n": inner}});
+        value
+    };
+    let deepest = RuntimeEvent::from_value(nested(256)).expect("256 levels");
+    let read = RuntimeEvent::decode(deepest.canonical_json()).expect("parses back");
+    assert_eq!(read.value(), deepest.value());
+    assert!(RuntimeEvent::from_value(nested(257)).is_err(), "257 levels");
+}
+
 #[test]
 fn input_that_is_not_one_json_object_is_refused() {
     for text in [

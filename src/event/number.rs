@@ -1,6 +1,7 @@
 //! Numbers as JavaScript sees them: one representation per value, safe integers, and the text
 //! `Number.prototype.toString` prints (MAKA-MODEL §2).
 
+use super::parse::MAX_DEPTH;
 use serde_json::{Number, Value};
 
 /// `Number.MAX_SAFE_INTEGER`: the largest integer field value (2^53 − 1).
@@ -21,18 +22,27 @@ pub(crate) fn normalize(n: &Number) -> Number {
     }
 }
 
-/// True when every number in `v` is a safe integer: then its canonical text parses back to `v`
-/// itself (strings, literals and safe integers print exactly; only doubles and integers past
-/// 2^53 can come back changed). `v` is as deep as a decoded event may be.
+/// True when `v`'s canonical text parses back to `v` itself without being tried: every number
+/// in it is a safe integer (strings, literals and safe integers print exactly; only doubles and
+/// integers past 2^53 can come back changed) and it is no deeper than the parser reads (the
+/// outermost container is level 1; the normalizing pass counts from 0, one level more).
 pub(crate) fn prints_exactly(v: &Value) -> bool {
+    prints_exactly_at(v, 1)
+}
+
+fn prints_exactly_at(v: &Value, level: usize) -> bool {
     match v {
         Value::Number(n) => match (n.as_i64(), n.as_u64()) {
             (Some(i), _) => (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i),
             (None, Some(u)) => u <= MAX_SAFE_INTEGER as u64,
             (None, None) => false,
         },
-        Value::Array(items) => items.iter().all(prints_exactly),
-        Value::Object(map) => map.values().all(prints_exactly),
+        Value::Array(items) => {
+            level <= MAX_DEPTH && items.iter().all(|i| prints_exactly_at(i, level + 1))
+        }
+        Value::Object(map) => {
+            level <= MAX_DEPTH && map.values().all(|i| prints_exactly_at(i, level + 1))
+        }
         Value::Null | Value::Bool(_) | Value::String(_) => true,
     }
 }
