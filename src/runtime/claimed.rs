@@ -6,6 +6,7 @@
 //! second waits for the first and answers from what it wrote.
 
 use super::abort::AbortSignal;
+use super::blocking::on_disk;
 use super::intent::AgentGraphRunnableIntent;
 use super::manager::{lock, SessionManager, TurnInput};
 use super::recover::recover_run;
@@ -109,10 +110,8 @@ impl SessionManager {
     ) -> Result<ClaimedRunResult> {
         let stores = self.stores();
         let child = &claim.target_session_id;
-        let header = stores
-            .sessions
-            .read_session(child)?
-            .ok_or_else(|| Error::NotFound {
+        let header =
+            on_disk(|| stores.sessions.read_session(child))?.ok_or_else(|| Error::NotFound {
                 what: format!("child session {child} of claim {}", claim.claim_id),
             })?;
         let h = header.value();
@@ -122,8 +121,8 @@ impl SessionManager {
         }
         let agent = |k: &str| runtime[k].as_str().unwrap_or_default().to_owned();
         let (agent_id, agent_name) = (agent("agentId"), agent("agentName"));
-        match stores.runs.read_run(child, &claim.target_run_id) {
-            Ok(existing) => {
+        match on_disk(|| stores.runs.read_run(child, &claim.target_run_id)) {
+            Ok(existing) => on_disk(|| -> Result<()> {
                 let v = existing.value();
                 let same = v["turnId"] == json!(claim.target_turn_id)
                     && v["agentId"] == json!(agent_id)
@@ -145,14 +144,15 @@ impl SessionManager {
                     // interrupted it.
                     recover_run(&self.inner, &existing)?;
                 }
-            }
+                Ok(())
+            })?,
             Err(Error::NotFound { .. }) => {
                 self.start_claim(claim, run, &agent_id, &agent_name, h)
                     .await?
             }
             Err(e) => return Err(e),
         }
-        self.stored_result(claim, runtime)
+        on_disk(|| self.stored_result(claim, runtime))
     }
 
     async fn start_claim(
@@ -165,9 +165,7 @@ impl SessionManager {
     ) -> Result<()> {
         let stores = self.stores();
         let child = &claim.target_session_id;
-        let turn_used = stores
-            .runs
-            .list_session_runs(child)?
+        let turn_used = on_disk(|| stores.runs.list_session_runs(child))?
             .iter()
             .any(|r| r.value()["turnId"] == json!(claim.target_turn_id));
         if turn_used || header["isArchived"] == json!(true) {
@@ -176,12 +174,14 @@ impl SessionManager {
                 claim.target_turn_id
             )));
         }
-        stores.claims.set_agent_graph_intent_status(
-            &claim.graph_id,
-            &claim.intent_id,
-            AdmissionStatus::Executing,
-            None,
-        )?;
+        on_disk(|| {
+            stores.claims.set_agent_graph_intent_status(
+                &claim.graph_id,
+                &claim.intent_id,
+                AdmissionStatus::Executing,
+                None,
+            )
+        })?;
         let claim_value =
             serde_json::to_value(claim).map_err(|e| Error::InvalidInput(e.to_string()))?;
         let input = TurnInput {
@@ -214,12 +214,14 @@ impl SessionManager {
         let outcome = turn.finish().await;
         drop(done_tx);
         if outcome.as_ref().is_ok_and(|o| o.status == "cancelled") {
-            stores.claims.set_agent_graph_intent_status(
-                &claim.graph_id,
-                &claim.intent_id,
-                AdmissionStatus::Cancelled,
-                Some("run cancelled"),
-            )?;
+            on_disk(|| {
+                stores.claims.set_agent_graph_intent_status(
+                    &claim.graph_id,
+                    &claim.intent_id,
+                    AdmissionStatus::Cancelled,
+                    Some("run cancelled"),
+                )
+            })?;
         }
         outcome.map(|_| ())
     }

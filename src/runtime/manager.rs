@@ -162,12 +162,11 @@ impl SessionManager {
         let guard = turn_lock.lock_owned().await;
         let inner = self.inner.clone();
         // The backend first: a session whose backend cannot be made gets no run.
-        let header = inner
-            .stores
-            .sessions
-            .read_session(session_id)?
-            .ok_or_else(|| Error::NotFound {
-                what: format!("session {session_id} to send a message to"),
+        let header =
+            on_disk(|| inner.stores.sessions.read_session(session_id))?.ok_or_else(|| {
+                Error::NotFound {
+                    what: format!("session {session_id} to send a message to"),
+                }
             })?;
         let backend = self.backend(session_id, &header)?;
         let begun = on_disk(|| super::begin::begin(&inner, session_id, header, &input))?;
