@@ -172,7 +172,7 @@ impl OpenRuns {
             .file
             .as_ref()
             .ok_or_else(|| Error::InvalidInput("no open-runs file".into()))?;
-        let used: BTreeSet<usize> = self.in_use.values().map(|m| m.slot).collect();
+        let used = self.slots();
         let keep = used.last().map_or(0, |last| (last + 1) * SLOT_LEN);
         let len = file.size().map_err(io("size"))? as usize;
         for at in (0..keep).step_by(SLOT_LEN) {
@@ -185,6 +185,11 @@ impl OpenRuns {
             file.set_len(keep as u64).map_err(io("truncate"))?;
         }
         file.sync_data().map_err(io("sync"))
+    }
+
+    /// The slots this process's sessions hold.
+    fn slots(&self) -> BTreeSet<usize> {
+        self.in_use.values().map(|m| m.slot).collect()
     }
 
     /// Records, durably, that run `run_id` of `session_id` is starting: writes and syncs the
@@ -201,7 +206,7 @@ impl OpenRuns {
         let Some(file) = &self.file else {
             return Ok(false);
         };
-        let used: BTreeSet<usize> = self.in_use.values().map(|m| m.slot).collect();
+        let used = self.slots();
         let taken = |i: &usize| used.contains(i) || self.earlier.contains(i);
         let slot = (0..).find(|i| !taken(i)).unwrap_or(0);
         file.write_all_at(&encode_slot(session_id, run_id)?, (slot * SLOT_LEN) as u64)

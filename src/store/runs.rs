@@ -4,7 +4,7 @@
 //!
 //! The terminal commit of §7 is in `terminal.rs`.
 
-use super::runtime_events::RuntimeEventStore;
+use super::runtime_events::{RuntimeEventStore, Seen};
 use crate::error::{Error, Result};
 use crate::format::RecordKind;
 use crate::index::{SessionState, StoredAt};
@@ -79,28 +79,25 @@ impl AgentRunStore {
 
     /// The run's latest header; [`Error::NotFound`] when the session has no such run.
     pub fn read_run(&self, session_id: &str, run_id: &str) -> Result<RunHeader> {
-        self.read_run_ended(session_id, run_id, true)
+        self.read_run_ended(session_id, run_id, Seen::Durable)
             .map(|(run, _)| run)
     }
 
     /// The run's header, and whether one of its run events is terminal (run_completed,
-    /// run_failed or run_cancelled): both from the session's view, with no event read back;
-    /// once durable if `wait`, as queued otherwise (for a writer of the same log).
+    /// run_failed or run_cancelled): both from the session's view, with no event read back,
+    /// taken as `seen` says.
     pub(super) fn read_run_ended(
         &self,
         session_id: &str,
         run_id: &str,
-        wait: bool,
+        seen: Seen,
     ) -> Result<(RunHeader, bool)> {
-        let read = |s: &crate::index::SessionState| {
-            s.runs.get(run_id).map(|r| (r.header.clone(), r.terminal))
-        };
-        let (header, ended) = if wait {
-            self.events.with_session_state(session_id, read)?
-        } else {
-            self.events.with_queued_state(session_id, read)?
-        }
-        .ok_or_else(|| not_found(session_id, run_id))?;
+        let (header, ended) = self
+            .events
+            .session_state(session_id, seen, |s| {
+                s.runs.get(run_id).map(|r| (r.header.clone(), r.terminal))
+            })?
+            .ok_or_else(|| not_found(session_id, run_id))?;
         Ok((RunHeader::decode(&header)?, ended))
     }
 

@@ -48,6 +48,18 @@ impl Queued {
     }
 }
 
+/// How a read of a session open for writing takes what its view shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// Once durable: a read of facts queued by an appender that has not waited yet leads
+    /// their sync.
+    Durable,
+    /// As queued, not waiting: for a writer whose records follow what it reads in the same
+    /// log. A crash keeps a prefix of the log, so what it writes never outlives what it read,
+    /// and one sync then covers both.
+    Queued,
+}
+
 /// The runtime-event store of a root, open for writing under the owner's lease.
 pub struct RuntimeEventStore {
     pub(super) owner: Owner,
@@ -272,35 +284,24 @@ impl RuntimeEventStore {
         })
     }
 
-    /// What `read` takes from the session records' state of `session_id`: its live view's when
-    /// it is open here (read under its lock, without copying the state, and returned once what
-    /// the view shows is durable: a read of facts queued by an appender that has not waited yet
-    /// leads their sync), its files' otherwise (nothing written).
+    /// What `read` takes from the session records' state of `session_id`, once durable
+    /// ([`Seen::Durable`]).
     pub(super) fn with_session_state<T>(
         &self,
         session_id: &str,
         read: impl FnOnce(&crate::index::SessionState) -> T,
     ) -> Result<T> {
-        self.session_state(session_id, read, true)
+        self.session_state(session_id, Seen::Durable, read)
     }
 
-    /// [`RuntimeEventStore::with_session_state`] without waiting for what the view shows to be
-    /// durable: for a writer whose records follow what it reads in the same log. A crash keeps
-    /// a prefix of the log, so what it writes never outlives what it read, and one sync then
-    /// covers both.
-    pub(crate) fn with_queued_state<T>(
+    /// What `read` takes from the session records' state of `session_id`: its live view's when
+    /// it is open here (read under its lock, without copying the state, and returned as `seen`
+    /// says), its files' otherwise (nothing written).
+    pub(crate) fn session_state<T>(
         &self,
         session_id: &str,
+        seen: Seen,
         read: impl FnOnce(&crate::index::SessionState) -> T,
-    ) -> Result<T> {
-        self.session_state(session_id, read, false)
-    }
-
-    fn session_state<T>(
-        &self,
-        session_id: &str,
-        read: impl FnOnce(&crate::index::SessionState) -> T,
-        wait: bool,
     ) -> Result<T> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
         if let Some(open) = self.open_for_reading(session_id)? {
@@ -308,7 +309,7 @@ impl RuntimeEventStore {
                 let st = lock(&open.state);
                 (read(&st.view.session), st.fact_seq)
             };
-            if wait {
+            if seen == Seen::Durable {
                 open.writer.wait_durable(upto)?;
             }
             return Ok(answer);

@@ -6,7 +6,7 @@
 //! stores.
 
 use super::read_view::read_only_state;
-use super::runtime_events::RuntimeEventStore;
+use super::runtime_events::{RuntimeEventStore, Seen};
 use crate::claims::ClaimsLog;
 use crate::error::{Error, Result};
 use crate::format::RecordKind;
@@ -100,9 +100,10 @@ impl SessionStore {
 
     /// The session's latest header as queued, not waiting for it to be durable: for a writer
     /// whose next version of it follows in the same log
-    /// ([`RuntimeEventStore::with_queued_state`]).
+    /// ([`Seen::Queued`]).
     pub(crate) fn read_session_queued(&self, session_id: &str) -> Result<Option<SessionHeader>> {
-        self.events.with_queued_state(session_id, header_of)?
+        self.events
+            .session_state(session_id, Seen::Queued, header_of)?
     }
 
     /// Appends a stored message (§6) to an existing session, durably. The message is checked

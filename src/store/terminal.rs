@@ -6,7 +6,7 @@
 //! crash keeps a prefix of them, which a repeat of the commit completes.
 
 use super::runs::AgentRunStore;
-use super::runtime_events::Queued;
+use super::runtime_events::{Queued, Seen};
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
 use crate::format::RecordKind;
@@ -52,7 +52,7 @@ impl AgentRunStore {
     ) -> Result<RunHeader> {
         // Everything is read before anything is queued, as queued: the steps follow it in the
         // session's log, so one sync makes what was read and the steps durable together.
-        let (run, ended) = self.read_run_ended(session_id, run_id, false)?;
+        let (run, ended) = self.read_run_ended(session_id, run_id, Seen::Queued)?;
         let mut queued = None;
         let read = (session_id, run_id, &run, ended);
         let outcome = self.checked_steps(read, terminal, extras, then, &mut queued);
