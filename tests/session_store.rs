@@ -408,3 +408,48 @@ fn list_sessions_under_concurrent_header_writes_keeps_every_acknowledged_header(
             .expect("read-only")
     );
 }
+
+#[test]
+fn a_raw_record_is_refused_unless_it_is_a_session_record_of_that_session_with_nothing_written() {
+    let (_t, storage) = temp_root();
+    let (_owner, s) = stores::open(&storage);
+    s.sessions.create(session_header("a", 1)).expect("a");
+    let root = storage.describe_root();
+    let before = snapshot(&root);
+    let kind = makalog::format::RecordKind::SessionHeader;
+    let header = SessionHeader::from_value(session_header("b", 2)).expect("b's header");
+    let payload = header.canonical_json().as_bytes();
+    // Another session's header: refused before session "a" (or any other) is touched.
+    let err = s
+        .runtime_events
+        .append_record("a", kind, payload)
+        .expect_err("b's header in a");
+    assert!(matches!(err, Error::InvalidInput(_)), "{err:?}");
+    assert!(
+        err.to_string().contains("\"b\"'s, in session \"a\""),
+        "{err}"
+    );
+    let err = s
+        .runtime_events
+        .append_record("c", kind, payload)
+        .expect_err("b's header in c");
+    assert!(matches!(err, Error::InvalidInput(_)), "{err:?}");
+    // A kind no store writes is not appended as opaque bytes.
+    let seal = makalog::format::RecordKind::RunSeal;
+    let err = s
+        .runtime_events
+        .append_record("a", seal, b"{}")
+        .expect_err("a seal");
+    assert!(err.to_string().contains("not a session record"), "{err}");
+    let err = s
+        .runtime_events
+        .append_record("a", kind, b"\xff")
+        .expect_err("not UTF-8");
+    match err {
+        Error::InvalidRecord { field, why, .. } => {
+            assert_eq!((field.as_str(), why.as_str()), ("<record>", "is not UTF-8"))
+        }
+        other => panic!("expected a typed refusal, got {other:?}"),
+    }
+    assert_eq!(snapshot(&root), before, "nothing written, no session made");
+}

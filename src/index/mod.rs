@@ -7,6 +7,7 @@ mod facts;
 mod groups;
 mod invocations;
 mod run_state;
+mod session_record;
 mod session_state;
 mod sidecar;
 mod sidecar_old;
@@ -23,6 +24,7 @@ pub use invocations::{
     RuntimeInvocation,
 };
 pub use run_state::{RunEventEntry, RunState, Runs};
+pub use session_record::SessionRecord;
 pub use session_state::{MessageEntry, SessionState};
 pub use sidecar::{
     decode_sidecar_header, decode_sidecar_state, encode_sidecar, find_ids, id_entries, section,

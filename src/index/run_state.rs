@@ -28,10 +28,8 @@ pub struct RunState {
 /// The runs of a session, by run id.
 pub type Runs = BTreeMap<String, RunState>;
 
-/// Checks a run header record of session `session_id`: it must decode and name the session.
-pub fn check_run(payload: &[u8], session_id: &str) -> Result<RunHeader, String> {
-    let json = std::str::from_utf8(payload).map_err(|_| "run header is not UTF-8")?;
-    let run = RunHeader::decode(json).map_err(|e| e.to_string())?;
+/// Checks a run header of session `session_id`: it must name the session.
+pub fn check_run(run: &RunHeader, session_id: &str) -> Result<(), String> {
     if run.session_id() != session_id {
         return Err(format!(
             "run {} belongs to session {:?}, not {session_id:?}",
@@ -39,19 +37,12 @@ pub fn check_run(payload: &[u8], session_id: &str) -> Result<RunHeader, String> 
             run.session_id()
         ));
     }
-    Ok(run)
+    Ok(())
 }
 
-/// Checks a run event record against `runs`: it must decode, name the session, belong to a
-/// run the session has, and not be a second terminal event of its run.
-pub fn check_run_event(payload: &[u8], session_id: &str, runs: &Runs) -> Result<RunEvent, String> {
-    let json = std::str::from_utf8(payload).map_err(|_| "run event is not UTF-8")?;
-    let event = RunEvent::decode(json).map_err(|e| e.to_string())?;
-    if event.value()["sessionId"].as_str() != Some(session_id) {
-        return Err(format!(
-            "the run event belongs to another session than {session_id:?}"
-        ));
-    }
+/// Checks a run event (of the session `runs` are) against `runs`: it must belong to a run the
+/// session has, and not be a second terminal event of its run.
+pub fn check_run_event(event: &RunEvent, runs: &Runs) -> Result<(), String> {
     let Some(run) = runs.get(event.run_id()) else {
         return Err(format!("no run {} for the event", event.run_id()));
     };
@@ -62,7 +53,7 @@ pub fn check_run_event(payload: &[u8], session_id: &str, runs: &Runs) -> Result<
             event.event_type()
         ));
     }
-    Ok(event)
+    Ok(())
 }
 
 /// Applies a checked run header: a new run, or a new version of one.

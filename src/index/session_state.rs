@@ -3,8 +3,9 @@
 //! lies, with its id and turn. A pure function of the records, as the rest of the view is.
 
 use super::run_state::{apply_run, apply_run_event, check_run, check_run_event, Runs};
+use super::session_record::SessionRecord;
 use super::view::StoredAt;
-use crate::model::{SessionHeader, StoredMessage};
+use crate::format::RecordKind;
 use serde::{Deserialize, Serialize};
 
 /// One stored message: its id and turn, and where its frame lies.
@@ -33,122 +34,100 @@ pub struct SessionState {
 }
 
 impl SessionState {
-    /// Applies a session header record of session `session_id`.
-    pub fn apply_header(&mut self, payload: &[u8], session_id: &str) -> Result<(), String> {
-        let json = std::str::from_utf8(payload).map_err(|_| "session header is not UTF-8")?;
-        let header = SessionHeader::decode(json).map_err(|e| e.to_string())?;
-        if header.id() != session_id {
-            return Err(format!(
-                "the session header is session {:?}'s, in session {session_id:?}",
-                header.id()
-            ));
-        }
-        self.header = Some(header.canonical_json().to_owned());
-        Ok(())
-    }
-
-    /// Applies a stored message record stored `at`.
-    pub fn apply_message(&mut self, payload: &[u8], at: StoredAt) -> Result<(), String> {
-        let json = std::str::from_utf8(payload).map_err(|_| "stored message is not UTF-8")?;
-        let message = StoredMessage::decode(json).map_err(|e| e.to_string())?;
-        self.messages.push(MessageEntry {
-            id: message.id().to_owned(),
-            turn_id: message.turn_id().map(str::to_owned),
-            at,
-        });
-        Ok(())
-    }
-
-    /// Checks a run or run event record as [`SessionState::apply_run_record`] would apply it,
-    /// changing nothing: what a store checks before it writes one.
-    pub fn check_run_record(
-        &self,
-        kind: crate::format::RecordKind,
-        payload: &[u8],
-        session_id: &str,
-    ) -> Result<(), String> {
-        match kind {
-            crate::format::RecordKind::Run => check_run(payload, session_id).map(|_| ()),
-            crate::format::RecordKind::RunEvent => {
-                check_run_event(payload, session_id, &self.runs).map(|_| ())
-            }
+    /// Checks `record` of session `session_id` as [`SessionState::apply`] would apply it,
+    /// changing nothing: what a store checks before it writes one. It must
+    /// [name the session](Self::check_session); a run event must also belong to a run the
+    /// session has and not be a second terminal event of its run.
+    pub fn check(&self, record: &SessionRecord, session_id: &str) -> Result<(), String> {
+        SessionState::check_session(record, session_id)?;
+        match record {
+            SessionRecord::RunEvent(event) => check_run_event(event, &self.runs),
             _ => Ok(()),
         }
     }
 
-    /// Applies a run header or run event record stored `at`.
-    pub fn apply_run_record(
+    /// Checks that `record` names session `session_id` where it names one (a header, run, run
+    /// event, admission or rejection): what needs no state, checked before a session is
+    /// opened for it.
+    pub fn check_session(record: &SessionRecord, session_id: &str) -> Result<(), String> {
+        match record {
+            SessionRecord::Header(header) if header.id() != session_id => Err(format!(
+                "the session header is session {:?}'s, in session {session_id:?}",
+                header.id()
+            )),
+            SessionRecord::Run(run) => check_run(run, session_id),
+            SessionRecord::RunEvent(e) if e.value()["sessionId"].as_str() != Some(session_id) => {
+                Err(format!(
+                    "the run event belongs to another session than {session_id:?}"
+                ))
+            }
+            SessionRecord::Admission(a) if a.value()["sessionId"].as_str() != Some(session_id) => {
+                Err(format!(
+                    "the admission of turn {} belongs to another session than {session_id:?}",
+                    a.turn_id()
+                ))
+            }
+            SessionRecord::Rejection(r) if r.session_id() != session_id => Err(format!(
+                "the rejection of turn {} belongs to another session than {session_id:?}",
+                r.turn_id()
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Applies `record` of session `session_id`, stored `at`, once [checked](Self::check). A
+    /// turn's first admission or rejection decides it: a later record of either kind changes
+    /// nothing.
+    pub fn apply(
         &mut self,
-        kind: crate::format::RecordKind,
+        record: &SessionRecord,
+        session_id: &str,
+        at: StoredAt,
+    ) -> Result<(), String> {
+        self.check(record, session_id)?;
+        match record {
+            SessionRecord::Header(header) => {
+                self.header = Some(header.canonical_json().to_owned());
+            }
+            SessionRecord::Message(message) => self.messages.push(MessageEntry {
+                id: message.id().to_owned(),
+                turn_id: message.turn_id().map(str::to_owned),
+                at,
+            }),
+            SessionRecord::Run(run) => apply_run(&mut self.runs, run),
+            SessionRecord::RunEvent(event) => {
+                apply_run_event(&mut self.runs, event, at);
+            }
+            SessionRecord::Admission(a) => {
+                if !self.rejections.contains_key(a.turn_id()) {
+                    self.admissions
+                        .entry(a.turn_id().to_owned())
+                        .or_insert_with(|| a.canonical_json().to_owned());
+                }
+            }
+            SessionRecord::Rejection(r) => {
+                if !self.admissions.contains_key(r.turn_id()) {
+                    self.rejections
+                        .entry(r.turn_id().to_owned())
+                        .or_insert_with(|| r.canonical_json().to_owned());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes a stored record of `kind` and [applies](Self::apply) it; a kind that is not a
+    /// session record changes nothing.
+    pub fn apply_stored(
+        &mut self,
+        kind: RecordKind,
         payload: &[u8],
         session_id: &str,
         at: StoredAt,
     ) -> Result<(), String> {
-        match kind {
-            crate::format::RecordKind::Run => {
-                apply_run(&mut self.runs, &check_run(payload, session_id)?);
-            }
-            crate::format::RecordKind::RunEvent => {
-                let event = check_run_event(payload, session_id, &self.runs)?;
-                apply_run_event(&mut self.runs, &event, at);
-            }
-            _ => {}
+        match SessionRecord::decode(kind, payload).map_err(|e| e.to_string())? {
+            Some(record) => self.apply(&record, session_id, at),
+            None => Ok(()),
         }
-        Ok(())
-    }
-
-    /// Checks a root-turn admission record of session `session_id` (§8).
-    pub fn check_admission(
-        payload: &[u8],
-        session_id: &str,
-    ) -> Result<crate::model::RootTurnAdmission, String> {
-        let json = std::str::from_utf8(payload).map_err(|_| "admission is not UTF-8")?;
-        let admission = crate::model::RootTurnAdmission::decode(json).map_err(|e| e.to_string())?;
-        if admission.value()["sessionId"].as_str() != Some(session_id) {
-            return Err(format!(
-                "the admission of turn {} belongs to another session than {session_id:?}",
-                admission.turn_id()
-            ));
-        }
-        Ok(admission)
-    }
-
-    /// Applies an admission record: the first for its turn is kept, unless it was rejected.
-    pub fn apply_admission(&mut self, payload: &[u8], session_id: &str) -> Result<(), String> {
-        let admission = SessionState::check_admission(payload, session_id)?;
-        if !self.rejections.contains_key(admission.turn_id()) {
-            self.admissions
-                .entry(admission.turn_id().to_owned())
-                .or_insert_with(|| admission.canonical_json().to_owned());
-        }
-        Ok(())
-    }
-
-    /// Checks a root-turn start rejection record of session `session_id` (§8).
-    pub fn check_rejection(
-        payload: &[u8],
-        session_id: &str,
-    ) -> Result<crate::model::RootTurnRejection, String> {
-        let json = std::str::from_utf8(payload).map_err(|_| "rejection is not UTF-8")?;
-        let rejection = crate::model::RootTurnRejection::decode(json).map_err(|e| e.to_string())?;
-        if rejection.session_id() != session_id {
-            return Err(format!(
-                "the rejection of turn {} belongs to another session than {session_id:?}",
-                rejection.turn_id()
-            ));
-        }
-        Ok(rejection)
-    }
-
-    /// Applies a start rejection record: the first for its turn is kept, unless it was
-    /// admitted.
-    pub fn apply_rejection(&mut self, payload: &[u8], session_id: &str) -> Result<(), String> {
-        let rejection = SessionState::check_rejection(payload, session_id)?;
-        if !self.admissions.contains_key(rejection.turn_id()) {
-            self.rejections
-                .entry(rejection.turn_id().to_owned())
-                .or_insert_with(|| rejection.canonical_json().to_owned());
-        }
-        Ok(())
     }
 }

@@ -4,6 +4,7 @@
 
 use super::facts::EventFacts;
 use super::invocations::{sort_invocations, utf16_cmp, RuntimeInvocation};
+use super::session_record::SessionRecord;
 use super::session_state::SessionState;
 use crate::format::{ChainValue, RecordKind};
 use serde::{Deserialize, Serialize};
@@ -199,16 +200,39 @@ impl SessionIndex {
                 Ok(())
             }
             _ if r.format_version < 2 => Ok(()),
-            RecordKind::SessionHeader => self.session.apply_header(r.payload, &self.session_id),
-            RecordKind::Message => self.session.apply_message(r.payload, at),
-            RecordKind::Admission => self.session.apply_admission(r.payload, &self.session_id),
-            RecordKind::TurnRejection => self.session.apply_rejection(r.payload, &self.session_id),
-            RecordKind::Run | RecordKind::RunEvent => {
-                self.session
-                    .apply_run_record(r.kind, r.payload, &self.session_id, at)
-            }
-            _ => Ok(()),
+            kind => self
+                .session
+                .apply_stored(kind, r.payload, &self.session_id, at),
         }
+    }
+
+    /// Applies a session record a store decoded and wrote, stored at `r` (whose payload is
+    /// its canonical JSON): as [`SessionIndex::apply_record`] applies it, without decoding it.
+    pub fn apply_session_record(
+        &mut self,
+        r: &RecordRef<'_>,
+        record: &SessionRecord,
+    ) -> Result<(), String> {
+        debug_assert_eq!(r.kind, record.kind());
+        debug_assert_eq!(r.payload, record.canonical_json().as_bytes());
+        // What a rebuild reads back from the payload is the record applied here.
+        debug_assert_eq!(
+            SessionRecord::decode(r.kind, r.payload)
+                .ok()
+                .flatten()
+                .as_ref(),
+            Some(record)
+        );
+        self.cover(r.ordinal, r.offset, r.end, r.seq, r.chain);
+        if r.format_version < 2 {
+            return Ok(());
+        }
+        let at = StoredAt {
+            record_seq: r.seq,
+            ordinal: r.ordinal,
+            offset: r.offset,
+        };
+        self.session.apply(record, &self.session_id, at)
     }
 
     /// Records that the log now ends with the frame at `offset` of segment `ordinal` (which

@@ -5,7 +5,7 @@ use super::begin::runtime_event;
 use super::manager::Inner;
 use super::mapping::TurnIds;
 use crate::error::Result;
-use crate::format::RecordKind;
+use crate::index::SessionRecord;
 use crate::model::{RunEvent, SessionHeader, StoredMessage};
 use crate::store::SessionBatch;
 use serde_json::{json, Value};
@@ -24,25 +24,22 @@ impl<'a> Batch<'a> {
 
     pub(super) fn record(
         &mut self,
-        kind: RecordKind,
-        payload: &str,
+        record: &SessionRecord,
         precondition: &dyn Fn(&crate::index::SessionState) -> Result<()>,
     ) -> Result<()> {
-        self.batch.record_if(kind, payload.as_bytes(), precondition)
+        self.batch.record_if(record, precondition)
     }
 
     pub(super) fn message(&mut self, message: Value) -> Result<()> {
         let message = StoredMessage::from_value(message)?;
-        self.record(RecordKind::Message, message.canonical_json(), &|_| Ok(()))
+        self.record(&SessionRecord::Message(message), &|_| Ok(()))
     }
 
     /// A new version of the session's header, built from the one read at the turn's start
     /// (so the members §5 makes immutable are the stored ones).
     pub(super) fn header(&mut self, header: Value) -> Result<SessionHeader> {
         let header = SessionHeader::from_value(header)?;
-        self.record(RecordKind::SessionHeader, header.canonical_json(), &|_| {
-            Ok(())
-        })?;
+        self.record(&SessionRecord::Header(header.clone()), &|_| Ok(()))?;
         Ok(header)
     }
 
@@ -54,7 +51,7 @@ impl<'a> Batch<'a> {
         data: Option<Value>,
     ) -> Result<()> {
         let event = RunEvent::from_value(run_event_value(inner, ids, kind, data))?;
-        self.record(RecordKind::RunEvent, event.canonical_json(), &|_| Ok(()))
+        self.record(&SessionRecord::RunEvent(event), &|_| Ok(()))
     }
 
     pub(super) fn event(&mut self, event: Value) -> Result<()> {

@@ -8,7 +8,7 @@ use super::manager::{Inner, TurnInput};
 use super::mapping::TurnIds;
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
-use crate::format::RecordKind;
+use crate::index::SessionRecord;
 use crate::model::{RunHeader, SessionHeader};
 use crate::store::Admission;
 use serde_json::{json, Value};
@@ -119,8 +119,7 @@ fn queue_opening(
     }
     let created = RunHeader::from_value(run)?;
     batch.record(
-        RecordKind::Run,
-        created.canonical_json(),
+        &SessionRecord::Run(created.clone()),
         &crate::store::run_is_new(session_id, run_id),
     )?;
     let data = json!({
@@ -162,8 +161,7 @@ fn queue_opening(
     let running = created.updated(&json!({"status": "running", "updatedAt": started_at}))?;
     let base = created.canonical_json().to_owned();
     batch.record(
-        RecordKind::Run,
-        running.canonical_json(),
+        &SessionRecord::Run(running),
         &|state| match state.runs.get(run_id.as_str()) {
             Some(r) if r.header == base => Ok(()),
             _ => Err(Error::InvalidInput(format!(

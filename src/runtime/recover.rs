@@ -7,7 +7,7 @@
 use super::begin::runtime_event;
 use super::manager::Inner;
 use crate::error::Result;
-use crate::format::RecordKind;
+use crate::index::SessionRecord;
 use crate::model::{RunHeader, SessionHeader, StoredMessage};
 use serde_json::{json, Map, Value};
 
@@ -140,7 +140,7 @@ fn turn_state(
     turn_id: &str,
     status: &str,
     terminal: &crate::event::RuntimeEvent,
-) -> Result<Option<(RecordKind, String)>> {
+) -> Result<Option<SessionRecord>> {
     let messages = inner
         .stores
         .sessions
@@ -163,15 +163,13 @@ fn turn_state(
             json!(APP_RESTARTED)
         };
     }
-    let message = StoredMessage::from_value(state)?;
-    Ok(Some((
-        RecordKind::Message,
-        message.canonical_json().to_owned(),
-    )))
+    Ok(Some(SessionRecord::Message(StoredMessage::from_value(
+        state,
+    )?)))
 }
 
 /// The session's header with status `active`, unless it is already.
-fn session_active(inner: &Inner, session_id: &str) -> Result<Option<(RecordKind, String)>> {
+fn session_active(inner: &Inner, session_id: &str) -> Result<Option<SessionRecord>> {
     let Some(header) = inner.stores.sessions.read_session(session_id)? else {
         return Ok(None);
     };
@@ -181,9 +179,7 @@ fn session_active(inner: &Inner, session_id: &str) -> Result<Option<(RecordKind,
     let mut next: Value = header.value().clone();
     next["status"] = json!("active");
     next["statusUpdatedAt"] = json!(inner.sources.now());
-    let header = SessionHeader::from_value(next)?;
-    Ok(Some((
-        RecordKind::SessionHeader,
-        header.canonical_json().to_owned(),
-    )))
+    Ok(Some(SessionRecord::Header(SessionHeader::from_value(
+        next,
+    )?)))
 }

@@ -5,7 +5,7 @@
 use super::runs::AgentRunStore;
 use crate::error::{Error, Result};
 use crate::format::RecordKind;
-use crate::index::SessionState;
+use crate::index::{SessionRecord, SessionState};
 use crate::model::{RootTurnAdmission, RootTurnRejection};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -14,8 +14,7 @@ use std::collections::BTreeMap;
 struct Decision<'a> {
     session_id: &'a str,
     turn: &'a str,
-    kind: RecordKind,
-    payload: &'a str,
+    record: SessionRecord,
 }
 
 /// What [`AgentRunStore::admit_root_turn`] came to.
@@ -59,8 +58,7 @@ impl AgentRunStore {
         let decision = Decision {
             session_id,
             turn: admission.turn_id(),
-            kind: RecordKind::Admission,
-            payload: admission.canonical_json(),
+            record: SessionRecord::Admission(admission.clone()),
         };
         let Some(json) = self.decide_turn(decision, |s| &s.admissions, |s| &s.rejections)? else {
             return Ok(Admission::Admitted(admission));
@@ -82,8 +80,7 @@ impl AgentRunStore {
         let decision = Decision {
             session_id: rejection.session_id(),
             turn: rejection.turn_id(),
-            kind: RecordKind::TurnRejection,
-            payload: rejection.canonical_json(),
+            record: SessionRecord::Rejection(rejection.clone()),
         };
         let Some(json) = self.decide_turn(decision, |s| &s.rejections, |s| &s.admissions)? else {
             return Ok(Rejection::Committed(rejection));
@@ -112,12 +109,12 @@ impl AgentRunStore {
             });
         }
         let stored = std::cell::RefCell::new(None);
-        let (turn, name) = (d.turn, d.kind.name());
-        let decided = match d.kind {
+        let (turn, name) = (d.turn, d.record.kind().name());
+        let decided = match d.record.kind() {
             RecordKind::Admission => "rejected",
             _ => "admitted",
         };
-        let written = events.append_record_if(d.session_id, d.kind, d.payload.as_bytes(), &|s| {
+        let written = events.append_session_record(d.session_id, &d.record, &|s| {
             if let Some(json) = same(s).get(turn) {
                 *stored.borrow_mut() = Some(json.clone());
                 return Err(Error::InvalidInput(format!("turn {turn} has its {name}")));

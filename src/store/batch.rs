@@ -8,7 +8,7 @@ use super::runtime_events::{AppendedEvent, Queued, RuntimeEventStore};
 use crate::error::Result;
 use crate::event::RuntimeEvent;
 use crate::format::RecordKind;
-use crate::index::SessionState;
+use crate::index::{SessionRecord, SessionState};
 
 /// Records of one session, queued in order and waited for once.
 pub struct SessionBatch<'a> {
@@ -36,21 +36,22 @@ impl<'a> SessionBatch<'a> {
 
     /// Queues a record of another kind than a runtime event (header, message, run, run event,
     /// admission, start rejection), checked first: nothing is queued for one that is refused.
+    /// `payload` is decoded strictly first.
     pub fn record(&mut self, kind: RecordKind, payload: &[u8]) -> Result<()> {
-        self.record_if(kind, payload, &|_| Ok(()))
+        let record = super::runtime_events::decode_session_record(kind, payload)?;
+        self.record_if(&record, &|_| Ok(()))
     }
 
-    /// [`SessionBatch::record`], if `precondition` holds for the session's state under its
-    /// lock.
+    /// Queues a decoded session record, if `precondition` holds for the session's state under
+    /// its lock.
     pub(crate) fn record_if(
         &mut self,
-        kind: RecordKind,
-        payload: &[u8],
+        record: &SessionRecord,
         precondition: &dyn Fn(&SessionState) -> Result<()>,
     ) -> Result<()> {
         let queued = self
             .events
-            .queue_record_if(&self.session_id, kind, payload, precondition)?;
+            .queue_record_if(&self.session_id, record, precondition)?;
         self.last = Some(queued);
         self.queued += 1;
         Ok(())

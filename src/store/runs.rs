@@ -6,8 +6,7 @@
 
 use super::runtime_events::{RuntimeEventStore, Seen};
 use crate::error::{Error, Result};
-use crate::format::RecordKind;
-use crate::index::{SessionState, StoredAt};
+use crate::index::{SessionRecord, SessionState, StoredAt};
 use crate::model::{RunEvent, RunHeader};
 use crate::segment::FramesAt;
 use serde_json::Value;
@@ -47,10 +46,9 @@ impl AgentRunStore {
             });
         }
         let run_id = run.run_id().to_owned();
-        self.events.append_record_if(
+        self.events.append_session_record(
             &session_id,
-            RecordKind::Run,
-            run.canonical_json().as_bytes(),
+            &SessionRecord::Run(run.clone()),
             &run_is_new(&session_id, &run_id),
         )?;
         Ok(run)
@@ -63,10 +61,9 @@ impl AgentRunStore {
         let current = self.read_run(session_id, run_id)?;
         let next = current.updated(update)?;
         let base = current.canonical_json().to_owned();
-        self.events.append_record_if(
+        self.events.append_session_record(
             session_id,
-            RecordKind::Run,
-            next.canonical_json().as_bytes(),
+            &SessionRecord::Run(next.clone()),
             &|state| match state.runs.get(run_id) {
                 Some(run) if run.header == base => Ok(()),
                 _ => Err(Error::InvalidInput(format!(
@@ -150,10 +147,9 @@ impl AgentRunStore {
         // The sequence number is the run's event count, read under the session's lock just
         // before the event is queued behind them.
         let seq = std::cell::Cell::new(0u64);
-        self.events.append_record_if(
+        self.events.append_session_record(
             &session_id,
-            RecordKind::RunEvent,
-            event.canonical_json().as_bytes(),
+            &SessionRecord::RunEvent(event.clone()),
             &|state| {
                 let run = state
                     .runs

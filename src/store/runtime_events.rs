@@ -15,7 +15,7 @@ use super::stored::stored_event;
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
 use crate::format::RecordKind;
-use crate::index::{EventFacts, RecordRef, StoredAt};
+use crate::index::{EventFacts, RecordRef, SessionRecord, SessionState, StoredAt};
 use crate::root::Owner;
 use crate::segment::{Durability, WriterConfig};
 use crate::storage::Storage;
@@ -211,52 +211,50 @@ impl RuntimeEventStore {
     }
 
     /// Appends a record of another kind (session header, message, run, run event, admission,
-    /// seal) to the session's ledger, in order with its events, durably: lifecycle records are
-    /// never buffered. Runtime events go through [`RuntimeEventStore::append`]. Returns the
-    /// record's sequence number.
+    /// start rejection) to the session's ledger, in order with its events, durably: lifecycle
+    /// records are never buffered. `payload` is decoded strictly first; runtime events go
+    /// through [`RuntimeEventStore::append`]. Returns the record's sequence number.
     pub fn append_record(&self, session_id: &str, kind: RecordKind, payload: &[u8]) -> Result<u64> {
-        self.append_record_if(session_id, kind, payload, &|_| Ok(()))
+        self.append_session_record(session_id, &decode_session_record(kind, payload)?, &|_| {
+            Ok(())
+        })
     }
 
-    /// [`RuntimeEventStore::append_record`], if `precondition` holds for the session's state
-    /// under the session's lock (a run that must not exist yet, a header an update was made
-    /// from): nothing is written when it does not.
-    pub(super) fn append_record_if(
+    /// Appends `record` to session `session_id`'s ledger durably, if `precondition` holds for
+    /// the session's state under the session's lock (a run that must not exist yet, a header
+    /// an update was made from): nothing is written when it does not.
+    pub(super) fn append_session_record(
         &self,
         session_id: &str,
-        kind: RecordKind,
-        payload: &[u8],
-        precondition: &dyn Fn(&crate::index::SessionState) -> Result<()>,
+        record: &SessionRecord,
+        precondition: &dyn Fn(&SessionState) -> Result<()>,
     ) -> Result<u64> {
-        self.queue_record_if(session_id, kind, payload, precondition)?
+        self.queue_record_if(session_id, record, precondition)?
             .wait_durable()
     }
 
-    /// [`RuntimeEventStore::append_record_if`] up to the wait: the record is checked, queued
-    /// and in the view, and the caller waits for it. Until then, readers of the view wait too.
+    /// [`RuntimeEventStore::append_session_record`] up to the wait: the record is checked,
+    /// queued and in the view, and the caller waits for it. Until then, readers of the view
+    /// wait too. The record was decoded by whoever made it: its canonical JSON is written and
+    /// the view applies it as it is, without decoding that text again.
     pub(crate) fn queue_record_if(
         &self,
         session_id: &str,
-        kind: RecordKind,
-        payload: &[u8],
-        precondition: &dyn Fn(&crate::index::SessionState) -> Result<()>,
+        record: &SessionRecord,
+        precondition: &dyn Fn(&SessionState) -> Result<()>,
     ) -> Result<Queued> {
-        if kind == RecordKind::RuntimeEvent {
-            return Err(Error::InvalidInput(
-                "runtime events are appended with RuntimeEventStore::append".into(),
-            ));
-        }
-        // The records the view reads are checked first, by the rules it reads them with: one it
-        // would refuse is refused here, with nothing written.
-        check_session_record(session_id, kind, payload)?;
+        // Checked by the rules the view applies it with: one it would refuse is refused here,
+        // with nothing written (and no session opened for one naming another session).
+        SessionState::check_session(record, session_id).map_err(Error::InvalidInput)?;
         let session = self.session(session_id)?;
-        let mut st = lock(&session.state);
         // What depends on the session's state (a run event's run) is checked under its lock.
+        let mut st = lock(&session.state);
         st.view
             .session
-            .check_run_record(kind, payload, session_id)
+            .check(record, session_id)
             .map_err(Error::InvalidInput)?;
         precondition(&st.view.session)?;
+        let (kind, payload) = (record.kind(), record.canonical_json().as_bytes());
         let ack = session.writer.enqueue(kind, payload)?;
         if kind == RecordKind::SessionHeader {
             // Before any reader can see it: the catalog reads the session again.
@@ -272,7 +270,7 @@ impl RuntimeEventStore {
             kind,
             payload,
         };
-        let applied = st.view.apply_record(&at, &|_| false);
+        let applied = st.view.apply_session_record(&at, record);
         debug_assert!(applied.is_ok(), "checked before it was queued: {applied:?}");
         // Readers of the view wait until what it shows is durable.
         st.fact_seq = ack.seq;
@@ -289,7 +287,7 @@ impl RuntimeEventStore {
     pub(super) fn with_session_state<T>(
         &self,
         session_id: &str,
-        read: impl FnOnce(&crate::index::SessionState) -> T,
+        read: impl FnOnce(&SessionState) -> T,
     ) -> Result<T> {
         self.session_state(session_id, Seen::Durable, read)
     }
@@ -301,7 +299,7 @@ impl RuntimeEventStore {
         &self,
         session_id: &str,
         seen: Seen,
-        read: impl FnOnce(&crate::index::SessionState) -> T,
+        read: impl FnOnce(&SessionState) -> T,
     ) -> Result<T> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
         if let Some(open) = self.open_for_reading(session_id)? {
@@ -357,41 +355,14 @@ impl RuntimeEventStore {
     }
 }
 
-/// Checks a session header, stored message, run header, run event, admission or start
-/// rejection as the session's view will read it (a header, an admission or a rejection names
-/// its own session); other kinds are not read by the view.
-fn check_session_record(session_id: &str, kind: RecordKind, payload: &[u8]) -> Result<()> {
-    let text = || {
-        std::str::from_utf8(payload).map_err(|_| Error::InvalidRecord {
-            record: kind.name(),
-            field: "<record>".into(),
-            why: "is not UTF-8".into(),
-        })
-    };
-    match kind {
-        RecordKind::SessionHeader => {
-            let header = crate::model::SessionHeader::decode(text()?)?;
-            if header.id() != session_id {
-                return Err(Error::InvalidRecord {
-                    record: "session header",
-                    field: "id".into(),
-                    why: format!("names session {:?}, not {session_id:?}", header.id()),
-                });
+/// A record given as bytes, strictly decoded: one that is not a session record is refused.
+pub(super) fn decode_session_record(kind: RecordKind, payload: &[u8]) -> Result<SessionRecord> {
+    SessionRecord::decode(kind, payload)?.ok_or_else(|| {
+        Error::InvalidInput(match kind {
+            RecordKind::RuntimeEvent => {
+                "runtime events are appended with RuntimeEventStore::append".into()
             }
-            Ok(())
-        }
-        RecordKind::Message => crate::model::StoredMessage::decode(text()?).map(|_| ()),
-        RecordKind::Run => crate::model::RunHeader::decode(text()?).map(|_| ()),
-        RecordKind::RunEvent => crate::model::RunEvent::decode(text()?).map(|_| ()),
-        // The view refuses one of another session, so it is refused here.
-        RecordKind::Admission => crate::index::SessionState::check_admission(payload, session_id)
-            .map(|_| ())
-            .map_err(Error::InvalidInput),
-        RecordKind::TurnRejection => {
-            crate::index::SessionState::check_rejection(payload, session_id)
-                .map(|_| ())
-                .map_err(Error::InvalidInput)
-        }
-        _ => Ok(()),
-    }
+            other => format!("a {} record is not a session record", other.name()),
+        })
+    })
 }

@@ -9,8 +9,7 @@ use super::read_view::read_only_state;
 use super::runtime_events::{RuntimeEventStore, Seen};
 use crate::claims::ClaimsLog;
 use crate::error::{Error, Result};
-use crate::format::RecordKind;
-use crate::index::{MessageEntry, SessionState, StoredAt};
+use crate::index::{MessageEntry, SessionRecord, SessionState, StoredAt};
 use crate::model::{SessionHeader, StoredMessage};
 use crate::segment::layout::SESSIONS_DIR;
 use crate::segment::FramesAt;
@@ -85,11 +84,9 @@ impl SessionStore {
 
     pub(super) fn write_header(&self, header: &SessionHeader) -> Result<()> {
         self.events
-            .append_record(
-                header.id(),
-                RecordKind::SessionHeader,
-                header.canonical_json().as_bytes(),
-            )
+            .append_session_record(header.id(), &SessionRecord::Header(header.clone()), &|_| {
+                Ok(())
+            })
             .map(|_| ())
     }
 
@@ -115,10 +112,10 @@ impl SessionStore {
                 "no session {session_id} to append a message to"
             )));
         }
-        self.events.append_record(
+        self.events.append_session_record(
             session_id,
-            RecordKind::Message,
-            message.canonical_json().as_bytes(),
+            &SessionRecord::Message(message.clone()),
+            &|_| Ok(()),
         )?;
         Ok(message)
     }

@@ -9,7 +9,7 @@ use super::runs::AgentRunStore;
 use super::runtime_events::{Queued, Seen};
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
-use crate::format::RecordKind;
+use crate::index::SessionRecord;
 use crate::model::{RunEvent, RunHeader};
 use serde_json::{json, Map, Value};
 
@@ -48,7 +48,7 @@ impl AgentRunStore {
         run_id: &str,
         terminal: &RuntimeEvent,
         extras: Option<Map<String, Value>>,
-        then: &[(RecordKind, String)],
+        then: &[SessionRecord],
     ) -> Result<RunHeader> {
         // Everything is read before anything is queued, as queued: the steps follow it in the
         // session's log, so one sync makes what was read and the steps durable together.
@@ -75,7 +75,7 @@ impl AgentRunStore {
         (session_id, run_id, run, ended): (&str, &str, &RunHeader, bool),
         terminal: &RuntimeEvent,
         extras: Option<Map<String, Value>>,
-        then: &[(RecordKind, String)],
+        then: &[SessionRecord],
         queued: &mut Option<Queued>,
     ) -> Result<RunHeader> {
         let v = run.value();
@@ -117,14 +117,11 @@ impl AgentRunStore {
             )));
         }
         let run = self.queue_steps(run, terminal, status, ended, extras, queued)?;
-        for (kind, payload) in then {
-            let q = self.events().queue_record_if(
-                session_id,
-                *kind,
-                payload.as_bytes(),
-                &|_| Ok(()),
-            )?;
-            *queued = Some(q);
+        for record in then {
+            *queued = Some(
+                self.events()
+                    .queue_record_if(session_id, record, &|_| Ok(()))?,
+            );
         }
         Ok(run)
     }
@@ -164,8 +161,7 @@ impl AgentRunStore {
             let base = run.canonical_json();
             *queued = Some(self.events().queue_record_if(
                 session_id,
-                RecordKind::Run,
-                next.canonical_json().as_bytes(),
+                &SessionRecord::Run(next.clone()),
                 &|state| match state.runs.get(run_id) {
                     Some(r) if r.header == base => Ok(()),
                     _ => Err(Error::InvalidInput(format!(
@@ -195,8 +191,7 @@ impl AgentRunStore {
             let event = RunEvent::from_value(event)?;
             *queued = Some(self.events().queue_record_if(
                 session_id,
-                RecordKind::RunEvent,
-                event.canonical_json().as_bytes(),
+                &SessionRecord::RunEvent(event),
                 &|_| Ok(()),
             )?);
         }

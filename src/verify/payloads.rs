@@ -62,14 +62,10 @@ pub fn payload_problems(storage: &dyn Storage, session_id: &str) -> Vec<PayloadP
                         .map_err(|e| e.to_string())
                 }),
             _ if r.format_version < 2 => continue,
-            RecordKind::SessionHeader => scratch.apply_header(&r.payload, session_id),
-            RecordKind::Message => scratch.apply_message(&r.payload, at),
             RecordKind::Run | RecordKind::RunEvent => {
-                state.apply_run_record(r.kind, &r.payload, session_id, at)
+                state.apply_stored(r.kind, &r.payload, session_id, at)
             }
-            RecordKind::Admission => scratch.apply_admission(&r.payload, session_id),
-            RecordKind::TurnRejection => scratch.apply_rejection(&r.payload, session_id),
-            _ => continue,
+            kind => scratch.apply_stored(kind, &r.payload, session_id, at),
         };
         if let Err(why) = decoded {
             problems.push(PayloadProblem {

@@ -16,7 +16,7 @@ use super::events::SessionEvent;
 use super::manager::{Inner, TurnOutcome};
 use super::mapping::{terminal_event, Ending};
 use crate::error::Result;
-use crate::format::RecordKind;
+use crate::index::SessionRecord;
 use crate::model::{SessionHeader, StoredMessage};
 use serde_json::{json, Value};
 use tokio::sync::mpsc::{self, error::TryRecvError};
@@ -134,22 +134,14 @@ fn finish(
         _ => {}
     }
     // The turn's end in one sync: the terminal commit, then turn_state, then the header.
-    let mut then = vec![(
-        RecordKind::Message,
-        StoredMessage::from_value(state)?
-            .canonical_json()
-            .to_owned(),
-    )];
+    let mut then = vec![SessionRecord::Message(StoredMessage::from_value(state)?)];
     if let Some(h) = inner.stores.sessions.read_session_queued(&ids.session_id)? {
         let mut next = h.value().clone();
         next["lastMessageAt"] = json!(now);
         next["hasUnread"] = json!(true);
         next["status"] = json!("active");
         next["statusUpdatedAt"] = json!(now);
-        then.push((
-            RecordKind::SessionHeader,
-            SessionHeader::from_value(next)?.canonical_json().to_owned(),
-        ));
+        then.push(SessionRecord::Header(SessionHeader::from_value(next)?));
     }
     let run = inner.stores.runs.commit_terminal_then(
         &ids.session_id,
