@@ -5,6 +5,7 @@
 //! UTF-8 bytes), so this module writes every byte itself.
 
 use super::number::{format_json_number, MAX_SAFE_INTEGER};
+use super::plain::plain_run;
 use serde_json::{Number, Value};
 use std::fmt::Write as _;
 
@@ -92,36 +93,29 @@ fn write_number(n: &Number, out: &mut String) {
 /// everything else (including `/`, DEL and non-ASCII) raw.
 fn write_string(s: &str, out: &mut String) {
     out.push('"');
-    // Most strings need no escape: they are copied whole.
-    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
-        out.push_str(s);
-        out.push('"');
-        return;
-    }
     // Every byte that is escaped is ASCII, so each is a char boundary: the runs between them
-    // are copied whole.
+    // are copied whole (most strings are one run).
+    let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let escape = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        if escape.is_empty() {
-            let _ = write!(out, "\\u{:04x}", b);
-        } else {
-            out.push_str(escape);
+    loop {
+        let end = start + plain_run(&bytes[start..]);
+        out.push_str(&s[start..end]);
+        let Some(&b) = bytes.get(end) else { break };
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            _ => {
+                debug_assert!(b < 0x20, "the run ends only at a byte to escape");
+                let _ = write!(out, "\\u{:04x}", b);
+            }
         }
-        start = i + 1;
+        start = end + 1;
     }
-    out.push_str(&s[start..]);
     out.push('"');
 }
 
@@ -159,5 +153,23 @@ mod tests {
     fn a_size_hint_changes_nothing_but_the_buffer() {
         let value = json!({"b": [1, "x\ny"], "a": null});
         assert_eq!(canonical_string_sized(&value, 3), canonical_string(&value));
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// JSON.stringify escapes strings as serde_json does: the short escapes, other C0
+        /// controls as lowercase `\u00xx`, everything else raw.
+        #[test]
+        fn strings_are_escaped_as_serde_json_escapes_them(
+            text in prop::collection::vec(
+                prop_oneof![4 => 0x20u32..0x7f, 1 => 0u32..0x20, 1 => 0x7fu32..0x3000],
+                0..80,
+            ).prop_map(|cs| cs.into_iter().filter_map(char::from_u32).collect::<String>()),
+        ) {
+            let mut out = String::new();
+            write_string(&text, &mut out);
+            prop_assert_eq!(out, serde_json::to_string(&text).expect("a string"));
+        }
     }
 }

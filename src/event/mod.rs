@@ -29,6 +29,7 @@ mod kind;
 pub(crate) mod number;
 pub(crate) mod parse;
 pub(crate) mod path;
+mod plain;
 pub(crate) mod schema;
 
 pub use canonical::{canonical_string, canonical_string_sized};
