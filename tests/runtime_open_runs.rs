@@ -199,3 +199,52 @@ async fn a_run_with_a_damaged_record_is_skipped_and_the_others_are_ended() {
         "not emptied while a run is left: the next recovery visits it again"
     );
 }
+
+/// The slots an earlier life left are kept until a recovery ends their runs; once it has, this
+/// process reuses them: the file does not grow past the runs in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slots_of_an_earlier_life_are_reused_once_a_recovery_ended_their_runs() {
+    use makalog::runtime::{read_open_runs, Listing, TurnInput, OPEN_RUNS_FILE, SLOT_LEN};
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let manager = manager_over(&stores);
+    for n in 0..3 {
+        manager
+            .create_session(json!({"id": format!("s-{n}"), "backend": "fake", "model": "m"}))
+            .expect("session");
+    }
+    manager.recover_interrupted_sessions().expect("recover");
+    leave_waiting(&manager, "s-0").await;
+    let path = storage.describe_root().join(OPEN_RUNS_FILE);
+    let len = || std::fs::metadata(&path).expect("open-runs").len();
+    assert_eq!(len(), SLOT_LEN as u64, "s-0's run in slot 0");
+    // The next life runs a turn before it recovers: slot 0 is an earlier life's, so s-1 takes
+    // slot 1 (and keeps it while idle).
+    let restarted = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_instant_fake(),
+        Sources::system(),
+    );
+    let input = TurnInput {
+        text: "hello".into(),
+        ..TurnInput::default()
+    };
+    let turn = restarted.send_message("s-1", input).await.expect("send");
+    turn.finish().await.expect("turn");
+    assert_eq!(len(), 2 * SLOT_LEN as u64);
+    // Its recovery ends s-0's run: slot 0 is free again, and the next session's run takes it.
+    let report = restarted.recover_interrupted_sessions().expect("recover");
+    assert_eq!(report.recovered.len(), 1);
+    leave_waiting(&restarted, "s-2").await;
+    let run = |s: &str| {
+        let runs = stores.runs.list_session_runs(s).expect("runs");
+        (s.to_owned(), runs[runs.len() - 1].run_id().to_owned())
+    };
+    // In slot order: s-2's run in slot 0, s-1's kept slot (its run ended) in slot 1.
+    assert_eq!(
+        read_open_runs(&*storage).expect("read"),
+        Listing::Open(vec![run("s-2"), run("s-1")])
+    );
+    assert_eq!(len(), 2 * SLOT_LEN as u64, "no third slot");
+}

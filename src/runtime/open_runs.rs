@@ -148,7 +148,7 @@ impl OpenRuns {
 
     /// After a recovery that ended every run in the file (or scanned every session): the file
     /// emptied and synced (created, with the root directory synced, when it was missing).
-    /// The slots of sessions this process holds are kept.
+    /// The slots of sessions this process holds are kept; an earlier life's are free again.
     pub fn reset(&mut self, storage: &dyn Storage) -> Result<()> {
         if self.file.is_none() {
             let path = Path::new(OPEN_RUNS_FILE);
@@ -184,7 +184,10 @@ impl OpenRuns {
         if len > keep {
             file.set_len(keep as u64).map_err(io("truncate"))?;
         }
-        file.sync_data().map_err(io("sync"))
+        file.sync_data().map_err(io("sync"))?;
+        // The runs the earlier life left were ended: their slots are free now.
+        self.earlier.clear();
+        Ok(())
     }
 
     /// The slots this process's sessions hold.
