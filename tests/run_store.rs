@@ -179,3 +179,39 @@ fn each_run_rule_refuses_with_nothing_written() {
         other => panic!("out of an ended run: {other:?}"),
     }
 }
+
+/// A record is written only if its canonical text reads back to it (MAKA-MODEL §2, as for
+/// runtime events): free-form data nested deeper than the parser reads, or an integer
+/// JavaScript cannot hold, is refused with nothing written, so a rebuild never meets a record
+/// it cannot read. Within the bounds it is written and rebuilt the same.
+#[test]
+fn a_record_whose_text_would_not_read_back_is_refused_with_nothing_written() {
+    let (_t, storage) = temp_root();
+    let (_owner, s) = stores::open(&storage);
+    s.sessions.create(session_header("s", 1)).expect("session");
+    s.runs.create_run(run("r", 1)).expect("run");
+    let root = storage.describe_root();
+    let size = || stores::session_bytes(&root, "s");
+    let before = size();
+    // The event is level 1 and `data` level 2 of the parser's 256.
+    let nested = |arrays: usize| (0..arrays).fold(json!([]), |inner, _| json!([inner]));
+    let mut deep = event("r", "tool_started", 1);
+    deep["data"] = json!({"x": nested(254)});
+    let mut huge = event("r", "tool_started", 2);
+    huge["data"] = json!({"n": 9_007_199_254_740_993u64});
+    for bad in [deep, huge] {
+        match s.runs.append_event(bad) {
+            Err(Error::InvalidRecord { field, why, .. }) => {
+                assert_eq!(field, "<record>", "{why}")
+            }
+            other => panic!("a record that would not read back: {other:?}"),
+        }
+    }
+    assert_eq!(size(), before, "nothing written");
+    let mut deepest = event("r", "tool_started", 3);
+    deepest["data"] = json!({"x": nested(253)});
+    deepest["data"]["n"] = json!(9_007_199_254_740_991u64);
+    s.runs.append_event(deepest).expect("within the bounds");
+    let view = rebuild(&*storage, "s").expect("rebuild");
+    assert_eq!(view.session.runs["r"].events.len(), 1);
+}

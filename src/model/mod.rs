@@ -113,14 +113,30 @@ fn decode_text(
     decode_normalized(record, parsed, json.len(), decode)
 }
 
-/// Normalizes `value` (numbers in one form, depth bounded) and decodes it with `decode`.
+/// Normalizes `value` (numbers in one form, depth bounded) and decodes it with `decode`, and
+/// checks that its canonical text reads back to it (MAKA-MODEL §2, as for runtime events): a
+/// store writes that text and applies the record without reading it back, so a record a
+/// rebuild could not read is refused here.
 fn decode_value(
     record: &'static str,
     mut value: Value,
     decode: impl Decode,
 ) -> Result<DecodedRecord, Error> {
     crate::event::schema::normalize(&mut value).map_err(|e| refused(record, e))?;
-    decode_normalized(record, value, 0, decode)
+    let decoded = decode_normalized(record, value, 0, decode)?;
+    // A value whose numbers are all safe integers, no deeper than the parser reads, prints
+    // as text that parses back to it (what the runtime's own records are): nothing to run.
+    if !crate::event::number::prints_exactly(&decoded.value) {
+        let why = match crate::event::parse::parse(decoded.canonical()) {
+            Ok(reparsed) if reparsed == decoded.value => None,
+            Ok(_) => Some("the canonical text reads back as another record (a number JavaScript cannot hold exactly?)".to_owned()),
+            Err(e) => Some(format!("the canonical text does not parse back: {e}")),
+        };
+        if let Some(why) = why {
+            return Err(refused(record, EventError::NotLossless { why }));
+        }
+    }
+    Ok(decoded)
 }
 
 /// Decodes a normalized value with `decode`, keeping the value itself when decoding changed
