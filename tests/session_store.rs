@@ -434,6 +434,25 @@ fn a_raw_record_is_refused_unless_it_is_a_session_record_of_that_session_with_no
         .append_record("c", kind, payload)
         .expect_err("b's header in c");
     assert!(matches!(err, Error::InvalidInput(_)), "{err:?}");
+    // A run of session "b" in the absent session "c": refused before "c" is made.
+    let run = makalog::model::RunHeader::from_value(json!({
+        "runId": "r", "sessionId": "b", "turnId": "t", "llmConnectionSlug": "fake",
+        "modelId": "m", "cwd": "/work", "status": "created", "backendKind": "fake",
+        "permissionMode": "ask", "createdAt": 1, "updatedAt": 1
+    }))
+    .expect("a run of b");
+    let err = s
+        .runtime_events
+        .append_record(
+            "c",
+            makalog::format::RecordKind::Run,
+            run.canonical_json().as_bytes(),
+        )
+        .expect_err("b's run in c");
+    assert!(
+        err.to_string().contains("belongs to session \"b\""),
+        "{err}"
+    );
     // A kind no store writes is not appended as opaque bytes.
     let seal = makalog::format::RecordKind::RunSeal;
     let err = s

@@ -163,7 +163,7 @@ mod tests {
         #[test]
         fn strings_are_escaped_as_serde_json_escapes_them(
             text in prop::collection::vec(
-                prop_oneof![4 => 0x20u32..0x7f, 1 => 0u32..0x20, 1 => 0x7fu32..0x3000],
+                prop_oneof![4 => 0x20u32..0x7f, 1 => 0u32..0x20, 1 => 0x7fu32..0x3000, 1 => 0x1_0000u32..0x11_0000],
                 0..80,
             ).prop_map(|cs| cs.into_iter().filter_map(char::from_u32).collect::<String>()),
         ) {

@@ -1,6 +1,7 @@
-//! The part of a session's view that its session records make (MAKA-MODEL §5, §6): the latest
-//! session header, kept whole so a listing reads no segment, and where every stored message
-//! lies, with its id and turn. A pure function of the records, as the rest of the view is.
+//! The part of a session's view that its session records make (MAKA-MODEL §5–§8): the latest
+//! session header, kept whole so a listing reads no segment; where every stored message lies,
+//! with its id and turn; the runs and where their events lie; each root turn's admission or
+//! start rejection. A pure function of the records, as the rest of the view is.
 
 use super::run_state::{apply_run, apply_run_event, check_run, check_run_event, Runs};
 use super::session_record::SessionRecord;
@@ -75,7 +76,7 @@ impl SessionState {
         }
     }
 
-    /// Applies `record` of session `session_id`, stored `at`, once [checked](Self::check). A
+    /// [Checks](Self::check) `record` of session `session_id` and applies it, stored `at`. A
     /// turn's first admission or rejection decides it: a later record of either kind changes
     /// nothing.
     pub fn apply(

@@ -162,7 +162,8 @@ pub struct SessionIndex {
     /// Event ids, when the view holds them (a rebuild does; a live store keeps only those
     /// added since its sidecar, the rest stay in the sidecar).
     pub ids: HashMap<String, IdEntry, IdHasher>,
-    /// What its session header and message records make.
+    /// What its session records (headers, messages, runs and run events, admissions and start
+    /// rejections) make.
     pub session: SessionState,
 }
 
@@ -184,12 +185,7 @@ impl SessionIndex {
         r: &RecordRef<'_>,
         known_id: &dyn Fn(&str) -> bool,
     ) -> Result<(), String> {
-        self.cover(r.ordinal, r.offset, r.end, r.seq, r.chain);
-        let at = StoredAt {
-            record_seq: r.seq,
-            ordinal: r.ordinal,
-            offset: r.offset,
-        };
+        let at = self.covered(r);
         match r.kind {
             RecordKind::RuntimeEvent => {
                 let json = std::str::from_utf8(r.payload)
@@ -223,16 +219,21 @@ impl SessionIndex {
                 .as_ref(),
             Some(record)
         );
-        self.cover(r.ordinal, r.offset, r.end, r.seq, r.chain);
+        let at = self.covered(r);
         if r.format_version < 2 {
             return Ok(());
         }
-        let at = StoredAt {
+        self.session.apply(record, &self.session_id, at)
+    }
+
+    /// Covers the frame `r` and returns where it is stored.
+    fn covered(&mut self, r: &RecordRef<'_>) -> StoredAt {
+        self.cover(r.ordinal, r.offset, r.end, r.seq, r.chain);
+        StoredAt {
             record_seq: r.seq,
             ordinal: r.ordinal,
             offset: r.offset,
-        };
-        self.session.apply(record, &self.session_id, at)
+        }
     }
 
     /// Records that the log now ends with the frame at `offset` of segment `ordinal` (which

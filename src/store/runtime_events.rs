@@ -212,8 +212,9 @@ impl RuntimeEventStore {
 
     /// Appends a record of another kind (session header, message, run, run event, admission,
     /// start rejection) to the session's ledger, in order with its events, durably: lifecycle
-    /// records are never buffered. `payload` is decoded strictly first; runtime events go
-    /// through [`RuntimeEventStore::append`]. Returns the record's sequence number.
+    /// records are never buffered. `payload` is decoded strictly first and its canonical JSON
+    /// is what is written (the same bytes for a canonical payload); runtime events go through
+    /// [`RuntimeEventStore::append`]. Returns the record's sequence number.
     pub fn append_record(&self, session_id: &str, kind: RecordKind, payload: &[u8]) -> Result<u64> {
         self.append_session_record(session_id, &decode_session_record(kind, payload)?, &|_| {
             Ok(())

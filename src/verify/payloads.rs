@@ -31,9 +31,10 @@ impl PayloadProblem {
 }
 
 /// Reads every record of the valid prefix as the stores will: a runtime event must be UTF-8
-/// and decode as a canonical RuntimeEvent, a session header or message as MAKA-MODEL §5 and §6
-/// say, or the session could not be read by the store though its frames are sound. One problem
-/// per record that does not, in sequence order.
+/// and decode as a canonical RuntimeEvent, and a session record (header, message, run, run
+/// event, admission, start rejection) as MAKA-MODEL §5–§8 say and as the view applies it, or
+/// the session could not be read by the store though its frames are sound. One problem per
+/// record that does not, in sequence order.
 pub fn payload_problems(storage: &dyn Storage, session_id: &str) -> Vec<PayloadProblem> {
     let mut problems = Vec::new();
     let Ok(reader) = SessionReader::open(storage, session_id, 1) else {
