@@ -2,7 +2,8 @@
 //! headers with their subagent objects, stored messages, run headers and run events, and root-turn admissions and start rejections. Each is decoded strictly from JSON
 //! (every field checked, unknown keys refused, a typed [`Error::InvalidRecord`] naming the
 //! field) and kept as its canonical JSON (keys sorted, numbers in one form), which is what a
-//! store writes. Pure: no I/O.
+//! store writes; one built from a value must read back from that text (MAKA-MODEL §2), since
+//! stores apply a record without reading back what they wrote. Pure: no I/O.
 //!
 //! Decisions where the model leaves a choice:
 //!
