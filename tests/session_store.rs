@@ -472,3 +472,44 @@ fn a_raw_record_is_refused_unless_it_is_a_session_record_of_that_session_with_no
     }
     assert_eq!(snapshot(&root), before, "nothing written, no session made");
 }
+
+/// A long read takes the log a window at a time: frames that straddle a window's end, and one
+/// longer than a window, read back whole and in order.
+#[test]
+fn messages_straddling_the_read_window_read_back_whole() {
+    let (_t, storage) = temp_root();
+    let (_owner, s) = stores::open(&storage);
+    s.sessions.create(session_header("s", 1)).expect("session");
+    let window = makalog::segment::WINDOW as usize;
+    let mut sent = Vec::new();
+    for i in 0..400u64 {
+        let mut m = user(&format!("m{i}"), "t", i);
+        let len = match i % 4 {
+            0 => 10,
+            1 => 3_000,
+            2 => 9_000,
+            _ => 500,
+        };
+        let len = if i == 201 { window + 5_000 } else { len };
+        m["text"] = json!("x".repeat(len));
+        sent.push(
+            s.sessions
+                .append_message("s", m)
+                .expect("append")
+                .canonical_json()
+                .to_owned(),
+        );
+    }
+    s.close().expect("close");
+    let got: Vec<String> = makalog::store::ReadOnlySessions::new(&*storage)
+        .read_messages("s", None)
+        .expect("read")
+        .iter()
+        .map(|m| m.canonical_json().to_owned())
+        .collect();
+    assert!(
+        sent.iter().map(String::len).sum::<usize>() > 4 * window,
+        "the read spans several windows"
+    );
+    assert_eq!(got, sent);
+}

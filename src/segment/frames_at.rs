@@ -18,8 +18,10 @@ const FIRST_READ: usize = 1024;
 /// Frames of one segment read together take one read of their span from this many on.
 const BULK_MIN: usize = 16;
 
-/// The longest span read in one call.
-pub const BULK_MAX: u64 = 16 << 20;
+/// The longest span read in one call. Spans are read into one buffer kept for the whole call,
+/// so a long read touches this much memory (it stays in cache, and is faulted in once), not
+/// the length of what it reads.
+pub const WINDOW: u64 = 256 << 10;
 
 /// Reads frames of one session by position.
 pub struct FramesAt<'s> {
@@ -91,34 +93,34 @@ impl<'s> FramesAt<'s> {
     }
 
     /// Hands `each` the payload of every frame at `positions` (segment ordinal, offset,
-    /// sequence number), in order, with its index in `positions`. Where many of them lie in one
-    /// segment, the span from the first to the last is read in one call instead of one read a
-    /// frame, and its payloads are lent from it uncopied (a frame the span does not hold whole
-    /// is read on its own); a span is never longer than [`BULK_MAX`].
+    /// sequence number), in order, with its index in `positions`. Where many of them lie close
+    /// together in one segment, the span from the first to the last is read in one call (at
+    /// most [`WINDOW`] bytes) instead of one read a frame, and its payloads are lent from it
+    /// uncopied (a frame the span does not hold whole is read on its own).
     pub fn each_payload(
         &mut self,
         positions: &[(u64, u64, u64)],
         mut each: impl FnMut(usize, &[u8]) -> Result<()>,
     ) -> Result<()> {
+        let mut window = Vec::new();
         let mut done = 0;
-        while let Some(&(ordinal, ..)) = positions.get(done) {
+        while let Some(&(ordinal, lo, _)) = positions.get(done) {
+            // The frames from here on that start within one window of this one.
             let run = &positions[done..];
-            let run = &run[..run.iter().take_while(|p| p.0 == ordinal).count()];
-            let lo = run.iter().map(|p| p.1).min().unwrap_or(0);
-            let hi = run
-                .iter()
-                .map(|p| p.1)
-                .max()
-                .unwrap_or(0)
-                .saturating_add(FIRST_READ as u64);
-            let span = match run.len() >= BULK_MIN && hi - lo <= BULK_MAX {
-                true => Some(self.span(ordinal, lo, hi)?),
+            let in_window = |p: &&(u64, u64, u64)| {
+                p.0 == ordinal && p.1 >= lo && p.1 - lo < WINDOW - FIRST_READ as u64
+            };
+            let run = &run[..run.iter().take_while(in_window).count()];
+            debug_assert!(!run.is_empty(), "the first frame is in its own window");
+            let hi = run.iter().map(|p| p.1).max().unwrap_or(lo) + FIRST_READ as u64;
+            let span = match run.len() >= BULK_MIN {
+                true => Some(self.span(ordinal, lo, hi, &mut window)?),
                 false => None,
             };
             for &(ordinal, offset, seq) in run {
-                let whole = span.as_ref().and_then(|(bytes, layout)| {
+                let whole = span.and_then(|(got, layout)| {
                     let at = usize::try_from(offset - lo).ok()?;
-                    payload_of(bytes.get(at..)?, *layout, seq)
+                    payload_of(window[..got].get(at..)?, layout, seq)
                 });
                 match whole {
                     Some(payload) => each(done, payload)?,
@@ -130,16 +132,25 @@ impl<'s> FramesAt<'s> {
         Ok(())
     }
 
-    /// The bytes of segment `ordinal` from `lo` to `hi` (fewer at its end), with its layout.
-    fn span(&mut self, ordinal: u64, lo: u64, hi: u64) -> Result<(Vec<u8>, FrameLayout)> {
-        debug_assert!(hi - lo <= BULK_MAX, "a span is bounded");
+    /// Reads the bytes of segment `ordinal` from `lo` to `hi` (fewer at its end) into the
+    /// start of `buf`: how many it read, and the segment's layout.
+    fn span(
+        &mut self,
+        ordinal: u64,
+        lo: u64,
+        hi: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<(usize, FrameLayout)> {
+        debug_assert!(hi - lo <= WINDOW, "a span is bounded");
+        let len = (hi - lo) as usize;
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
         let (path, file, layout) = self.opened(ordinal)?;
-        let mut bytes = vec![0u8; (hi - lo) as usize];
         let got = file
-            .read_full_at(&mut bytes, lo)
+            .read_full_at(&mut buf[..len], lo)
             .map_err(|e| Error::io(&path, "read", e))?;
-        bytes.truncate(got);
-        Ok((bytes, layout))
+        Ok((got, layout))
     }
 
     /// Segment `ordinal`'s path, open file and frame layout, opened on first use.

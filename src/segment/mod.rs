@@ -9,7 +9,7 @@ pub mod scan;
 pub mod writer;
 
 pub use check::{check_session, ScannedSegment, SessionCheck};
-pub use frames_at::FramesAt;
+pub use frames_at::{FramesAt, WINDOW};
 pub use reader::{Record, SessionReader};
 pub use scan::{scan_segment, scan_segment_tail, Resume, ScanResult, SegmentScan};
 pub use writer::{Appended, Durability, SegmentWriter, WriterConfig};
