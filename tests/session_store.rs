@@ -513,3 +513,19 @@ fn messages_straddling_the_read_window_read_back_whole() {
     );
     assert_eq!(got, sent);
 }
+
+/// Positions from a damaged index (offsets at the end of the range) are an error naming the
+/// segment, never an overflow, however many of them there are.
+#[test]
+fn frames_read_at_impossible_offsets_are_an_error_not_an_overflow() {
+    let (_t, storage) = temp_root();
+    let (_owner, s) = stores::open(&storage);
+    s.sessions.create(session_header("s", 1)).expect("session");
+    s.close().expect("close");
+    let mut frames = makalog::segment::FramesAt::new(&*storage, "s");
+    let positions = vec![(0, u64::MAX - 5, 1); 20];
+    let err = frames
+        .each_payload(&positions, |_, _| Ok(()))
+        .expect_err("no frame there");
+    assert!(err.to_string().contains(".seg"), "{err}");
+}

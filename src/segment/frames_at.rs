@@ -112,7 +112,13 @@ impl<'s> FramesAt<'s> {
             };
             let run = &run[..run.iter().take_while(in_window).count()];
             debug_assert!(!run.is_empty(), "the first frame is in its own window");
-            let hi = run.iter().map(|p| p.1).max().unwrap_or(lo) + FIRST_READ as u64;
+            // Offsets come from an index that may be damaged: no arithmetic on them may wrap.
+            let hi = run
+                .iter()
+                .map(|p| p.1)
+                .max()
+                .unwrap_or(lo)
+                .saturating_add(FIRST_READ as u64);
             let span = match run.len() >= BULK_MIN {
                 true => Some(self.span(ordinal, lo, hi, &mut window)?),
                 false => None,
