@@ -122,6 +122,7 @@ fn write_string(s: &str, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
 
     #[test]
@@ -154,8 +155,6 @@ mod tests {
         let value = json!({"b": [1, "x\ny"], "a": null});
         assert_eq!(canonical_string_sized(&value, 3), canonical_string(&value));
     }
-
-    use proptest::prelude::*;
 
     proptest! {
         /// JSON.stringify escapes strings as serde_json does: the short escapes, other C0

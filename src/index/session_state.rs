@@ -76,9 +76,7 @@ impl SessionState {
         }
     }
 
-    /// [Checks](Self::check) `record` of session `session_id` and applies it, stored `at`. A
-    /// turn's first admission or rejection decides it: a later record of either kind changes
-    /// nothing.
+    /// [Checks](Self::check) `record` of session `session_id` and applies it, stored `at`.
     pub fn apply(
         &mut self,
         record: &SessionRecord,
@@ -86,6 +84,14 @@ impl SessionState {
         at: StoredAt,
     ) -> Result<(), String> {
         self.check(record, session_id)?;
+        self.apply_checked(record, at);
+        Ok(())
+    }
+
+    /// Applies `record`, stored `at`, which [`SessionState::check`] accepted against this
+    /// state. A turn's first admission or rejection decides it: a later record of either kind
+    /// changes nothing.
+    pub fn apply_checked(&mut self, record: &SessionRecord, at: StoredAt) {
         match record {
             SessionRecord::Header(header) => {
                 self.header = Some(header.canonical_json().to_owned());
@@ -114,7 +120,6 @@ impl SessionState {
                 }
             }
         }
-        Ok(())
     }
 
     /// Decodes a stored record of `kind` and [applies](Self::apply) it; a kind that is not a

@@ -202,13 +202,10 @@ impl SessionIndex {
         }
     }
 
-    /// Applies a session record a store decoded and wrote, stored at `r` (whose payload is
-    /// its canonical JSON): as [`SessionIndex::apply_record`] applies it, without decoding it.
-    pub fn apply_session_record(
-        &mut self,
-        r: &RecordRef<'_>,
-        record: &SessionRecord,
-    ) -> Result<(), String> {
+    /// Applies a session record a store decoded, [checked](SessionState::check) against this
+    /// view and wrote, stored at `r` (whose payload is its canonical JSON): as
+    /// [`SessionIndex::apply_record`] applies it, without decoding or checking it again.
+    pub fn apply_session_record(&mut self, r: &RecordRef<'_>, record: &SessionRecord) {
         debug_assert_eq!(r.kind, record.kind());
         debug_assert_eq!(r.payload, record.canonical_json().as_bytes());
         // What a rebuild reads back from the payload is the record applied here.
@@ -219,11 +216,11 @@ impl SessionIndex {
                 .as_ref(),
             Some(record)
         );
+        debug_assert_eq!(self.session.check(record, &self.session_id), Ok(()));
         let at = self.covered(r);
-        if r.format_version < 2 {
-            return Ok(());
+        if r.format_version >= 2 {
+            self.session.apply_checked(record, at);
         }
-        self.session.apply(record, &self.session_id, at)
     }
 
     /// Covers the frame `r` and returns where it is stored.
