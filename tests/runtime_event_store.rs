@@ -18,6 +18,12 @@ fn store(storage: &Arc<RealStorage>) -> RuntimeEventStore {
     RuntimeEventStore::open(&owner(storage), WriterConfig::default())
 }
 
+/// A text long enough that a turn of four takes a log past its first page, where it earns a
+/// sidecar (and short enough for the smallest payload bound the tests set).
+fn words() -> String {
+    "words ".repeat(120)
+}
+
 /// Writes one whole turn: opening, user message, `n_text` texts, terminal.
 fn turn(store: &RuntimeEventStore, run: &str, ts: f64, n_text: usize, status: &str) {
     let t = format!("turn-of-{run}");
@@ -39,7 +45,7 @@ fn turn(store: &RuntimeEventStore, run: &str, ts: f64, n_text: usize, status: &s
                     &t,
                     &format!("{run}-text-{i}"),
                     ts + 2.0 + i as f64,
-                    "words",
+                    &words(),
                 ),
                 Durability::Durable,
             )
@@ -320,7 +326,7 @@ fn a_missing_or_damaged_sidecar_is_rebuilt_at_open() {
 fn a_stale_sidecar_is_caught_up_from_where_it_stops() {
     let (_t, storage) = temp_root();
     let store = store(&storage);
-    turn(&store, "run-1", 1.0, 2, "completed");
+    turn(&store, "run-1", 1.0, 4, "completed");
     store.close().expect("close");
     let stale = sidecar_bytes(&storage);
     let store = self::store(&storage);
@@ -354,7 +360,8 @@ fn a_sidecar_of_another_session_is_not_trusted() {
     let (_t, storage) = temp_root();
     let store = store(&storage);
     turn(&store, "run-1", 1.0, 1, "completed");
-    for i in 0..3 {
+    // Past its first page, so its close writes a sidecar to copy.
+    for i in 0..12 {
         let e = opening("other", &format!("o-{i}"), "t", i as f64);
         store.append(&e, Durability::Durable).expect("other");
     }
@@ -958,7 +965,7 @@ fn a_rebuilt_sidecar_vouches_only_for_durable_records() {
 fn damage_to_a_record_the_sidecar_vouches_for_is_refused_never_cut_as_torn() {
     let (_t, storage) = temp_root();
     let store = store(&storage);
-    turn(&store, "run-1", 1.0, 2, "completed");
+    turn(&store, "run-1", 1.0, 4, "completed");
     store.close().expect("close");
     let dir = storage.describe_root().join("sessions").join(S);
     let seg = dir.join("00000000000000000001.seg");
@@ -980,6 +987,36 @@ fn damage_to_a_record_the_sidecar_vouches_for_is_refused_never_cut_as_torn() {
     assert_eq!(snapshot(&dir), before, "nothing cut, nothing quarantined");
 }
 
+/// A log within its first page has no sidecar to vouch for its last write: damage there reads
+/// as a torn write (DESIGN.md's recovery table), so it is quarantined beside the segment and
+/// cut, never silently, and the records before it stay.
+#[test]
+fn damage_to_the_last_record_of_a_log_without_a_sidecar_is_quarantined_as_a_torn_write() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    turn(&store, "run-1", 1.0, 0, "completed");
+    store.close().expect("close");
+    let dir = storage.describe_root().join("sessions").join(S);
+    assert!(!dir.join("index").exists(), "a log within its first page");
+    let seg = dir.join("00000000000000000001.seg");
+    let recs = read_all(&*storage, S).expect("read");
+    let last = recs.last().expect("a record");
+    let mut bytes = std::fs::read(&seg).expect("read");
+    bytes[(last.offset + 20) as usize] ^= 0x04;
+    std::fs::write(&seg, &bytes).expect("flip");
+    let store = self::store(&storage);
+    store.open_session_now(S).expect("open");
+    let kept = read_all(&*storage, S).expect("read");
+    assert_eq!(kept.len(), recs.len() - 1, "only the damaged record is cut");
+    let quarantined = dir.join(format!("00000000000000000001.seg.torn-{}", last.offset));
+    assert_eq!(
+        std::fs::read(&quarantined).expect("quarantine file"),
+        bytes[last.offset as usize..(last.end as usize)],
+        "the damaged bytes are kept"
+    );
+    store.close().expect("close");
+}
+
 #[test]
 fn a_failure_to_rewrite_the_sidecar_never_fails_an_append_to_the_log() {
     use makalog::storage::{Fault, FaultKind, Storage};
@@ -989,7 +1026,7 @@ fn a_failure_to_rewrite_the_sidecar_never_fails_an_append_to_the_log() {
         let storage = sim_root();
         let owner = owner(&storage);
         let store = RuntimeEventStore::open(&owner, WriterConfig::default());
-        turn(&store, "run-1", 1.0, 2, "completed");
+        turn(&store, "run-1", 1.0, 4, "completed");
         store.close().expect("close");
         // Damage in the sidecar's id table: found on first use, the view rebuilt and the
         // sidecar rewritten.
@@ -1031,10 +1068,12 @@ fn closing_the_store_closes_every_session_even_when_one_fails() {
         let storage = sim_root();
         let owner = owner(&storage);
         let store = RuntimeEventStore::open(&owner, WriterConfig::default());
+        // Each past its first page, so each close writes a sidecar.
         for s in sessions {
-            store
-                .append(&opening(s, "run-1", "turn-1", 1.0), Durability::Durable)
-                .expect("opening");
+            for r in 0..12 {
+                let e = opening(s, &format!("run-{r}"), &format!("turn-{r}"), f64::from(r));
+                store.append(&e, Durability::Durable).expect("opening");
+            }
         }
         storage.inject(Fault {
             nth: storage.operations() + k,

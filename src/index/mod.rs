@@ -11,6 +11,7 @@ mod session_record;
 mod session_state;
 mod sidecar;
 mod sidecar_old;
+mod small_log;
 mod view;
 
 pub use build::{
@@ -31,6 +32,7 @@ pub use sidecar::{
     section_unchecked, Section, SidecarHeader, ID_ENTRY_LEN, SIDECAR_FILE, SIDECAR_MAGIC,
     SIDECAR_VERSION,
 };
+pub use small_log::{earns_sidecar, SMALL_LOG};
 pub use view::{
     id_hash, Cover, IdEntry, InvocationEntry, KeyedEvent, RecordRef, RunEntry, SessionIndex,
     StoredAt,

@@ -4,8 +4,8 @@
 use super::stored::stored_event;
 use crate::error::{Error, Result};
 use crate::index::{
-    catch_up, decode_sidecar_header, encode_sidecar, find_ids, id_entries, id_hash, rebuild,
-    resume_point, section, section_unchecked, trusted_sidecar, IdEntry, RuntimeInvocation,
+    catch_up, decode_sidecar_header, earns_sidecar, encode_sidecar, find_ids, id_entries, id_hash,
+    rebuild, resume_point, section, section_unchecked, trusted_sidecar, IdEntry, RuntimeInvocation,
     SessionIndex, SIDECAR_FILE,
 };
 use crate::root::Owner;
@@ -69,6 +69,16 @@ pub(crate) fn sidecar_path(session_id: &str) -> PathBuf {
 }
 
 impl LiveView {
+    /// Whether a close writes the sidecar: the view holds records it does not, and the log
+    /// earns one or already has one (kept current, so it never vouches for less than it could).
+    fn sidecar_due(&self, storage: &dyn Storage) -> bool {
+        self.dirty
+            && (earns_sidecar(&self.view.covers)
+                || storage
+                    .entry_kind(&sidecar_path(&self.view.session_id))
+                    .map_or(true, |k| k.is_some()))
+    }
+
     /// The session's invocations: openings and terminals appended since the sidecar from
     /// memory, the others read back from the log.
     pub fn invocations(&self, storage: &dyn Storage) -> Result<Vec<RuntimeInvocation>> {
@@ -164,7 +174,7 @@ pub(crate) fn open_for_writing(
             // Written now so the rebuilt ids need not stay in memory; if it cannot be, the
             // session opens all the same (the sidecar only caches the log) and its close
             // tries again.
-            if !live.view.covers.is_empty() {
+            if earns_sidecar(&live.view.covers) {
                 let _ = write_sidecar(storage, &mut live);
             }
             live
@@ -196,14 +206,14 @@ pub(crate) fn caught_up(storage: &dyn Storage, live: &mut LiveView) -> Result<()
     Ok(())
 }
 
-/// Syncs a session, writes its sidecar if it is behind the log, and closes its writer (cutting
-/// the zeros ahead of the data): what closing the store or evicting the session does.
+/// Syncs a session, writes its sidecar if one is due (`sidecar_due`), and closes its writer
+/// (cutting the zeros ahead of the data): what closing the store or evicting the session does.
 pub(crate) fn close_session(storage: &dyn Storage, session: SessionEvents) -> Result<()> {
     session.writer.sync()?;
     let mut st = lock(&session.state);
     st.check_base(storage, &session.writer)?;
-    if st.dirty {
-        write_sidecar(storage, &mut st)?;
+    if st.sidecar_due(storage) {
+        store_sidecar(storage, &mut st)?;
     }
     drop(st);
     session.writer.close()
@@ -253,24 +263,7 @@ pub(crate) fn load_sidecar(storage: &dyn Storage, session_id: &str) -> Result<Op
 
 /// Writes the view's sidecar atomically, merging the mapped sidecar's ids, and maps the new one.
 pub(crate) fn write_sidecar(storage: &dyn Storage, live: &mut LiveView) -> Result<()> {
-    let session_id = live.view.session_id.clone();
-    let path = sidecar_path(&session_id);
-    let base_ids = match &live.base {
-        Some(b) if b.checked => {
-            id_entries(b.body()).map_err(|e| Error::corrupt(&path, 0, e.what))?
-        }
-        Some(_) => {
-            return Err(Error::corrupt(
-                &path,
-                0,
-                "the sidecar's ids were not checked",
-            ))
-        }
-        None => Vec::new(),
-    };
-    let bytes =
-        encode_sidecar(&live.view, &base_ids).map_err(|e| Error::corrupt(&path, 0, e.what))?;
-    replace_cache_file(storage, &path, &bytes)?;
+    let path = store_sidecar(storage, live)?;
     let mapped = storage
         .map_file(&path)
         .map_err(|e| Error::io(&path, "map", e))?;
@@ -291,8 +284,31 @@ pub(crate) fn write_sidecar(storage: &dyn Storage, live: &mut LiveView) -> Resul
     });
     live.view.ids = Default::default();
     live.pending.clear();
-    live.dirty = false;
     Ok(())
+}
+
+/// Writes the view's sidecar atomically, merging the mapped sidecar's ids; returns its path.
+/// What a close does: the view is dropped next, so the new file is not mapped.
+fn store_sidecar(storage: &dyn Storage, live: &mut LiveView) -> Result<PathBuf> {
+    let path = sidecar_path(&live.view.session_id);
+    let base_ids = match &live.base {
+        Some(b) if b.checked => {
+            id_entries(b.body()).map_err(|e| Error::corrupt(&path, 0, e.what))?
+        }
+        Some(_) => {
+            return Err(Error::corrupt(
+                &path,
+                0,
+                "the sidecar's ids were not checked",
+            ))
+        }
+        None => Vec::new(),
+    };
+    let bytes =
+        encode_sidecar(&live.view, &base_ids).map_err(|e| Error::corrupt(&path, 0, e.what))?;
+    replace_cache_file(storage, &path, &bytes)?;
+    live.dirty = false;
+    Ok(path)
 }
 
 /// A stored event's bytes as text.

@@ -5,6 +5,7 @@ mod batch;
 mod catalog;
 mod event_reads;
 mod execution;
+mod first_segment;
 mod identity;
 mod live;
 mod open_sessions;

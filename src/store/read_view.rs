@@ -8,10 +8,13 @@
 //! files named from the covers instead of listing the directory: one read of the sidecar and
 //! one open of the last segment. (A segment after an unsealed one is damage no crash leaves;
 //! this view does not look for it, `makalog verify` and an open for writing report it.)
+//! A session with no sidecar whose first segment is its whole log, small and ending cleanly
+//! (a log within its first page), is read from that segment alone (`first_segment`).
 //! Anything else (no sidecar, a damaged or foreign one, a roll
 //! after it, a torn or damaged tail) takes the general path: the sidecar caught up through the
 //! session reader, or a rebuild, which report damage as an open for writing would.
 
+use super::first_segment::first_segment_alone;
 use super::live::{caught_up, load_sidecar, sidecar_path, utf8};
 use super::stored::stored_event;
 use crate::error::{Error, Result};
@@ -35,7 +38,7 @@ const WHOLE_READ: u64 = 12 << 10;
 
 /// The first read of a file asks for this many bytes: a small session's sidecar and segment
 /// each come in one read.
-const FIRST_READ: usize = 16 << 10;
+pub(super) const FIRST_READ: usize = 16 << 10;
 
 /// The session's invocations as its files hold them; none when it has no directory.
 pub(crate) fn read_only_invocations(
@@ -67,7 +70,8 @@ pub(crate) fn read_only_state(
 enum ReadOnly {
     /// The session has no directory.
     Absent,
-    /// Its sidecar vouches for the log (the common case: a session closed cleanly).
+    /// Read the short way: its sidecar vouches for the log (a session closed cleanly), or the
+    /// log is its first segment alone (a log within its first page, which has no sidecar).
     Vouched(Vouched),
     /// Its sidecar caught up through the session reader, or a rebuild.
     General(SessionIndex),
@@ -82,6 +86,16 @@ fn read_only_view(storage: &dyn Storage, session_id: &str) -> Result<ReadOnly> {
             }
         }
         Err(e) if e.kind() == ErrorKind::NotFound => {
+            if let Some(first) = first_segment_alone(storage, session_id)? {
+                return Ok(ReadOnly::Vouched(Vouched {
+                    view: first.view,
+                    paths: vec![first.path],
+                    last_ordinal: 0,
+                    bytes: first.bytes,
+                    from: 0,
+                    layout: first.layout,
+                }));
+            }
             let dir = session_dir(session_id);
             if storage
                 .entry_kind(&dir)

@@ -1,0 +1,79 @@
+//! A session with no sidecar read the short way: most such sessions are logs within their
+//! first page (format/FORMAT.md, "When a session has a sidecar"), whose first segment is the
+//! whole log.
+
+use super::read_view::FIRST_READ;
+use crate::error::{Error, Result};
+use crate::format::{genesis_chain, FrameCursor, FrameLayout, SegmentHeader, Tail};
+use crate::index::{RecordRef, SessionIndex};
+use crate::segment::layout::{segment_file_name, session_dir};
+use crate::storage::{OpenMode, Storage};
+use std::path::PathBuf;
+
+/// A log that is its first segment alone, as read: its view, and the segment's path and bytes
+/// (a listing takes the events it names from them).
+pub(super) struct FirstSegment {
+    pub view: SessionIndex,
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
+    pub layout: FrameLayout,
+}
+
+/// With no sidecar, most often a log within its first page (FORMAT.md, "When a session has a
+/// sidecar"): the view of its first segment when that segment is the whole log, shorter than
+/// [`FIRST_READ`], unsealed and ending cleanly, read in one call with no directory listed. As
+/// on the sidecar's short way, a segment after an unsealed one is damage no crash leaves, left
+/// to `makalog verify` and an open for writing. `None` sends the caller the general way.
+pub(super) fn first_segment_alone(
+    storage: &dyn Storage,
+    session_id: &str,
+) -> Result<Option<FirstSegment>> {
+    let path = session_dir(session_id).join(segment_file_name(1));
+    let Ok(file) = storage.open(&path, OpenMode::Read) else {
+        return Ok(None);
+    };
+    // One read, bounded: a file that fills it is no small log (and may be any size).
+    let mut bytes = vec![0u8; FIRST_READ];
+    let n = file
+        .read_full_at(&mut bytes, 0)
+        .map_err(|e| Error::io(&path, "read", e))?;
+    if n == bytes.len() {
+        return Ok(None);
+    }
+    bytes.truncate(n);
+    let Ok((header, _)) = SegmentHeader::decode(&bytes) else {
+        return Ok(None);
+    };
+    let placed = header.session_id == session_id
+        && header.ordinal == 0
+        && header.first_seq == 1
+        && header.prev_chain == genesis_chain(session_id);
+    if !placed {
+        return Ok(None);
+    }
+    let mut view = SessionIndex::new(session_id);
+    let mut cursor = FrameCursor::for_segment(&header);
+    while let Some((offset, frame)) = cursor.next_frame(&bytes) {
+        let at = RecordRef {
+            ordinal: 0,
+            format_version: header.version,
+            offset,
+            end: cursor.data_end(),
+            seq: frame.seq,
+            chain: frame.chain,
+            kind: frame.kind,
+            payload: frame.payload,
+        };
+        view.apply_record(&at, &|_| false)
+            .map_err(|what| Error::corrupt(&path, offset, what))?;
+    }
+    if !matches!(cursor.end(), Some(Tail::Eof | Tail::Zeros { .. })) {
+        return Ok(None);
+    }
+    Ok(Some(FirstSegment {
+        view,
+        path,
+        layout: header.layout(),
+        bytes,
+    }))
+}
