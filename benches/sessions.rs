@@ -430,7 +430,7 @@ fn main() -> BenchResult<()> {
         kib(s_apparent as f64)
     );
     table.push(format!(
-        "| footprint of {} small sessions, per session | {} on disk, {} apparent | {} | {:.1} | bar ≤ 16 KiB on disk; floor 2 blocks (directory, segment: a log within its first page has no sidecar) = 8 KiB |",
+        "| footprint of {} small sessions, per session | {} on disk, {} apparent | {} | {:.1} | bar ≤ 16 KiB on disk; floor 3 blocks (directory, segment, sidecar) = 12 KiB |",
         group(n as f64),
         kib(per(alloc)),
         kib(per(apparent)),

@@ -289,7 +289,7 @@ struct Listed {
     sqlite: f64,
 }
 
-/// list_sessions over `n` sessions (closed, each its header alone: a log within its first page, so no sidecars), through the owner's stores
+/// list_sessions over `n` sessions (closed, sidecars written), through the owner's stores
 /// opened again (best of three) and through the read-only stores, beside SQLite's query (the two
 /// taken in turn, best of [`BEST_OF`] each).
 fn list_case(n: usize) -> BenchResult<Listed> {
@@ -442,9 +442,7 @@ fn main() -> BenchResult<()> {
 
     if args.runs("list_sessions") {
         let sessions = if q { 320 } else { 10_000 };
-        println!(
-            "list_sessions over {sessions} sessions (closed, each its header alone: no sidecars)"
-        );
+        println!("list_sessions over {sessions} sessions (closed, sidecars written)");
         let l = list_case(sessions)?;
         println!(
             "  owner's store {:.1} ms (its first listing {:.1} ms)   read-only {:.1} ms   SQLite {:.1} ms",

@@ -1,7 +1,7 @@
-//! Read-only views of sessions with no sidecar (format/FORMAT.md, "When a session has a
-//! sidecar"): a log within its first page is read from its one segment, the short way; any
-//! other log without a sidecar (rolled, torn, or a first segment too large to be small) the
-//! general way. Either way the answer is what a rebuild from the segments says.
+//! Read-only views of sessions with no sidecar (one not closed yet, or whose sidecar a crash
+//! lost): a small log that is its first segment alone is read from that segment, the short way;
+//! any other (rolled, torn, or a first segment too large to be small) the general way. Either
+//! way the answer is what a rebuild from the segments says.
 
 mod support;
 
@@ -35,6 +35,12 @@ fn dir(storage: &RealStorage) -> PathBuf {
     storage.describe_root().join("sessions").join(S)
 }
 
+/// Closes the store and removes the sidecar its close wrote.
+fn close_without_sidecar(store: RuntimeEventStore, storage: &RealStorage) {
+    store.close().expect("close");
+    std::fs::remove_file(dir(storage).join("index")).expect("remove the sidecar");
+}
+
 /// The read-only listing equals the invocations a rebuild from the segments finds.
 fn read_equals_rebuild(storage: &Arc<RealStorage>, want: usize) {
     let store = RuntimeEventStore::open(&owner(storage), WriterConfig::default());
@@ -56,7 +62,7 @@ fn a_small_log_reads_from_its_one_segment_as_a_rebuild_does() {
     let (_t, storage) = temp_root();
     let store = RuntimeEventStore::open(&owner(&storage), WriterConfig::default());
     turns(&store, 0, 1);
-    store.close().expect("close");
+    close_without_sidecar(store, &storage);
     read_equals_rebuild(&storage, 1);
 }
 
@@ -69,13 +75,11 @@ fn a_rolled_log_without_its_sidecar_reads_the_general_way() {
     };
     let store = RuntimeEventStore::open(&owner(&storage), config);
     turns(&store, 0, 12);
-    store.close().expect("close");
-    assert!(dir(&storage).join("00000000000000000001.seg").exists());
+    close_without_sidecar(store, &storage);
     assert!(
-        std::fs::read_dir(dir(&storage)).expect("dir").count() > 2,
+        std::fs::read_dir(dir(&storage)).expect("dir").count() > 1,
         "the log rolled"
     );
-    std::fs::remove_file(dir(&storage).join("index")).expect("rm");
     read_equals_rebuild(&storage, 12);
 }
 
@@ -84,7 +88,7 @@ fn a_small_log_with_a_torn_tail_reads_the_general_way() {
     let (_t, storage) = temp_root();
     let store = RuntimeEventStore::open(&owner(&storage), WriterConfig::default());
     turns(&store, 0, 1);
-    store.close().expect("close");
+    close_without_sidecar(store, &storage);
     let seg = dir(&storage).join("00000000000000000001.seg");
     let mut bytes = std::fs::read(&seg).expect("read");
     bytes.extend_from_slice(&[0x5a; 40]);
@@ -102,7 +106,7 @@ fn a_large_first_segment_reads_the_general_way() {
     let (_t, storage) = temp_root();
     let store = RuntimeEventStore::open(&owner(&storage), WriterConfig::default());
     turns(&store, 0, 1);
-    store.close().expect("close");
+    close_without_sidecar(store, &storage);
     let seg = dir(&storage).join("00000000000000000001.seg");
     std::fs::OpenOptions::new()
         .write(true)

@@ -99,69 +99,25 @@ fn a_cleanly_closed_small_session_holds_its_bytes_and_no_zeros() {
         "the zeros are cut"
     );
     let dir = session_dir(&storage, "small");
-    assert_eq!(
-        names_in(&dir),
-        ["00000000000000000001.seg"],
-        "a log within its first page is its segment alone: no sidecar"
-    );
-    let m = std::fs::metadata(&seg).expect("stat");
-    assert!(m.len() <= makalog::index::SMALL_LOG, "{} bytes", m.len());
-    assert!(
-        m.blocks() * 512 <= 4096,
-        "the segment takes one block at most"
-    );
-    // It reopens from its page, and past the page it earns a sidecar equal to a rebuild.
-    let store = RuntimeEventStore::open(&owner, WriterConfig::default());
-    assert_eq!(
-        store.list_session_invocations("small").expect("list").len(),
-        1
-    );
-    let mut r = 2;
-    while data_end(&storage, "small") <= makalog::index::SMALL_LOG {
-        turn(&store, "small", &format!("run-{r}"), f64::from(r) * 10.0);
-        r += 1;
-    }
-    store.close().expect("close");
-    assert_eq!(names_in(&dir), ["00000000000000000001.seg", "index"]);
-    assert_eq!(sidecar_of(&storage, "small"), rebuilt(&storage, "small"));
-}
-
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
         .expect("dir")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    names
-}
-
-fn sidecar_of(storage: &CountingStorage, session: &str) -> Vec<u8> {
-    std::fs::read(session_dir(storage, session).join("index")).expect("sidecar")
-}
-
-/// The sidecar a rebuild of the session's segments makes.
-fn rebuilt(storage: &CountingStorage, session: &str) -> Vec<u8> {
-    let view = makalog::index::rebuild(storage, session).expect("rebuild");
-    makalog::index::encode_sidecar(&view, &[]).expect("encode")
-}
-
-/// A small session that has a sidecar (written by `makalog index rebuild`, or before logs
-/// within a page went without) keeps it current: it never vouches for less than the log.
-#[test]
-fn a_small_session_that_has_a_sidecar_keeps_it_current() {
-    let (_t, storage) = metered();
-    let owner = owner_of(&storage);
-    let store = RuntimeEventStore::open(&owner, WriterConfig::default());
-    turn(&store, "small", "run-1", 1.0);
-    store.close().expect("close");
-    let path = session_dir(&storage, "small").join("index");
-    assert!(!path.exists());
-    std::fs::write(&path, rebuilt(&storage, "small")).expect("write a sidecar");
-    let store = RuntimeEventStore::open(&owner, WriterConfig::default());
-    turn(&store, "small", "run-2", 10.0);
-    store.close().expect("close");
-    assert!(data_end(&storage, "small") <= makalog::index::SMALL_LOG);
-    assert_eq!(sidecar_of(&storage, "small"), rebuilt(&storage, "small"));
+    assert_eq!(
+        names,
+        ["00000000000000000001.seg", "index"],
+        "a segment and a sidecar"
+    );
+    for f in [&seg, &dir.join("index")] {
+        let m = std::fs::metadata(f).expect("stat");
+        assert!(m.len() < 4096, "{}: {} bytes", f.display(), m.len());
+        assert!(
+            m.blocks() * 512 <= 4096,
+            "{} takes one block at most",
+            f.display()
+        );
+    }
 }
 
 #[test]
@@ -273,8 +229,7 @@ fn a_host_touches_many_more_sessions_than_the_cap_with_bounded_descriptors() {
         peak <= baseline + cap,
         "descriptors: baseline {baseline}, peak {peak}, cap {cap}"
     );
-    // Evicted sessions were closed cleanly: synced, zeros cut, and no sidecar beside a log
-    // within its first page.
+    // Evicted sessions were closed cleanly: synced, sidecar written, zeros cut.
     let evicted = "host-000";
     assert_eq!(
         std::fs::metadata(segment(&storage, evicted))
@@ -282,8 +237,7 @@ fn a_host_touches_many_more_sessions_than_the_cap_with_bounded_descriptors() {
             .len(),
         data_end(&storage, evicted)
     );
-    assert!(data_end(&storage, evicted) <= makalog::index::SMALL_LOG);
-    assert!(!session_dir(&storage, evicted).join("index").exists());
+    assert!(session_dir(&storage, evicted).join("index").exists());
     // Reads of evicted sessions go through read-only views and open nothing for writing.
     let before = open_descriptors(&root);
     for i in 0..60 {
@@ -576,11 +530,12 @@ fn closing_a_session_whose_records_are_durable_syncs_nothing() {
     let ((_t, storage), syncs) = metered_with_syncs();
     let owner = owner_of(&storage);
     let store = RuntimeEventStore::open(&owner, WriterConfig::default());
-    // Past a page, so the close writes a sidecar.
-    let mut r = 0;
-    while r == 0 || data_end(&storage, "s") <= makalog::index::SMALL_LOG {
-        turn(&store, "s", &format!("run-{r}"), f64::from(r) * 10.0);
-        r += 1;
+    for e in [
+        opening("s", "r", "t", 1.0),
+        user("s", "r", "t", "u", 2.0, "hi"),
+        terminal("s", "r", "t", "end", 3.0, "completed"),
+    ] {
+        store.append(&e, Durability::Durable).expect("append");
     }
     let (data, dirs) = (syncs.load(Ordering::SeqCst), storage.meter.all_dir_syncs());
     store.close().expect("close");
@@ -596,29 +551,23 @@ fn closing_a_session_whose_records_are_durable_syncs_nothing() {
     assert_eq!(len, data_end(&storage, "s"), "the zeros are cut");
 }
 
-/// The session store's reads of a cleanly closed session take the short way the event listing
-/// does, no directory listed: with a sidecar, the sidecar and the last segment; a log within
-/// its first page, which has none, its one segment.
+/// The session store's reads of a closed session take the short way the event listing does,
+/// no directory listed: the sidecar and the last segment; with no sidecar (a crash lost it),
+/// a small log's one segment.
 #[test]
 fn reading_a_closed_sessions_header_lists_no_directory() {
     use makalog::store::{open_execution_stores_for_write, ReadOnlySessions};
     let ((_t, storage), _) = metered_with_syncs();
     let owner = owner_of(&storage);
     let s = open_execution_stores_for_write(&owner).expect("stores");
-    for id in ["small", "large"] {
+    for id in ["s", "no-sidecar"] {
         s.sessions
             .create(support::stores::session_header(id, 1))
             .expect("session");
     }
-    for i in 0..40 {
-        let m = serde_json::json!({"type": "user", "id": format!("m-{i}"), "turnId": "t",
-                                   "ts": i, "text": "a message long enough to fill a page"});
-        s.sessions.append_message("large", m).expect("message");
-    }
     s.close().expect("close");
-    assert!(data_end(&storage, "large") > makalog::index::SMALL_LOG);
-    assert!(!session_dir(&storage, "small").join("index").exists());
-    for id in ["small", "large"] {
+    std::fs::remove_file(session_dir(&storage, "no-sidecar").join("index")).expect("rm");
+    for id in ["s", "no-sidecar"] {
         let listings = storage.meter.listings.load(Ordering::SeqCst);
         let header = ReadOnlySessions::new(&*storage)
             .read_session(id)

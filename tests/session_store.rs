@@ -89,26 +89,12 @@ fn sessions_and_messages_read_back_the_same_after_reopening_and_as_the_segments_
             .len(),
         2
     );
-    let index = storage.describe_root().join("sessions/a/index");
-    s.close().expect("close");
-    assert!(
-        !index.exists(),
-        "a log within its first page is its segment alone"
-    );
-    // Past its first page, its sidecar equals a rebuild byte for byte.
-    let s = makalog::store::open_execution_stores_for_write(&owner).expect("stores");
-    for i in 0..30 {
-        s.sessions
-            .append_message("a", user(&format!("p{i}"), "turn-3", 20 + i))
-            .expect("message");
-    }
     s.close().expect("close");
     drop(owner);
+    let sidecar = std::fs::read(storage.describe_root().join("sessions/a/index")).expect("index");
     let view = rebuild(&*storage, "a").expect("rebuild");
-    assert!(makalog::index::earns_sidecar(&view.covers));
     assert!(
-        std::fs::read(index).expect("index")
-            == makalog::index::encode_sidecar(&view, &[]).expect("encode"),
+        sidecar == makalog::index::encode_sidecar(&view, &[]).expect("encode"),
         "the sidecar equals a rebuild byte for byte"
     );
 }

@@ -11,7 +11,6 @@ mod session_record;
 mod session_state;
 mod sidecar;
 mod sidecar_old;
-mod small_log;
 mod view;
 
 pub use build::{
@@ -32,7 +31,6 @@ pub use sidecar::{
     section_unchecked, Section, SidecarHeader, ID_ENTRY_LEN, SIDECAR_FILE, SIDECAR_MAGIC,
     SIDECAR_VERSION,
 };
-pub use small_log::{earns_sidecar, SMALL_LOG};
 pub use view::{
     id_hash, Cover, IdEntry, InvocationEntry, KeyedEvent, RecordRef, RunEntry, SessionIndex,
     StoredAt,

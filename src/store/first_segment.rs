@@ -1,6 +1,6 @@
-//! A session with no sidecar read the short way: most such sessions are logs within their
-//! first page (format/FORMAT.md, "When a session has a sidecar"), whose first segment is the
-//! whole log.
+//! A session with no sidecar read the short way. A session has none until its first clean
+//! close (one in use by its owner while a tool reads the root), or when a crash lost it; most
+//! such sessions are young and small, their first segment the whole log.
 
 use super::read_view::FIRST_READ;
 use crate::error::{Error, Result};
@@ -19,8 +19,7 @@ pub(super) struct FirstSegment {
     pub layout: FrameLayout,
 }
 
-/// With no sidecar, most often a log within its first page (FORMAT.md, "When a session has a
-/// sidecar"): the view of its first segment when that segment is the whole log, shorter than
+/// With no sidecar: the view of its first segment when that segment is the whole log, shorter than
 /// [`FIRST_READ`], unsealed and ending cleanly, read in one call with no directory listed. As
 /// on the sidecar's short way, a segment after an unsealed one is damage no crash leaves, left
 /// to `makalog verify` and an open for writing. `None` sends the caller the general way.

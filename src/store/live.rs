@@ -4,8 +4,8 @@
 use super::stored::stored_event;
 use crate::error::{Error, Result};
 use crate::index::{
-    catch_up, decode_sidecar_header, earns_sidecar, encode_sidecar, find_ids, id_entries, id_hash,
-    rebuild, resume_point, section, section_unchecked, trusted_sidecar, IdEntry, RuntimeInvocation,
+    catch_up, decode_sidecar_header, encode_sidecar, find_ids, id_entries, id_hash, rebuild,
+    resume_point, section, section_unchecked, trusted_sidecar, IdEntry, RuntimeInvocation,
     SessionIndex, SIDECAR_FILE,
 };
 use crate::root::Owner;
@@ -69,16 +69,6 @@ pub(crate) fn sidecar_path(session_id: &str) -> PathBuf {
 }
 
 impl LiveView {
-    /// Whether a close writes the sidecar: the view holds records it does not, and the log
-    /// earns one or already has one (kept current, so it never vouches for less than it could).
-    fn sidecar_due(&self, storage: &dyn Storage) -> bool {
-        self.dirty
-            && (earns_sidecar(&self.view.covers)
-                || storage
-                    .entry_kind(&sidecar_path(&self.view.session_id))
-                    .map_or(true, |k| k.is_some()))
-    }
-
     /// The session's invocations: openings and terminals appended since the sidecar from
     /// memory, the others read back from the log.
     pub fn invocations(&self, storage: &dyn Storage) -> Result<Vec<RuntimeInvocation>> {
@@ -174,7 +164,7 @@ pub(crate) fn open_for_writing(
             // Written now so the rebuilt ids need not stay in memory; if it cannot be, the
             // session opens all the same (the sidecar only caches the log) and its close
             // tries again.
-            if earns_sidecar(&live.view.covers) {
+            if !live.view.covers.is_empty() {
                 let _ = write_sidecar(storage, &mut live);
             }
             live
@@ -206,13 +196,13 @@ pub(crate) fn caught_up(storage: &dyn Storage, live: &mut LiveView) -> Result<()
     Ok(())
 }
 
-/// Syncs a session, writes its sidecar if one is due (`sidecar_due`), and closes its writer
-/// (cutting the zeros ahead of the data): what closing the store or evicting the session does.
+/// Syncs a session, writes its sidecar if it is behind the log, and closes its writer (cutting
+/// the zeros ahead of the data): what closing the store or evicting the session does.
 pub(crate) fn close_session(storage: &dyn Storage, session: SessionEvents) -> Result<()> {
     session.writer.sync()?;
     let mut st = lock(&session.state);
     st.check_base(storage, &session.writer)?;
-    if st.sidecar_due(storage) {
+    if st.dirty {
         store_sidecar(storage, &mut st)?;
     }
     drop(st);

@@ -8,8 +8,8 @@
 //! files named from the covers instead of listing the directory: one read of the sidecar and
 //! one open of the last segment. (A segment after an unsealed one is damage no crash leaves;
 //! this view does not look for it, `makalog verify` and an open for writing report it.)
-//! A session with no sidecar whose first segment is its whole log, small and ending cleanly
-//! (a log within its first page), is read from that segment alone (`first_segment`).
+//! A session with no sidecar (not closed yet, or a crash lost it) whose first segment is its
+//! whole log, small and ending cleanly, is read from that segment alone (`first_segment`).
 //! Anything else (no sidecar, a damaged or foreign one, a roll
 //! after it, a torn or damaged tail) takes the general path: the sidecar caught up through the
 //! session reader, or a rebuild, which report damage as an open for writing would.
@@ -71,7 +71,7 @@ enum ReadOnly {
     /// The session has no directory.
     Absent,
     /// Read the short way: its sidecar vouches for the log (a session closed cleanly), or the
-    /// log is its first segment alone (a log within its first page, which has no sidecar).
+    /// log, with no sidecar, is its first segment alone.
     Vouched(Vouched),
     /// Its sidecar caught up through the session reader, or a rebuild.
     General(SessionIndex),

@@ -877,7 +877,17 @@ fn recover_events(storage: &Arc<SimStorage>, owner: &Owner) -> Result<Vec<String
             Err("invocations listed for a session with no directory".into())
         };
     }
-    closed_sidecar_holds(storage, EVENT_SESSION)?;
+    let view = rebuild(&**storage, EVENT_SESSION).map_err(|e| format!("rebuild: {e}"))?;
+    let want = encode_sidecar(&view, &[]).map_err(|e| format!("encode: {}", e.what))?;
+    let path = std::path::Path::new("sessions")
+        .join(EVENT_SESSION)
+        .join("index");
+    let got = storage
+        .read_file(&path)
+        .map_err(|e| format!("sidecar: {e}"))?;
+    if got != want {
+        return Err("the sidecar differs from a rebuild".into());
+    }
     let mut out = Vec::new();
     for record in
         SessionReader::open(&**storage, EVENT_SESSION, 1).map_err(|e| format!("reader: {e}"))?
@@ -949,7 +959,15 @@ fn recover_small(
         .close()
         .map_err(|e| format!("small store close: {e}"))?;
     for id in present {
-        closed_sidecar_holds(storage, &id)?;
+        let view = rebuild(&**storage, &id).map_err(|e| format!("rebuild {id}: {e}"))?;
+        let want = encode_sidecar(&view, &[]).map_err(|e| format!("encode: {}", e.what))?;
+        let dir = std::path::Path::new("sessions").join(&id);
+        let got = storage
+            .read_file(&dir.join("index"))
+            .map_err(|e| format!("{id} sidecar: {e}"))?;
+        if got != want {
+            return Err(format!("{id}: the sidecar differs from a rebuild"));
+        }
         let seg = makalog::segment::layout::list_session(&**storage, &id)
             .map_err(|e| format!("{id}: {e}"))?
             .segments
@@ -970,28 +988,6 @@ fn recover_small(
         }
     }
     Ok(out)
-}
-
-/// After a clean close, the session's sidecar equals a rebuild of its segments; only a log
-/// within its first page may have none.
-fn closed_sidecar_holds(storage: &Arc<SimStorage>, id: &str) -> Result<(), String> {
-    let view = rebuild(&**storage, id).map_err(|e| format!("rebuild {id}: {e}"))?;
-    let path = std::path::Path::new("sessions").join(id).join("index");
-    match storage.read_file(&path) {
-        Ok(got) => {
-            let want = encode_sidecar(&view, &[]).map_err(|e| format!("encode: {}", e.what))?;
-            if got != want {
-                return Err(format!("{id}: the sidecar differs from a rebuild"));
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if makalog::index::earns_sidecar(&view.covers) {
-                return Err(format!("{id}: no sidecar beside a log past its first page"));
-            }
-        }
-        Err(e) => return Err(format!("{id} sidecar: {e}")),
-    }
-    Ok(())
 }
 
 /// Checks a recovered state against the model: no writer acknowledged anything after failing,

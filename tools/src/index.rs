@@ -2,9 +2,8 @@
 
 use makalog::forensics::{sidecar_standing, SidecarStanding};
 use makalog::index::{
-    catch_up, decode_sidecar_header, decode_sidecar_state, earns_sidecar, encode_sidecar,
-    id_entries, rebuild, rebuild_sidecar, section, trusted_sidecar, SessionIndex, SIDECAR_FILE,
-    SIDECAR_VERSION, SMALL_LOG,
+    catch_up, decode_sidecar_header, decode_sidecar_state, encode_sidecar, id_entries, rebuild,
+    rebuild_sidecar, section, trusted_sidecar, SessionIndex, SIDECAR_FILE, SIDECAR_VERSION,
 };
 use makalog::root::{read_marker, try_acquire_owner};
 use makalog::segment::layout::{list_sessions, session_dir};
@@ -31,13 +30,12 @@ pub fn check(root: &Path, json: bool) -> ExitCode {
         Err(code) => return code,
     };
     let bar = crate::progress::bar("checking sidecars", ids.len() as u64);
-    let (mut bad, mut small) = (0, 0);
+    let mut bad = 0;
     for id in &ids {
         let path = session_dir(id).join(SIDECAR_FILE);
         let (ok, verdict, why) = judge_sidecar(&storage, id, &path);
         bar.inc(1);
         bad += usize::from(!ok);
-        small += usize::from(verdict == "small");
         bar.suspend(|| {
             if json {
                 say!(
@@ -51,13 +49,10 @@ pub fn check(root: &Path, json: bool) -> ExitCode {
         });
     }
     bar.finish_and_clear();
-    let sidecars = ids.len() - small;
     if !json && bad == 0 {
-        say!(
-            "index check: {sidecars} sidecars equal their rebuilds; {small} logs within their first page need none"
-        );
+        say!("index check: {} sidecars equal their rebuilds", ids.len());
     } else if !json {
-        say!("index check: {bad} of {sidecars} sidecars do not equal their rebuilds");
+        say!("index check: {bad} of {} sidecars do not", ids.len());
     }
     if bad == 0 {
         ExitCode::SUCCESS
@@ -68,27 +63,14 @@ pub fn check(root: &Path, json: bool) -> ExitCode {
 
 /// Whether a session's sidecar equals a rebuild, a one-word verdict and a sentence.
 fn judge_sidecar(storage: &RealStorage, id: &str, path: &Path) -> (bool, &'static str, String) {
-    let view = match rebuild(storage, id) {
-        Ok(v) => v,
-        Err(e) => return (false, "unreadable", format!("cannot rebuild: {e}")),
-    };
-    let want = match encode_sidecar(&view, &[]) {
+    let want = match rebuild(storage, id)
+        .and_then(|v| encode_sidecar(&v, &[]).map_err(|e| makalog::Error::corrupt(path, 0, e.what)))
+    {
         Ok(w) => w,
-        Err(e) => {
-            return (
-                false,
-                "unreadable",
-                format!("cannot encode a rebuild: {}", e.what),
-            )
-        }
+        Err(e) => return (false, "unreadable", format!("cannot rebuild: {e}")),
     };
     let got = match storage.read_file(path) {
         Ok(g) => g,
-        Err(_) if !earns_sidecar(&view.covers) => {
-            let why =
-                format!("no sidecar, none needed: the log ends within its first {SMALL_LOG} bytes");
-            return (true, "small", why);
-        }
         Err(_) => return (false, "missing", "no sidecar".to_owned()),
     };
     if got == want {
