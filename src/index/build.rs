@@ -1,8 +1,9 @@
 //! Building a session's view from its segments: a full rebuild, or catching up a stored view
 //! from where it stops (work proportional to the new bytes).
 
+use super::entries::Cover;
 use super::sidecar::{decode_sidecar_header, decode_sidecar_state, SidecarHeader};
-use super::view::{Cover, RecordRef, SessionIndex};
+use super::view::{RecordRef, SessionIndex};
 use crate::error::{Error, Result};
 use crate::format::{
     decode_frame, FrameDecode, RecordKind, FOOTER_LEN, MAX_FRAME_OVERHEAD, MAX_PAYLOAD_LIMIT,

@@ -3,6 +3,7 @@
 //! is checked against them. A cache, never a source of truth.
 
 mod build;
+mod entries;
 mod facts;
 mod groups;
 mod invocations;
@@ -17,6 +18,7 @@ pub use build::{
     catch_up, covers_hold, invocations_from_log, rebuild, rebuild_sidecar, resume_point,
     trusted_sidecar,
 };
+pub use entries::{id_hash, Cover, IdEntry, InvocationEntry, KeyedEvent, RunEntry, StoredAt};
 pub use facts::EventFacts;
 pub use groups::{group_invocations, EventGroup};
 pub use invocations::{
@@ -31,7 +33,4 @@ pub use sidecar::{
     section_unchecked, Section, SidecarHeader, ID_ENTRY_LEN, SIDECAR_FILE, SIDECAR_MAGIC,
     SIDECAR_VERSION,
 };
-pub use view::{
-    id_hash, Cover, IdEntry, InvocationEntry, KeyedEvent, RecordRef, RunEntry, SessionIndex,
-    StoredAt,
-};
+pub use view::{RecordRef, SessionIndex};

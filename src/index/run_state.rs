@@ -2,7 +2,7 @@
 //! where each of its lifecycle events lies, in sequence order (a run's events are numbered from
 //! 0 by their order in the log). A pure function of the records, as the rest of the view is.
 
-use super::view::StoredAt;
+use super::entries::StoredAt;
 use crate::model::{RunEvent, RunHeader};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

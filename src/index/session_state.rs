@@ -3,9 +3,9 @@
 //! with its id and turn; the runs and where their events lie; each root turn's admission or
 //! start rejection. A pure function of the records, as the rest of the view is.
 
+use super::entries::StoredAt;
 use super::run_state::{apply_run, apply_run_event, check_run, check_run_event, Runs};
 use super::session_record::SessionRecord;
-use super::view::StoredAt;
 use crate::format::RecordKind;
 use serde::{Deserialize, Serialize};
 

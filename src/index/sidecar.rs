@@ -8,8 +8,9 @@
 //! start rejections). The ids section is a sorted array of fixed 40-byte entries, searched in
 //! place. Versions 1 and 2 have 4 sections.
 
+use super::entries::{Cover, IdEntry, InvocationEntry, RunEntry};
 use super::session_state::SessionState;
-use super::view::{Cover, IdEntry, InvocationEntry, RunEntry, SessionIndex};
+use super::view::SessionIndex;
 use crate::format::{u32_at, u64_at, FormatError};
 use std::collections::BTreeMap;
 

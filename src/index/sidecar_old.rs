@@ -5,9 +5,9 @@
 //! rejections (its writer knew none). Either is rewritten in this build's version the next
 //! time it is written.
 
+use super::entries::{id_hash, InvocationEntry, KeyedEvent, StoredAt};
 use super::session_state::{MessageEntry, SessionState};
 use super::sidecar::{bincode_err, find_ids};
-use super::view::{id_hash, InvocationEntry, KeyedEvent, StoredAt};
 use crate::format::FormatError;
 use serde::Deserialize;
 
