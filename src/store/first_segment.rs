@@ -8,6 +8,7 @@ use crate::format::{genesis_chain, FrameCursor, FrameLayout, SegmentHeader, Tail
 use crate::index::{RecordRef, SessionIndex};
 use crate::segment::layout::{segment_file_name, session_dir};
 use crate::storage::{OpenMode, Storage};
+use std::io::ErrorKind;
 use std::path::PathBuf;
 
 /// A log that is its first segment alone, as read: its view, and the segment's path and bytes
@@ -19,10 +20,9 @@ pub(super) struct FirstSegment {
     pub layout: FrameLayout,
 }
 
-/// With no sidecar: the view of its first segment when that segment is the whole log, shorter than
-/// [`FIRST_READ`], unsealed and ending cleanly, read in one call with no directory listed. As
-/// on the sidecar's short way, a segment after an unsealed one is damage no crash leaves, left
-/// to `makalog verify` and an open for writing. `None` sends the caller the general way.
+/// With no sidecar: the view of its first segment when that segment is the whole log (no
+/// segment follows it), shorter than [`FIRST_READ`], unsealed and ending cleanly, read in one
+/// bounded read with no directory listed. `None` sends the caller the general way.
 pub(super) fn first_segment_alone(
     storage: &dyn Storage,
     session_id: &str,
@@ -67,6 +67,12 @@ pub(super) fn first_segment_alone(
             .map_err(|what| Error::corrupt(&path, offset, what))?;
     }
     if !matches!(cursor.end(), Some(Tail::Eof | Tail::Zeros { .. })) {
+        return Ok(None);
+    }
+    // The whole log only if no segment follows: one whose first segment lost its seal footer
+    // is damage, which the general way reports.
+    let next = session_dir(session_id).join(segment_file_name(cursor.next_seq()));
+    if !matches!(storage.open(&next, OpenMode::Read), Err(e) if e.kind() == ErrorKind::NotFound) {
         return Ok(None);
     }
     Ok(Some(FirstSegment {

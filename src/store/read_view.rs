@@ -10,9 +10,11 @@
 //! this view does not look for it, `makalog verify` and an open for writing report it.)
 //! A session with no sidecar (not closed yet, or a crash lost it) whose first segment is its
 //! whole log, small and ending cleanly, is read from that segment alone (`first_segment`).
-//! Anything else (no sidecar, a damaged or foreign one, a roll
-//! after it, a torn or damaged tail) takes the general path: the sidecar caught up through the
-//! session reader, or a rebuild, which report damage as an open for writing would.
+//! Any other session (a damaged or foreign sidecar, a roll after it, a torn or damaged tail, a
+//! larger log with no sidecar) takes the general path: the sidecar caught up through the
+//! session reader, or a rebuild, which report damage as an open for writing would. Files are
+//! opened by name under the session's directory, which is checked to be one first: a symlink
+//! there is never followed.
 
 use super::first_segment::first_segment_alone;
 use super::live::{caught_up, load_sidecar, sidecar_path, utf8};
@@ -29,7 +31,7 @@ use crate::index::{
 use crate::segment::frames_at::payload_of;
 use crate::segment::layout::{segment_file_name, session_dir};
 use crate::segment::{scan_segment_tail, FramesAt, ScanResult};
-use crate::storage::{OpenMode, Storage, StorageFile};
+use crate::storage::{EntryKind, OpenMode, Storage, StorageFile};
 use std::io::ErrorKind;
 use std::path::PathBuf;
 
@@ -52,9 +54,9 @@ pub(crate) fn read_only_invocations(
     }
 }
 
-/// The session's view as its files hold it: the session's state read from its sidecar the short
-/// way when the sidecar vouches for the log, the general way otherwise; the default for a
-/// session with no directory.
+/// The session's view as its files hold it: the session's state read the short way when the
+/// sidecar vouches for the log (or, with no sidecar, the first segment is the whole log), the
+/// general way otherwise; the default for a session with no directory.
 pub(crate) fn read_only_state(
     storage: &dyn Storage,
     session_id: &str,
@@ -78,6 +80,20 @@ enum ReadOnly {
 }
 
 fn read_only_view(storage: &dyn Storage, session_id: &str) -> Result<ReadOnly> {
+    // Every way below opens files by name under the session's directory, which would follow a
+    // symlink there out of the root: its kind is checked first (one lstat, no listing).
+    let dir = session_dir(session_id);
+    match storage
+        .entry_kind(&dir)
+        .map_err(|e| Error::io(&dir, "stat", e))?
+    {
+        None => return Ok(ReadOnly::Absent),
+        Some(EntryKind::Dir) => {}
+        Some(_) => {
+            let why = "not a directory (a symlink is never followed)";
+            return Err(Error::io(&dir, "open", std::io::Error::other(why)));
+        }
+    }
     let path = sidecar_path(session_id);
     match read_whole(storage, &path) {
         Ok(bytes) => {
@@ -95,14 +111,6 @@ fn read_only_view(storage: &dyn Storage, session_id: &str) -> Result<ReadOnly> {
                     from: 0,
                     layout: first.layout,
                 }));
-            }
-            let dir = session_dir(session_id);
-            if storage
-                .entry_kind(&dir)
-                .map_err(|e| Error::io(&dir, "stat", e))?
-                .is_none()
-            {
-                return Ok(ReadOnly::Absent);
             }
         }
         Err(_) => {}

@@ -156,6 +156,22 @@ fn a_session_directory_that_is_a_symlink_out_of_the_root_is_not_followed() {
     let (code, out) = makalog(&["dump", r, "--session", "demo-2"]);
     assert_ne!(code, Some(0), "{out}");
     assert!(out.contains("sessions/demo-2"), "{out}");
+    // The session store's reads, with the sidecar and (a crash lost it) without: the short
+    // ways open files by name, so they check the directory first.
+    for without_sidecar in [false, true] {
+        if without_sidecar {
+            std::fs::remove_file(outside.join("index")).expect("remove the sidecar");
+        }
+        for cmd in ["runs", "messages"] {
+            let (code, out) = makalog(&[cmd, r, "--session", "demo-2"]);
+            assert_ne!(
+                code,
+                Some(0),
+                "{cmd}, sidecar gone {without_sidecar}: {out}"
+            );
+            assert!(out.contains("sessions/demo-2"), "{cmd}: {out}");
+        }
+    }
     let (code, out) = makalog(&["verify", r]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("sessions/demo-2"), "{out}");
