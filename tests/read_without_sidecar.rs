@@ -41,6 +41,17 @@ fn close_without_sidecar(store: RuntimeEventStore, storage: &RealStorage) {
     std::fs::remove_file(dir(storage).join("index")).expect("remove the sidecar");
 }
 
+/// Twelve turns in segments of 8 KiB (so the log rolls), closed, the sidecar removed.
+fn rolled_without_sidecar(storage: &Arc<RealStorage>) {
+    let config = WriterConfig {
+        segment_size: 8 << 10,
+        ..WriterConfig::default()
+    };
+    let store = RuntimeEventStore::open(&owner(storage), config);
+    turns(&store, 0, 12);
+    close_without_sidecar(store, storage);
+}
+
 /// The read-only listing equals the invocations a rebuild from the segments finds.
 fn read_equals_rebuild(storage: &Arc<RealStorage>, want: usize) {
     let store = RuntimeEventStore::open(&owner(storage), WriterConfig::default());
@@ -69,13 +80,7 @@ fn a_small_log_reads_from_its_one_segment_as_a_rebuild_does() {
 #[test]
 fn a_rolled_log_without_its_sidecar_reads_the_general_way() {
     let (_t, storage) = temp_root();
-    let config = WriterConfig {
-        segment_size: 8 << 10,
-        ..WriterConfig::default()
-    };
-    let store = RuntimeEventStore::open(&owner(&storage), config);
-    turns(&store, 0, 12);
-    close_without_sidecar(store, &storage);
+    rolled_without_sidecar(&storage);
     assert!(
         std::fs::read_dir(dir(&storage)).expect("dir").count() > 1,
         "the log rolled"
@@ -189,13 +194,7 @@ fn a_session_directory_that_is_a_symlink_is_not_followed_by_the_short_ways() {
 #[test]
 fn a_first_segment_that_lost_its_footer_is_refused_as_the_general_way_refuses_it() {
     let (_t, storage) = temp_root();
-    let config = WriterConfig {
-        segment_size: 8 << 10,
-        ..WriterConfig::default()
-    };
-    let store = RuntimeEventStore::open(&owner(&storage), config);
-    turns(&store, 0, 12);
-    close_without_sidecar(store, &storage);
+    rolled_without_sidecar(&storage);
     let first = dir(&storage).join("00000000000000000001.seg");
     let len = std::fs::metadata(&first).expect("stat").len();
     std::fs::OpenOptions::new()

@@ -954,20 +954,35 @@ fn a_rebuilt_sidecar_vouches_only_for_durable_records() {
     assert_eq!(store.list_session_invocations(S).expect("list"), before);
 }
 
-#[test]
-fn damage_to_a_record_the_sidecar_vouches_for_is_refused_never_cut_as_torn() {
-    let (_t, storage) = temp_root();
-    let store = store(&storage);
+/// A closed session of one turn whose last record has a bit flipped (its sidecar removed
+/// first if `lose_sidecar`): the session's directory, its records before the flip, and the
+/// segment's bytes after it.
+fn flip_in_last_record(
+    storage: &Arc<RealStorage>,
+    lose_sidecar: bool,
+) -> (std::path::PathBuf, Vec<makalog::segment::Record>, Vec<u8>) {
+    let store = store(storage);
     turn(&store, "run-1", 1.0, 2, "completed");
     store.close().expect("close");
     let dir = storage.describe_root().join("sessions").join(S);
+    if lose_sidecar {
+        std::fs::remove_file(dir.join("index")).expect("remove the sidecar");
+    }
     let seg = dir.join("00000000000000000001.seg");
-    let recs = read_all(&*storage, S).expect("read");
+    let recs = read_all(&**storage, S).expect("read");
     let last = recs.last().expect("a record");
-    // A bit flip inside the last record, which the sidecar says is durable.
     let mut bytes = std::fs::read(&seg).expect("read");
     bytes[(last.offset + 20) as usize] ^= 0x04;
     std::fs::write(&seg, &bytes).expect("flip");
+    (dir, recs, bytes)
+}
+
+#[test]
+fn damage_to_a_record_the_sidecar_vouches_for_is_refused_never_cut_as_torn() {
+    let (_t, storage) = temp_root();
+    // A bit flip inside the last record, which the sidecar says is durable.
+    let (dir, recs, _) = flip_in_last_record(&storage, false);
+    let last = recs.last().expect("a record");
     let before = snapshot(&dir);
     let store = self::store(&storage);
     match store.open_session_now(S) {
@@ -987,17 +1002,8 @@ fn damage_to_a_record_the_sidecar_vouches_for_is_refused_never_cut_as_torn() {
 #[test]
 fn damage_to_the_last_record_of_a_log_without_a_sidecar_is_quarantined_as_a_torn_write() {
     let (_t, storage) = temp_root();
-    let store = store(&storage);
-    turn(&store, "run-1", 1.0, 0, "completed");
-    store.close().expect("close");
-    let dir = storage.describe_root().join("sessions").join(S);
-    std::fs::remove_file(dir.join("index")).expect("remove the sidecar");
-    let seg = dir.join("00000000000000000001.seg");
-    let recs = read_all(&*storage, S).expect("read");
+    let (dir, recs, bytes) = flip_in_last_record(&storage, true);
     let last = recs.last().expect("a record");
-    let mut bytes = std::fs::read(&seg).expect("read");
-    bytes[(last.offset + 20) as usize] ^= 0x04;
-    std::fs::write(&seg, &bytes).expect("flip");
     let store = self::store(&storage);
     store.open_session_now(S).expect("open");
     let kept = read_all(&*storage, S).expect("read");

@@ -2,10 +2,10 @@
 //! close (one in use by its owner while a tool reads the root), or when a crash lost it; most
 //! such sessions are young and small, their first segment the whole log.
 
-use super::read_view::FIRST_READ;
+use super::read_view::{apply_frames, FIRST_READ};
 use crate::error::{Error, Result};
 use crate::format::{genesis_chain, FrameCursor, FrameLayout, SegmentHeader, Tail};
-use crate::index::{RecordRef, SessionIndex};
+use crate::index::SessionIndex;
 use crate::segment::layout::{segment_file_name, session_dir};
 use crate::storage::{OpenMode, Storage};
 use std::io::ErrorKind;
@@ -52,20 +52,13 @@ pub(super) fn first_segment_alone(
     }
     let mut view = SessionIndex::new(session_id);
     let mut cursor = FrameCursor::for_segment(&header);
-    while let Some((offset, frame)) = cursor.next_frame(&bytes) {
-        let at = RecordRef {
-            ordinal: 0,
-            format_version: header.version,
-            offset,
-            end: cursor.data_end(),
-            seq: frame.seq,
-            chain: frame.chain,
-            kind: frame.kind,
-            payload: frame.payload,
-        };
-        view.apply_record(&at, &|_| false)
-            .map_err(|what| Error::corrupt(&path, offset, what))?;
-    }
+    apply_frames(
+        &mut view,
+        &mut cursor,
+        &bytes,
+        (path.as_path(), 0, header.version),
+        &|_| false,
+    )?;
     if !matches!(cursor.end(), Some(Tail::Eof | Tail::Zeros { .. })) {
         return Ok(None);
     }

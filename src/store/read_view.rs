@@ -293,20 +293,8 @@ fn vouched_view(storage: &dyn Storage, session_id: &str, bytes: &[u8]) -> Result
     };
     let mut cursor =
         FrameCursor::resuming(&scan.header, resume.last_seq, resume.chain, resume.data_end);
-    while let Some((offset, frame)) = cursor.next_frame(tail) {
-        let at = RecordRef {
-            ordinal: last.ordinal,
-            format_version: scan.header.version,
-            offset,
-            end: cursor.data_end(),
-            seq: frame.seq,
-            chain: frame.chain,
-            kind: frame.kind,
-            payload: frame.payload,
-        };
-        view.apply_record(&at, &known)
-            .map_err(|what| Error::corrupt(&path, offset, what))?;
-    }
+    let segment = (path.as_path(), last.ordinal, scan.header.version);
+    apply_frames(&mut view, &mut cursor, tail, segment, &known)?;
     Ok(Some(Vouched {
         view,
         paths,
@@ -315,4 +303,30 @@ fn vouched_view(storage: &dyn Storage, session_id: &str, bytes: &[u8]) -> Result
         from: bytes_from,
         layout: scan.header.layout(),
     }))
+}
+
+/// Applies the frames `cursor` finds in `bytes` to `view`: frames of the segment at `path`
+/// with that ordinal and format version. A record the view refuses is damage there.
+pub(super) fn apply_frames(
+    view: &mut SessionIndex,
+    cursor: &mut FrameCursor<RecordKind>,
+    bytes: &[u8],
+    (path, ordinal, format_version): (&std::path::Path, u64, u16),
+    known: &dyn Fn(&str) -> bool,
+) -> Result<()> {
+    while let Some((offset, frame)) = cursor.next_frame(bytes) {
+        let at = RecordRef {
+            ordinal,
+            format_version,
+            offset,
+            end: cursor.data_end(),
+            seq: frame.seq,
+            chain: frame.chain,
+            kind: frame.kind,
+            payload: frame.payload,
+        };
+        view.apply_record(&at, known)
+            .map_err(|what| Error::corrupt(path, offset, what))?;
+    }
+    Ok(())
 }
