@@ -17,6 +17,20 @@ fn user(id: &str, turn: &str, ts: u64) -> Value {
     json!({"type": "user", "id": id, "turnId": turn, "ts": ts, "text": format!("text of {id}")})
 }
 
+/// Appends message `m` to session "s": its canonical JSON as stored.
+fn appended(s: &ExecutionStores, m: Value) -> String {
+    s.sessions
+        .append_message("s", m)
+        .expect("append")
+        .canonical_json()
+        .to_owned()
+}
+
+/// Messages as their canonical JSON.
+fn texts(got: Vec<StoredMessage>) -> Vec<String> {
+    got.iter().map(|m| m.canonical_json().to_owned()).collect()
+}
+
 fn ids(headers: &[SessionHeader]) -> Vec<&str> {
     headers.iter().map(SessionHeader::id).collect()
 }
@@ -203,17 +217,8 @@ fn many_messages_read_back_in_order_whatever_their_lengths_and_segments() {
         if i % 37 == 0 || i == 199 {
             m["text"] = json!("long ".repeat(600));
         }
-        sent.push(
-            s.sessions
-                .append_message("s", m)
-                .expect("append")
-                .canonical_json()
-                .to_owned(),
-        );
+        sent.push(appended(&s, m));
     }
-    let texts = |got: Vec<StoredMessage>| -> Vec<String> {
-        got.iter().map(|m| m.canonical_json().to_owned()).collect()
-    };
     assert_eq!(
         texts(s.sessions.read_messages("s", None).expect("live")),
         sent
@@ -492,21 +497,14 @@ fn messages_straddling_the_read_window_read_back_whole() {
         };
         let len = if i == 201 { window + 5_000 } else { len };
         m["text"] = json!("x".repeat(len));
-        sent.push(
-            s.sessions
-                .append_message("s", m)
-                .expect("append")
-                .canonical_json()
-                .to_owned(),
-        );
+        sent.push(appended(&s, m));
     }
     s.close().expect("close");
-    let got: Vec<String> = makalog::store::ReadOnlySessions::new(&*storage)
-        .read_messages("s", None)
-        .expect("read")
-        .iter()
-        .map(|m| m.canonical_json().to_owned())
-        .collect();
+    let got = texts(
+        makalog::store::ReadOnlySessions::new(&*storage)
+            .read_messages("s", None)
+            .expect("read"),
+    );
     assert!(
         sent.iter().map(String::len).sum::<usize>() > 4 * window,
         "the read spans several windows"
