@@ -5,7 +5,7 @@ mod support;
 
 use makalog::root::Owner;
 use makalog::segment::{Durability, WriterConfig};
-use makalog::store::RuntimeEventStore;
+use makalog::store::{RuntimeEventStore, MAX_CLOSING};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -225,20 +225,13 @@ fn a_host_touches_many_more_sessions_than_the_cap_with_bounded_descriptors() {
         );
         peak = peak.max(open_descriptors(&root));
     }
+    // Evicted sessions still being closed hold their segments until they are.
     assert!(
-        peak <= baseline + cap,
+        peak <= baseline + cap + MAX_CLOSING,
         "descriptors: baseline {baseline}, peak {peak}, cap {cap}"
     );
-    // Evicted sessions were closed cleanly: synced, sidecar written, zeros cut.
-    let evicted = "host-000";
-    assert_eq!(
-        std::fs::metadata(segment(&storage, evicted))
-            .expect("stat")
-            .len(),
-        data_end(&storage, evicted)
-    );
-    assert!(session_dir(&storage, evicted).join("index").exists());
-    // Reads of evicted sessions go through read-only views and open nothing for writing.
+    // Reads of evicted sessions go through read-only views and open nothing for writing; a
+    // read of one still being closed waits for its close.
     let before = open_descriptors(&root);
     for i in 0..60 {
         let listed = store
@@ -253,6 +246,15 @@ fn a_host_touches_many_more_sessions_than_the_cap_with_bounded_descriptors() {
             Some("completed")
         );
     }
+    // Evicted sessions were closed cleanly: synced, sidecar written, zeros cut.
+    let evicted = "host-000";
+    assert_eq!(
+        std::fs::metadata(segment(&storage, evicted))
+            .expect("stat")
+            .len(),
+        data_end(&storage, evicted)
+    );
+    assert!(session_dir(&storage, evicted).join("index").exists());
     assert!(store.open_sessions() <= cap);
     assert!(
         open_descriptors(&root) <= before,

@@ -23,7 +23,7 @@ pub use batch::SessionBatch;
 pub use event_reads::SessionRuntimeEvents;
 pub use execution::{open_execution_stores_for_write, open_execution_stores_with, ExecutionStores};
 pub use identity::check_identity;
-pub use open_sessions::DEFAULT_MAX_OPEN_SESSIONS;
+pub use open_sessions::{DEFAULT_MAX_OPEN_SESSIONS, MAX_CLOSING};
 pub(crate) use runs::run_is_new;
 pub use runs::{AgentRunStore, RunWithEvents};
 pub use runtime_events::{AppendedEvent, RuntimeEventStore};

@@ -80,13 +80,14 @@ impl RuntimeEventStore {
 
     /// A store that keeps at most `max_open` sessions open for writing (at least 1): when
     /// another must open, the least recently used one nobody is using is closed cleanly (synced,
-    /// its sidecar written, the zeros ahead of its data cut). Sessions in use at once may exceed
-    /// the limit; none is closed under its caller.
+    /// its sidecar written, the zeros ahead of its data cut), over real files on a closer
+    /// thread (at most [`super::MAX_CLOSING`] at once, each holding its segment until it is
+    /// done). Sessions in use at once may exceed the limit; none is closed under its caller.
     pub fn with_open_limit(owner: &Owner, config: WriterConfig, max_open: usize) -> Self {
         RuntimeEventStore {
             owner: owner.clone(),
             config,
-            sessions: OpenSessions::new(max_open),
+            sessions: evicting(owner, max_open),
             catalog: HeaderCatalog::default(),
         }
     }
@@ -107,11 +108,9 @@ impl RuntimeEventStore {
     }
 
     fn session(&self, session_id: &str) -> Result<Arc<SessionEvents>> {
-        let storage = self.storage();
         self.sessions.get_or_open(
             session_id,
             || open_for_writing(&self.owner, &self.config, session_id),
-            &|s| close_session(storage, s),
             &|s| s.writer.is_healthy(),
         )
     }
@@ -353,6 +352,18 @@ impl RuntimeEventStore {
         }
         first.map_or(Ok(()), Err)
     }
+}
+
+/// The open sessions of a store over `owner`'s root. An evicted one's close holds the lease
+/// (its owner) until it is done, so no other process opens the session under it.
+fn evicting(owner: &Owner, max_open: usize) -> OpenSessions<SessionEvents> {
+    let background = !owner.storage().deterministic();
+    let owner = owner.clone();
+    OpenSessions::new(
+        max_open,
+        move |s| close_session(&**owner.storage(), s),
+        background,
+    )
 }
 
 /// A record given as bytes, strictly decoded: one that is not a session record is refused.
