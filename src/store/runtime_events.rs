@@ -354,16 +354,13 @@ impl RuntimeEventStore {
     }
 }
 
-/// The open sessions of a store over `owner`'s root. An evicted one's close holds the lease
-/// (its owner) until it is done, so no other process opens the session under it.
+/// The open sessions of a store over `owner`'s root, evicted ones closed on closer threads
+/// unless the storage must replay exactly. (A session being closed holds the root's lease
+/// through its writer's hold on its log.)
 fn evicting(owner: &Owner, max_open: usize) -> OpenSessions<SessionEvents> {
-    let background = !owner.storage().deterministic();
-    let owner = owner.clone();
-    OpenSessions::new(
-        max_open,
-        move |s| close_session(&**owner.storage(), s),
-        background,
-    )
+    let storage = owner.storage().clone();
+    let background = !storage.deterministic();
+    OpenSessions::new(max_open, move |s| close_session(&*storage, s), background)
 }
 
 /// A record given as bytes, strictly decoded: one that is not a session record is refused.

@@ -42,7 +42,11 @@ impl<T: Send + Sync + 'static> Shared<T> {
                     sh.closed_behind(&id_, &slot_, result);
                 }
             });
-        if started.is_ok() {
+        if let Ok(thread) = started {
+            let mut c = lock(&this.closing);
+            // Finished closers are joined as they are met, so the list stays short.
+            c.threads.retain(|t| !t.is_finished());
+            c.threads.push(thread);
             return None;
         }
         slot.closing.store(false, Ordering::SeqCst);
@@ -81,6 +85,23 @@ impl<T: Send + Sync + 'static> Shared<T> {
 }
 
 impl<T> Shared<T> {
+    /// Waits until every closer thread has finished and joins them; the first error met while
+    /// closing an evicted session, taken.
+    pub(super) fn join_closers(&self) -> Option<Error> {
+        let (threads, deferred) = {
+            let mut c = lock(&self.closing);
+            while c.in_flight > 0 {
+                c = self.closed.wait(c).unwrap_or_else(|e| e.into_inner());
+            }
+            (std::mem::take(&mut c.threads), c.deferred.take())
+        };
+        for t in threads {
+            // A closer's panic was caught and reported on its thread.
+            let _ = t.join();
+        }
+        deferred
+    }
+
     /// Waits until no closer thread is closing `slot`'s session.
     pub(super) fn wait_closed(&self, slot: &Slot<T>) {
         if !slot.closing.load(Ordering::SeqCst) {

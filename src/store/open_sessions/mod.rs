@@ -7,11 +7,13 @@
 //! caller holds its `Arc`: it is cloned only under the slot's lock, so a strong count of one,
 //! seen under that lock, means nobody can be using it, and only then is it evicted.
 //!
-//! An evicted session's close (its sync, its sidecar, its cut) is two or three syncs and a new
-//! file: paid by whichever caller happened to open another session, it would double that
-//! caller's latency. Over real files it runs on a closer thread instead, at most
-//! [`MAX_CLOSING`] at once (an evictor waits for a free one), so descriptors stay bounded by
-//! the cap plus those. Over the simulated disk it runs in place, so a seed replays exactly.
+//! An evicted session's close (a sync of anything unsynced, its sidecar written to a new file
+//! and renamed, its zeros cut) costs about what creating a session does: paid by whichever
+//! caller happened to open another session, it would nearly double that caller's time. Over
+//! real files it runs on a closer thread instead, at most [`MAX_CLOSING`] at once (an evictor
+//! waits for a free one, its victim still counted open), so descriptors stay bounded by the cap
+//! plus those, beyond sessions in use at once. Over the simulated disk it runs in place, so a
+//! seed replays exactly.
 
 mod closer;
 #[cfg(test)]
@@ -57,6 +59,8 @@ struct Shared<T> {
 struct Closing {
     in_flight: usize,
     deferred: Option<Error>,
+    /// The closer threads started and not yet joined.
+    threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 struct Slot<T> {
@@ -177,13 +181,7 @@ impl<T: Send + Sync + 'static> OpenSessions<T> {
     /// with the first error met while closing those.
     pub fn drain(&self) -> (Vec<Arc<T>>, Option<Error>) {
         let sh = &self.shared;
-        let deferred = {
-            let mut c = lock(&sh.closing);
-            while c.in_flight > 0 {
-                c = sh.closed.wait(c).unwrap_or_else(|e| e.into_inner());
-            }
-            c.deferred.take()
-        };
+        let deferred = sh.join_closers();
         let slots = std::mem::take(&mut *lock(&sh.slots));
         let mut out = Vec::new();
         for (_, slot) in slots {
@@ -193,6 +191,14 @@ impl<T: Send + Sync + 'static> OpenSessions<T> {
             }
         }
         (out, deferred)
+    }
+}
+
+/// A store dropped without its close still ends with no closer thread running: the sessions
+/// they close hold the root's lease until they are done.
+impl<T> Drop for OpenSessions<T> {
+    fn drop(&mut self) {
+        self.shared.join_closers();
     }
 }
 
@@ -227,7 +233,6 @@ impl<T: Send + Sync + 'static> Shared<T> {
         };
         match Arc::try_unwrap(session) {
             Ok(session) => {
-                this.open.fetch_sub(1, Ordering::SeqCst);
                 let session = match this.background {
                     true => Shared::close_behind(this, &id, &slot, session),
                     false => Some(session),
@@ -237,6 +242,9 @@ impl<T: Send + Sync + 'static> Shared<T> {
                     this.close_here(session);
                     this.forget_if_unused(&id, &slot, &guard);
                 }
+                // Counted open until its descriptor is closed or a closer holds it, so
+                // evictors waiting for a free closer hold no descriptor beyond the cap.
+                this.open.fetch_sub(1, Ordering::SeqCst);
             }
             // Taken into use since it was chosen: put it back.
             Err(session) => *guard = Some(session),

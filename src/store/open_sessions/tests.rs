@@ -35,20 +35,27 @@ fn position(log: &Log, what: &str) -> usize {
         .unwrap_or_else(|| panic!("{what} is not in {log:?}"))
 }
 
-#[test]
-fn an_evicted_session_is_opened_again_only_once_its_close_is_done() {
-    let log: Log = Arc::default();
-    let gate = Arc::new(Mutex::new(()));
+/// Sessions closed behind a gate the test holds; the close logs "close X".
+fn gated(log: &Log, gate: &Arc<Mutex<()>>) -> OpenSessions<String> {
     let (l, g) = (log.clone(), gate.clone());
-    let sessions = OpenSessions::new(
+    OpenSessions::new(
         1,
         move |s: String| {
             let _held = g.lock().expect("gate");
             note(&l, format!("close {s}"));
-            Ok(())
+            match s.as_str() {
+                "boom" => panic!("{s} panics while closing"),
+                _ => Ok(()),
+            }
         },
         true,
-    );
+    )
+}
+
+#[test]
+fn an_evicted_session_is_opened_again_only_once_its_close_is_done() {
+    let (log, gate): (Log, _) = (Arc::default(), Arc::new(Mutex::new(())));
+    let sessions = gated(&log, &gate);
     open(&sessions, &log, "a");
     let held = gate.lock().expect("gate");
     // Evicts "a" to a closer thread, held at the gate: the evictor does not wait for it.
@@ -143,22 +150,69 @@ fn a_failed_close_behind_is_reported_by_drain_and_in_place_closes_run_in_order()
 }
 
 #[test]
+fn a_read_of_a_session_being_closed_waits_for_its_close() {
+    let (log, gate): (Log, _) = (Arc::default(), Arc::new(Mutex::new(())));
+    let sessions = gated(&log, &gate);
+    open(&sessions, &log, "a");
+    let held = gate.lock().expect("gate");
+    open(&sessions, &log, "b");
+    std::thread::scope(|scope| {
+        let read = scope.spawn(|| {
+            let open_now = sessions.get_open("a");
+            note(&log, "read a".into());
+            open_now
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        drop(held);
+        assert!(read.join().expect("read").is_none(), "a is closed");
+    });
+    assert!(position(&log, "close a") < position(&log, "read a"));
+}
+
+#[test]
+fn a_store_dropped_with_closes_in_flight_waits_for_them() {
+    let (log, gate): (Log, _) = (Arc::default(), Arc::new(Mutex::new(())));
+    let sessions = gated(&log, &gate);
+    open(&sessions, &log, "a");
+    let holding = std::sync::Barrier::new(2);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let held = gate.lock().expect("gate");
+            holding.wait();
+            std::thread::sleep(Duration::from_millis(50));
+            note(&log, "released".into());
+            drop(held);
+        });
+        holding.wait();
+        open(&sessions, &log, "b");
+        drop(sessions);
+        note(&log, "dropped".into());
+    });
+    assert!(position(&log, "released") < position(&log, "close a"));
+    assert!(position(&log, "close a") < position(&log, "dropped"));
+}
+
+#[test]
 fn a_close_that_panics_on_its_thread_releases_its_waiters_and_is_reported() {
-    let sessions = OpenSessions::new(
-        1,
-        |s: String| match s.as_str() {
-            "boom" => panic!("{s} panics while closing"),
-            _ => Ok(()),
-        },
-        true,
-    );
-    let log: Log = Arc::default();
+    let (log, gate): (Log, _) = (Arc::default(), Arc::new(Mutex::new(())));
+    let sessions = gated(&log, &gate);
     open(&sessions, &log, "boom");
+    let held = gate.lock().expect("gate");
     open(&sessions, &log, "next");
-    // Reopening waits for the panicked close, and is not stuck behind it.
-    open(&sessions, &log, "boom");
+    std::thread::scope(|scope| {
+        // The reopen waits for the close, which panics once released; it is not stuck.
+        let reopened = scope.spawn(|| open(&sessions, &log, "boom"));
+        std::thread::sleep(Duration::from_millis(50));
+        drop(held);
+        reopened.join().expect("reopen");
+    });
     let (_, deferred) = sessions.drain();
     let e = deferred.expect("the panic is reported");
     assert!(e.to_string().contains("panicked"), "{e}");
-    assert_eq!(position(&log, "open boom"), 0);
+    let log_now = log.lock().expect("log").clone();
+    let reopened_at = log_now
+        .iter()
+        .rposition(|w| w == "open boom")
+        .expect("reopened");
+    assert!(position(&log, "close boom") < reopened_at, "{log_now:?}");
 }
