@@ -1,14 +1,15 @@
-//! Reading the runtime-event store: a session's immutable events and its invocations, each
-//! answered from the session's view in memory when it is open here (once what it shows is
-//! durable), and otherwise from its files, without opening it for writing.
+//! Reading the runtime-event store: a session's immutable events, its invocations and the state
+//! of its other records, each answered from the session's view in memory when it is open here
+//! (once what it shows is durable), and otherwise from its files, without opening it for
+//! writing.
 
 use super::live::{lock, SessionEvents};
 use super::read_view::read_only_invocations;
-use super::runtime_events::RuntimeEventStore;
+use super::runtime_events::{RuntimeEventStore, Seen};
 use super::stored::read_events;
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
-use crate::index::{read_order, RuntimeInvocation};
+use crate::index::{read_order, RuntimeInvocation, SessionState};
 use crate::segment::layout::session_dir;
 use std::sync::Arc;
 
@@ -94,4 +95,59 @@ enum Reading {
     Open(Arc<SessionEvents>),
     Absent,
     Files,
+}
+
+/// The state of a session's records, read as the event reads are.
+impl RuntimeEventStore {
+    /// What `read` takes from the session records' state of `session_id`, once durable
+    /// ([`Seen::Durable`]).
+    pub(super) fn with_session_state<T>(
+        &self,
+        session_id: &str,
+        read: impl FnOnce(&SessionState) -> T,
+    ) -> Result<T> {
+        self.session_state(session_id, Seen::Durable, read)
+    }
+
+    /// What `read` takes from the session records' state of `session_id`: its live view's when
+    /// it is open here (read under its lock, without copying the state, and returned as `seen`
+    /// says), its files' otherwise (nothing written).
+    pub(crate) fn session_state<T>(
+        &self,
+        session_id: &str,
+        seen: Seen,
+        read: impl FnOnce(&SessionState) -> T,
+    ) -> Result<T> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        if let Some(open) = self.open_for_reading(session_id)? {
+            let (answer, upto) = {
+                let st = lock(&open.state);
+                (read(&st.view.session), st.fact_seq)
+            };
+            if seen == Seen::Durable {
+                open.writer.wait_durable(upto)?;
+            }
+            return Ok(answer);
+        }
+        Ok(read(&super::read_view::read_only_state(
+            self.storage(),
+            session_id,
+        )?))
+    }
+
+    /// The session if it is open here, or must be: one whose write or sync failed in this
+    /// process (in this store or an earlier one of the same owner) is opened, which writes back
+    /// and syncs what the failed writer left, so no read serves bytes a power loss can take.
+    pub(super) fn open_for_reading(&self, session_id: &str) -> Result<Option<Arc<SessionEvents>>> {
+        if let Some(open) = self.sessions.get_open(session_id) {
+            return Ok(Some(open));
+        }
+        if self
+            .owner
+            .log_failed(&crate::segment::layout::session_log_name(session_id))
+        {
+            return self.session(session_id).map(Some);
+        }
+        Ok(None)
+    }
 }
