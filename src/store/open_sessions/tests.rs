@@ -52,32 +52,68 @@ fn gated(log: &Log, gate: &Arc<Mutex<()>>) -> OpenSessions<String> {
     )
 }
 
-#[test]
-fn an_evicted_session_is_opened_again_only_once_its_close_is_done() {
+/// A store of one open session whose closes wait at a gate, and its log.
+struct Gated {
+    log: Log,
+    gate: Arc<Mutex<()>>,
+    sessions: OpenSessions<String>,
+}
+
+fn gated_store() -> Gated {
     let (log, gate): (Log, _) = (Arc::default(), Arc::new(Mutex::new(())));
     let sessions = gated(&log, &gate);
-    open(&sessions, &log, "a");
-    let held = gate.lock().expect("gate");
-    // Evicts "a" to a closer thread, held at the gate: the evictor does not wait for it.
-    open(&sessions, &log, "b");
-    assert!(!log.lock().expect("log").contains(&"close a".to_owned()));
-    std::thread::scope(|scope| {
-        let reopened = scope.spawn(|| open(&sessions, &log, "a"));
-        // Give a wrong reopen the chance to run ahead of the close it must wait for.
-        std::thread::sleep(Duration::from_millis(50));
-        drop(held);
-        reopened.join().expect("reopen");
-    });
-    let log_now = log.lock().expect("log").clone();
-    let reopened_at = log_now
-        .iter()
-        .rposition(|w| w == "open a")
-        .expect("reopened");
+    Gated {
+        log,
+        gate,
+        sessions,
+    }
+}
+
+impl Gated {
+    /// Opens `victim`, then `next`, which evicts `victim` to a closer thread held at the gate
+    /// (the evictor does not wait for it); runs `meanwhile` on another thread, lets the close
+    /// go after giving a wrong `meanwhile` the chance to run ahead of it, and returns what
+    /// `meanwhile` returned.
+    fn while_closing<R: Send>(
+        &self,
+        victim: &str,
+        next: &str,
+        meanwhile: impl FnOnce() -> R + Send,
+    ) -> R {
+        open(&self.sessions, &self.log, victim);
+        let held = self.gate.lock().expect("gate");
+        open(&self.sessions, &self.log, next);
+        assert!(!self.logged(&format!("close {victim}")));
+        std::thread::scope(|scope| {
+            let waiter = scope.spawn(meanwhile);
+            std::thread::sleep(Duration::from_millis(50));
+            drop(held);
+            waiter.join().expect("meanwhile")
+        })
+    }
+
+    fn logged(&self, what: &str) -> bool {
+        self.log.lock().expect("log").iter().any(|w| w == what)
+    }
+
+    /// Where `what` was last logged.
+    fn last(&self, what: &str) -> usize {
+        let log = self.log.lock().expect("log");
+        log.iter()
+            .rposition(|w| w == what)
+            .unwrap_or_else(|| panic!("{what} is not in {log:?}"))
+    }
+}
+
+#[test]
+fn an_evicted_session_is_opened_again_only_once_its_close_is_done() {
+    let g = gated_store();
+    g.while_closing("a", "b", || open(&g.sessions, &g.log, "a"));
     assert!(
-        position(&log, "close a") < reopened_at,
-        "reopened before its close: {log_now:?}"
+        position(&g.log, "close a") < g.last("open a"),
+        "reopened before its close"
     );
-    let (open_now, deferred) = sessions.drain();
+    let (open_now, deferred) = g.sessions.drain();
     assert!(deferred.is_none());
     assert_eq!(open_now.len(), 1);
 }
@@ -151,28 +187,23 @@ fn a_failed_close_behind_is_reported_by_drain_and_in_place_closes_run_in_order()
 
 #[test]
 fn a_read_of_a_session_being_closed_waits_for_its_close() {
-    let (log, gate): (Log, _) = (Arc::default(), Arc::new(Mutex::new(())));
-    let sessions = gated(&log, &gate);
-    open(&sessions, &log, "a");
-    let held = gate.lock().expect("gate");
-    open(&sessions, &log, "b");
-    std::thread::scope(|scope| {
-        let read = scope.spawn(|| {
-            let open_now = sessions.get_open("a");
-            note(&log, "read a".into());
-            open_now
-        });
-        std::thread::sleep(Duration::from_millis(50));
-        drop(held);
-        assert!(read.join().expect("read").is_none(), "a is closed");
+    let g = gated_store();
+    let read = g.while_closing("a", "b", || {
+        let open_now = g.sessions.get_open("a");
+        note(&g.log, "read a".into());
+        open_now
     });
-    assert!(position(&log, "close a") < position(&log, "read a"));
+    assert!(read.is_none(), "a is closed");
+    assert!(position(&g.log, "close a") < position(&g.log, "read a"));
 }
 
 #[test]
 fn a_store_dropped_with_closes_in_flight_waits_for_them() {
-    let (log, gate): (Log, _) = (Arc::default(), Arc::new(Mutex::new(())));
-    let sessions = gated(&log, &gate);
+    let Gated {
+        log,
+        gate,
+        sessions,
+    } = gated_store();
     open(&sessions, &log, "a");
     let holding = std::sync::Barrier::new(2);
     std::thread::scope(|scope| {
@@ -194,25 +225,11 @@ fn a_store_dropped_with_closes_in_flight_waits_for_them() {
 
 #[test]
 fn a_close_that_panics_on_its_thread_releases_its_waiters_and_is_reported() {
-    let (log, gate): (Log, _) = (Arc::default(), Arc::new(Mutex::new(())));
-    let sessions = gated(&log, &gate);
-    open(&sessions, &log, "boom");
-    let held = gate.lock().expect("gate");
-    open(&sessions, &log, "next");
-    std::thread::scope(|scope| {
-        // The reopen waits for the close, which panics once released; it is not stuck.
-        let reopened = scope.spawn(|| open(&sessions, &log, "boom"));
-        std::thread::sleep(Duration::from_millis(50));
-        drop(held);
-        reopened.join().expect("reopen");
-    });
-    let (_, deferred) = sessions.drain();
+    let g = gated_store();
+    // The reopen waits for the close, which panics once released; it is not stuck.
+    g.while_closing("boom", "next", || open(&g.sessions, &g.log, "boom"));
+    assert!(position(&g.log, "close boom") < g.last("open boom"));
+    let (_, deferred) = g.sessions.drain();
     let e = deferred.expect("the panic is reported");
     assert!(e.to_string().contains("panicked"), "{e}");
-    let log_now = log.lock().expect("log").clone();
-    let reopened_at = log_now
-        .iter()
-        .rposition(|w| w == "open boom")
-        .expect("reopened");
-    assert!(position(&log, "close boom") < reopened_at, "{log_now:?}");
 }
