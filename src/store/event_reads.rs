@@ -2,7 +2,7 @@
 //! immutable events in read order and the live partial snapshots, from one read. Nothing is
 //! written.
 
-use super::sessions::ReadOnlySessions;
+use super::read_only_sessions::ReadOnlySessions;
 use super::stored::events_and_partials;
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;

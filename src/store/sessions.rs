@@ -2,17 +2,16 @@
 //! session's own ledger through the runtime-event store's open sessions (one writer per
 //! session), and answered from the session's view: its sidecar, caught up, or its live view.
 //!
-//! Subagents are created in `subagents.rs`. Not yet here (issue 10): the run and admission
-//! stores.
+//! Subagents are created in `subagents.rs`; the same questions asked of a root read-only, in
+//! `read_only_sessions.rs`; messages read back, in `messages.rs`.
 
-use super::read_view::read_only_state;
+use super::messages::{in_turn, messages_of};
 use super::runtime_events::{RuntimeEventStore, Seen};
 use crate::claims::ClaimsLog;
 use crate::error::{Error, Result};
-use crate::index::{MessageEntry, SessionRecord, SessionState, StoredAt};
+use crate::index::{SessionRecord, SessionState};
 use crate::model::{SessionHeader, StoredMessage};
 use crate::segment::layout::SESSIONS_DIR;
-use crate::segment::FramesAt;
 use crate::storage::{EntryKind, Storage};
 use serde_json::Value;
 use std::path::Path;
@@ -152,98 +151,7 @@ impl SessionStore {
     }
 }
 
-/// Sessions read from a root's files: no lease taken, nothing written. What the CLI uses on a
-/// root it may not own.
-pub struct ReadOnlySessions<'s> {
-    pub(super) storage: &'s dyn Storage,
-}
-
-impl<'s> ReadOnlySessions<'s> {
-    /// Sessions of the root `storage` is rooted at.
-    pub fn new(storage: &'s dyn Storage) -> Self {
-        ReadOnlySessions { storage }
-    }
-
-    /// The session's latest header, or `None` if it has none.
-    pub fn read_session(&self, session_id: &str) -> Result<Option<SessionHeader>> {
-        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        header_of(&read_only_state(self.storage, session_id)?)
-    }
-
-    /// Every session's latest header, by `createdAt`, then id.
-    pub fn list_sessions(&self) -> Result<Vec<SessionHeader>> {
-        list_with(self.storage, &|id| read_only_state(self.storage, id))
-    }
-
-    /// The session's runs, by `createdAt`, then run id.
-    pub fn list_session_runs(&self, session_id: &str) -> Result<Vec<crate::model::RunHeader>> {
-        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        super::runs::runs_of(&read_only_state(self.storage, session_id)?)
-    }
-
-    /// A run's events in sequence order, each with its sequence number.
-    pub fn read_run_events(
-        &self,
-        session_id: &str,
-        run_id: &str,
-    ) -> Result<Vec<(u64, crate::model::RunEvent)>> {
-        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        let state = read_only_state(self.storage, session_id)?;
-        let run = state.runs.get(run_id).ok_or_else(|| Error::NotFound {
-            what: format!("run {run_id} of session {session_id}"),
-        })?;
-        super::runs::run_events_of(self.storage, session_id, &run.events)
-    }
-
-    /// The session's messages in append order, or only those of `turn_id`.
-    pub fn read_messages(
-        &self,
-        session_id: &str,
-        turn_id: Option<&str>,
-    ) -> Result<Vec<StoredMessage>> {
-        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        let state = read_only_state(self.storage, session_id)?;
-        messages_of(self.storage, session_id, &state, turn_id)
-    }
-
-    /// [`Self::list_session_runs`], each run with what [`Self::read_run_events`] answers for
-    /// it, from one read of the session (what listing every run's events costs once, not once
-    /// a run).
-    pub fn list_session_runs_with_events(
-        &self,
-        session_id: &str,
-    ) -> Result<Vec<super::runs::RunWithEvents>> {
-        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        let state = read_only_state(self.storage, session_id)?;
-        super::runs::runs_with_events_of(self.storage, session_id, &state)
-    }
-}
-
-/// A session's header, its runs with their events, and its messages, each read on its own: one
-/// that cannot be read (a damaged record) leaves the others readable.
-#[derive(Debug)]
-pub struct SessionContents {
-    pub header: Result<Option<SessionHeader>>,
-    pub runs: Result<Vec<super::runs::RunWithEvents>>,
-    pub messages: Result<Vec<StoredMessage>>,
-}
-
-impl ReadOnlySessions<'_> {
-    /// What [`Self::read_session`], [`Self::list_session_runs_with_events`] and
-    /// [`Self::read_messages`] answer, read from `state`: the session's state as a view of it
-    /// holds it ([`crate::index::SessionIndex::session`]). A reader that already holds the
-    /// view (the report) reads the session's sidecar once, not once a question.
-    pub fn contents(&self, session_id: &str, state: &SessionState) -> Result<SessionContents> {
-        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        Ok(SessionContents {
-            header: header_of(state),
-            runs: super::runs::runs_with_events_of(self.storage, session_id, state),
-            messages: messages_of(self.storage, session_id, state, None),
-        })
-    }
-}
-
-fn header_of(state: &SessionState) -> Result<Option<SessionHeader>> {
+pub(super) fn header_of(state: &SessionState) -> Result<Option<SessionHeader>> {
     state
         .header
         .as_deref()
@@ -252,7 +160,7 @@ fn header_of(state: &SessionState) -> Result<Option<SessionHeader>> {
 }
 
 /// The ids of every session directory of the root.
-fn session_ids(storage: &dyn Storage) -> Result<Vec<String>> {
+pub(super) fn session_ids(storage: &dyn Storage) -> Result<Vec<String>> {
     let root = Path::new(SESSIONS_DIR);
     let entries = match storage.list_dir(root) {
         Ok(e) => e,
@@ -264,72 +172,4 @@ fn session_ids(storage: &dyn Storage) -> Result<Vec<String>> {
         .filter(|e| e.kind == EntryKind::Dir && crate::format::validate_session_id(&e.name).is_ok())
         .map(|e| e.name)
         .collect())
-}
-
-/// The headers of every session directory of the root, by `createdAt` then id, each session's
-/// state read with `state_of`.
-fn list_with(
-    storage: &dyn Storage,
-    state_of: &dyn Fn(&str) -> Result<SessionState>,
-) -> Result<Vec<SessionHeader>> {
-    let mut headers = Vec::new();
-    for id in session_ids(storage)? {
-        if let Some(header) = header_of(&state_of(&id)?)? {
-            headers.push(header);
-        }
-    }
-    super::catalog::sort_headers(&mut headers);
-    Ok(headers)
-}
-
-/// Whether message `m` is one of turn `turn_id`'s, or any when no turn is asked for.
-fn in_turn(m: &MessageEntry, turn_id: Option<&str>) -> bool {
-    turn_id.is_none_or(|t| m.turn_id.as_deref() == Some(t))
-}
-
-/// Fewer messages than this a core are read on one thread: below it, starting threads costs
-/// more than decoding shares.
-const MESSAGES_A_THREAD: usize = 2_048;
-
-/// The messages `state` places, read back from the session's segments. A long read is shared
-/// by the cores, a consecutive part each; the answer, and the first damaged or refused message
-/// in append order if any, are what one thread reading them all would give (a failed read of
-/// the file itself is reported by the part that met it, in the parts' order).
-fn messages_of(
-    storage: &dyn Storage,
-    session_id: &str,
-    state: &SessionState,
-    turn_id: Option<&str>,
-) -> Result<Vec<StoredMessage>> {
-    let at: Vec<&MessageEntry> = state
-        .messages
-        .iter()
-        .filter(|m| in_turn(m, turn_id))
-        .collect();
-    let threads = crate::parallel::threads_for(storage, crate::parallel::cores());
-    let parts = crate::parallel::map_ranges(threads, at.len(), MESSAGES_A_THREAD, |range| {
-        decode_messages(storage, session_id, &at[range])
-    });
-    let mut out = Vec::with_capacity(at.len());
-    for part in parts {
-        out.extend(part?);
-    }
-    Ok(out)
-}
-
-/// The messages at `at`, read and decoded in order.
-fn decode_messages(
-    storage: &dyn Storage,
-    session_id: &str,
-    at: &[&MessageEntry],
-) -> Result<Vec<StoredMessage>> {
-    let at: Vec<StoredAt> = at.iter().map(|m| m.at).collect();
-    let mut frames = FramesAt::new(storage, session_id);
-    super::stored::decoded_at(
-        &mut frames,
-        session_id,
-        &at,
-        "message",
-        StoredMessage::decode,
-    )
 }

@@ -1,0 +1,117 @@
+//! Sessions read from a root's files (MAKA-MODEL §5–§7): the questions the session store
+//! answers, asked of a root the caller may not own.
+
+use super::messages::messages_of;
+use super::read_view::read_only_state;
+use super::sessions::{header_of, session_ids};
+use crate::error::{Error, Result};
+use crate::index::SessionState;
+use crate::model::{SessionHeader, StoredMessage};
+use crate::storage::Storage;
+
+/// Sessions read from a root's files: no lease taken, nothing written. What the CLI uses on a
+/// root it may not own.
+pub struct ReadOnlySessions<'s> {
+    pub(super) storage: &'s dyn Storage,
+}
+
+impl<'s> ReadOnlySessions<'s> {
+    /// Sessions of the root `storage` is rooted at.
+    pub fn new(storage: &'s dyn Storage) -> Self {
+        ReadOnlySessions { storage }
+    }
+
+    /// The session's latest header, or `None` if it has none.
+    pub fn read_session(&self, session_id: &str) -> Result<Option<SessionHeader>> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        header_of(&read_only_state(self.storage, session_id)?)
+    }
+
+    /// Every session's latest header, by `createdAt`, then id.
+    pub fn list_sessions(&self) -> Result<Vec<SessionHeader>> {
+        list_with(self.storage, &|id| read_only_state(self.storage, id))
+    }
+
+    /// The session's runs, by `createdAt`, then run id.
+    pub fn list_session_runs(&self, session_id: &str) -> Result<Vec<crate::model::RunHeader>> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        super::runs::runs_of(&read_only_state(self.storage, session_id)?)
+    }
+
+    /// A run's events in sequence order, each with its sequence number.
+    pub fn read_run_events(
+        &self,
+        session_id: &str,
+        run_id: &str,
+    ) -> Result<Vec<(u64, crate::model::RunEvent)>> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        let state = read_only_state(self.storage, session_id)?;
+        let run = state.runs.get(run_id).ok_or_else(|| Error::NotFound {
+            what: format!("run {run_id} of session {session_id}"),
+        })?;
+        super::runs::run_events_of(self.storage, session_id, &run.events)
+    }
+
+    /// The session's messages in append order, or only those of `turn_id`.
+    pub fn read_messages(
+        &self,
+        session_id: &str,
+        turn_id: Option<&str>,
+    ) -> Result<Vec<StoredMessage>> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        let state = read_only_state(self.storage, session_id)?;
+        messages_of(self.storage, session_id, &state, turn_id)
+    }
+
+    /// [`Self::list_session_runs`], each run with what [`Self::read_run_events`] answers for
+    /// it, from one read of the session (what listing every run's events costs once, not once
+    /// a run).
+    pub fn list_session_runs_with_events(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<super::runs::RunWithEvents>> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        let state = read_only_state(self.storage, session_id)?;
+        super::runs::runs_with_events_of(self.storage, session_id, &state)
+    }
+}
+
+/// A session's header, its runs with their events, and its messages, each read on its own: one
+/// that cannot be read (a damaged record) leaves the others readable.
+#[derive(Debug)]
+pub struct SessionContents {
+    pub header: Result<Option<SessionHeader>>,
+    pub runs: Result<Vec<super::runs::RunWithEvents>>,
+    pub messages: Result<Vec<StoredMessage>>,
+}
+
+impl ReadOnlySessions<'_> {
+    /// What [`Self::read_session`], [`Self::list_session_runs_with_events`] and
+    /// [`Self::read_messages`] answer, read from `state`: the session's state as a view of it
+    /// holds it ([`crate::index::SessionIndex::session`]). A reader that already holds the
+    /// view (the report) reads the session's sidecar once, not once a question.
+    pub fn contents(&self, session_id: &str, state: &SessionState) -> Result<SessionContents> {
+        crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
+        Ok(SessionContents {
+            header: header_of(state),
+            runs: super::runs::runs_with_events_of(self.storage, session_id, state),
+            messages: messages_of(self.storage, session_id, state, None),
+        })
+    }
+}
+
+/// The headers of every session directory of the root, by `createdAt` then id, each session's
+/// state read with `state_of`.
+fn list_with(
+    storage: &dyn Storage,
+    state_of: &dyn Fn(&str) -> Result<SessionState>,
+) -> Result<Vec<SessionHeader>> {
+    let mut headers = Vec::new();
+    for id in session_ids(storage)? {
+        if let Some(header) = header_of(&state_of(&id)?)? {
+            headers.push(header);
+        }
+    }
+    super::catalog::sort_headers(&mut headers);
+    Ok(headers)
+}
