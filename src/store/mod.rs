@@ -19,6 +19,7 @@ mod sessions;
 mod stored;
 mod subagents;
 mod terminal;
+mod vouched;
 
 pub use admissions::{Admission, Rejection};
 pub use batch::SessionBatch;

@@ -6,8 +6,9 @@
 //! earlier segments sealed where the covers end, the last covered frame in place with its
 //! sequence number and chain value), caught up over the few bytes after it, with the segment
 //! files named from the covers instead of listing the directory: one read of the sidecar and
-//! one open of the last segment. (A segment after an unsealed one is damage no crash leaves;
-//! this view does not look for it, `makalog verify` and an open for writing report it.)
+//! one open of the last segment (`vouched`). (A segment after an unsealed one is damage no
+//! crash leaves; this view does not look for it, `makalog verify` and an open for writing
+//! report it.)
 //! A session with no sidecar (not closed yet, or a crash lost it) whose first segment is its
 //! whole log, small and ending cleanly, is read from that segment alone (`first_segment`).
 //! Any other session (a damaged or foreign sidecar, a roll after it, a torn or damaged tail, a
@@ -17,26 +18,14 @@
 //! there is never followed.
 
 use super::first_segment::first_segment_alone;
-use super::live::{caught_up, load_sidecar, sidecar_path, utf8};
-use super::stored::stored_event;
+use super::live::{caught_up, load_sidecar, sidecar_path};
+use super::vouched::{vouched_view, Vouched};
 use crate::error::{Error, Result};
-use crate::format::{
-    decode_frame, FrameCursor, FrameDecode, FrameLayout, RecordKind, SegmentHeader, Tail,
-    FOOTER_LEN, HEADER_LEN, MAX_FRAME_OVERHEAD, MAX_PAYLOAD_LIMIT,
-};
-use crate::index::{
-    decode_sidecar_header, decode_sidecar_state, find_ids, id_hash, invocations_from_log, rebuild,
-    resume_point, section_unchecked, RecordRef, RuntimeInvocation, SessionIndex,
-};
-use crate::segment::frames_at::payload_of;
-use crate::segment::layout::{segment_file_name, session_dir};
-use crate::segment::{scan_segment_tail, FramesAt, ScanResult};
+use crate::format::{FrameCursor, RecordKind};
+use crate::index::{invocations_from_log, rebuild, RecordRef, RuntimeInvocation, SessionIndex};
+use crate::segment::layout::session_dir;
 use crate::storage::{EntryKind, OpenMode, Storage, StorageFile};
 use std::io::ErrorKind;
-use std::path::PathBuf;
-
-/// Segments whose covered data ends within this many bytes are read whole, in one call.
-const WHOLE_READ: u64 = 12 << 10;
 
 /// The first read of a file asks for this many bytes: a small session's sidecar and segment
 /// each come in one read.
@@ -125,38 +114,6 @@ fn read_only_view(storage: &dyn Storage, session_id: &str) -> Result<ReadOnly> {
     Ok(ReadOnly::General(view))
 }
 
-/// A view read the short way, with the bytes of its last segment it read: kept events that
-/// lie there are taken from them, the others read from their segments.
-struct Vouched {
-    view: SessionIndex,
-    paths: Vec<PathBuf>,
-    last_ordinal: u64,
-    /// Bytes of the last segment from offset `from` on.
-    bytes: Vec<u8>,
-    from: u64,
-    /// How the last segment's frames are laid out.
-    layout: FrameLayout,
-}
-
-impl Vouched {
-    fn invocations(self, storage: &dyn Storage) -> Result<Vec<RuntimeInvocation>> {
-        let id = self.view.session_id.clone();
-        let mut frames = FramesAt::with_paths(storage, &id, self.paths.clone());
-        self.view.invocations(&mut |at| {
-            let here = (at.ordinal == self.last_ordinal && at.offset >= self.from)
-                .then(|| (at.offset - self.from) as usize)
-                .and_then(|i| self.bytes.get(i..))
-                .and_then(|b| payload_of(b, self.layout, at.record_seq))
-                .map(<[u8]>::to_vec);
-            let payload = match here {
-                Some(p) => p,
-                None => frames.payload(at.ordinal, at.offset, at.record_seq)?,
-            };
-            utf8(payload, &id, at.offset)
-        })
-    }
-}
-
 /// A whole file, through one open handle.
 fn read_whole(storage: &dyn Storage, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     read_from(&*storage.open(path, OpenMode::Read)?, 0)
@@ -165,7 +122,7 @@ fn read_whole(storage: &dyn Storage, path: &std::path::Path) -> std::io::Result<
 /// A file's bytes from `at` to its end, in as few reads as it takes: a read that returns less
 /// than asked is taken as the end (it is, for regular files; and whatever was cut short, the
 /// sidecar's section table and the frames' checks find). No stat is needed first.
-fn read_from(file: &dyn StorageFile, at: u64) -> std::io::Result<Vec<u8>> {
+pub(super) fn read_from(file: &dyn StorageFile, at: u64) -> std::io::Result<Vec<u8>> {
     let mut buf = vec![0u8; FIRST_READ];
     let mut done = 0;
     loop {
@@ -180,129 +137,6 @@ fn read_from(file: &dyn StorageFile, at: u64) -> std::io::Result<Vec<u8>> {
     }
     buf.truncate(done);
     Ok(buf)
-}
-
-/// The sidecar's view caught up over a clean tail, if the sidecar holds for the log and the log
-/// goes on no further than its last covered segment; `None` sends the caller the general way.
-fn vouched_view(storage: &dyn Storage, session_id: &str, bytes: &[u8]) -> Result<Option<Vouched>> {
-    let Ok(header) = decode_sidecar_header(bytes) else {
-        return Ok(None);
-    };
-    // An older sidecar holds no session state, so it vouches for nothing.
-    if header.version != crate::index::SIDECAR_VERSION {
-        return Ok(None);
-    }
-    let Ok(mut view) = decode_sidecar_state(bytes, &header) else {
-        return Ok(None);
-    };
-    let (Some(last), Some(resume)) = (view.covers.last().cloned(), resume_point(&view)) else {
-        return Ok(None);
-    };
-    if view.session_id != session_id
-        || last.last_seq == u64::MAX
-        || view
-            .covers
-            .iter()
-            .enumerate()
-            .any(|(k, c)| c.ordinal != k as u64)
-    {
-        return Ok(None);
-    }
-    let dir = session_dir(session_id);
-    // A segment's first sequence number follows the last one of the segment before it.
-    let mut first_seq = 1;
-    let mut paths = Vec::with_capacity(view.covers.len());
-    for c in &view.covers[..view.covers.len() - 1] {
-        let path = dir.join(segment_file_name(first_seq));
-        paths.push(path.clone());
-        let sealed_here = storage
-            .open(&path, OpenMode::Read)
-            .and_then(|f| f.size())
-            .is_ok_and(|size| Some(size) == c.data_end.checked_add(FOOTER_LEN as u64));
-        if !sealed_here {
-            return Ok(None);
-        }
-        let Some(next) = c.last_seq.checked_add(1) else {
-            return Ok(None);
-        };
-        first_seq = next;
-    }
-    let path = dir.join(segment_file_name(first_seq));
-    paths.push(path.clone());
-    let Ok(file) = storage.open(&path, OpenMode::Read) else {
-        return Ok(None);
-    };
-    let frame_len = last.data_end.checked_sub(last.last_frame_offset);
-    if frame_len.is_none_or(|n| n > MAX_FRAME_OVERHEAD as u64 + u64::from(MAX_PAYLOAD_LIMIT)) {
-        return Ok(None);
-    }
-    let read_err = |e| Error::io(&path, "read", e);
-    // A small segment is read whole in one call; a large one as its header and its end.
-    let (head, bytes_from, last_bytes) = if last.data_end <= WHOLE_READ {
-        let whole = read_from(&*file, 0).map_err(read_err)?;
-        (whole[..HEADER_LEN.min(whole.len())].to_vec(), 0, whole)
-    } else {
-        let mut head = vec![0u8; HEADER_LEN];
-        let n = file.read_full_at(&mut head, 0).map_err(read_err)?;
-        head.truncate(n);
-        let from = last.last_frame_offset;
-        (head, from, read_from(&*file, from).map_err(read_err)?)
-    };
-    if bytes_from + (last_bytes.len() as u64) < last.data_end {
-        return Ok(None);
-    }
-    let from_last = last_bytes
-        .get((last.last_frame_offset - bytes_from) as usize..)
-        .unwrap_or(&[]);
-    let covered = (last.data_end - last.last_frame_offset) as usize;
-    let Ok((header_seen, _)) = SegmentHeader::decode(&head) else {
-        return Ok(None);
-    };
-    let in_place = matches!(
-        decode_frame::<RecordKind>(
-            from_last.get(..covered).unwrap_or(&[]),
-            header_seen.layout(),
-            u32::MAX
-        ),
-        Ok(FrameDecode::Frame(f, used))
-            if used == covered && f.seq == last.last_seq && f.chain == last.chain
-    );
-    if !in_place {
-        return Ok(None);
-    }
-    let tail = &from_last[covered..];
-    let scan = match scan_segment_tail(&head, tail, &resume) {
-        ScanResult::Scanned(scan) => scan,
-        ScanResult::BadHeader { .. } => return Ok(None),
-    };
-    let placed = scan.header.session_id == session_id
-        && scan.header.ordinal == last.ordinal
-        && scan.header.first_seq == first_seq;
-    if !placed || !matches!(scan.end, Tail::Eof | Tail::Zeros { .. }) {
-        return Ok(None);
-    }
-    // Ids the sidecar holds, for events repeated in the tail: a hash match is confirmed by
-    // reading the stored event back, as the general path does.
-    let ids = section_unchecked(bytes, &header, 2);
-    let known = |id: &str| {
-        find_ids(ids, id_hash(id)).is_ok_and(|entries| {
-            entries
-                .iter()
-                .any(|e| stored_event(storage, session_id, e, id).is_ok_and(|p| p.is_some()))
-        })
-    };
-    let mut cursor =
-        FrameCursor::resuming(&scan.header, resume.last_seq, resume.chain, resume.data_end);
-    let segment = (path.as_path(), last.ordinal, scan.header.version);
-    apply_frames(&mut view, &mut cursor, tail, segment, &known)?;
-    Ok(Some(Vouched {
-        view,
-        paths,
-        last_ordinal: last.ordinal,
-        bytes: last_bytes,
-        from: bytes_from,
-        layout: scan.header.layout(),
-    }))
 }
 
 /// Applies the frames `cursor` finds in `bytes` to `view`: frames of the segment at `path`
