@@ -1,113 +1,29 @@
-//! The fake backend (kind `fake`, MAKA-MODEL §11): a streamed echo, a prompt that asks the user
-//! questions and waits, and prompts that fail. Its delays run on tokio's clock, so a test with
-//! paused time never sleeps for real; `with_delays(false)` drops them (benchmarks).
+//! One turn of the fake backend: the script a prompt selects (§11), its events sent in order.
 
-use super::backend::{Backend, SendInput};
-use super::events::SessionEvent;
-use super::sources::Sources;
+use super::{Shared, FAKE_ASK_USER_QUESTION_PROMPT, FAKE_ERROR_PROMPT_PREFIX};
+use crate::runtime::backend::SendInput;
+use crate::runtime::events::SessionEvent;
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot, Notify};
-
-/// The prompt that makes the fake backend ask three questions and wait for the answers.
-pub const FAKE_ASK_USER_QUESTION_PROMPT: &str = "__e2e_ask_user_question__";
-/// The prefix of a prompt that makes the fake backend fail with the reason after it.
-pub const FAKE_ERROR_PROMPT_PREFIX: &str = "__e2e_error__:";
+use tokio::sync::{mpsc, oneshot};
 
 const CHUNK_CHARS: usize = 9;
 const CHUNK_DELAY: Duration = Duration::from_millis(45);
 const QUESTION_DELAY: Duration = Duration::from_millis(100);
 const ERROR_DELAY: Duration = Duration::from_millis(250);
 
-type Answers = Option<Vec<Option<String>>>;
-
-/// The fake backend of one session.
-pub struct FakeBackend {
-    shared: Arc<Shared>,
-    delays: bool,
-}
-
-struct Shared {
-    sources: Sources,
-    stopped: AtomicBool,
-    stop: Notify,
-    question: Mutex<Option<(String, oneshot::Sender<Answers>)>>,
-}
-
-impl FakeBackend {
-    /// A fake backend with the delays of §11.
-    pub fn new(sources: Sources) -> FakeBackend {
-        FakeBackend {
-            shared: Arc::new(Shared {
-                sources,
-                stopped: AtomicBool::new(false),
-                stop: Notify::new(),
-                question: Mutex::new(None),
-            }),
-            delays: true,
-        }
-    }
-
-    /// The same backend with (`true`) or without its delays.
-    pub fn with_delays(mut self, delays: bool) -> FakeBackend {
-        self.delays = delays;
-        self
-    }
-}
-
-impl Backend for FakeBackend {
-    fn kind(&self) -> &str {
-        "fake"
-    }
-
-    fn send(&self, input: SendInput) -> mpsc::Receiver<SessionEvent> {
-        let (tx, rx) = mpsc::channel(64);
-        self.shared.stopped.store(false, Ordering::SeqCst);
-        let turn = Turn {
-            shared: self.shared.clone(),
-            tx,
-            turn_id: input.turn_id.clone(),
-            delays: self.delays,
-        };
-        tokio::spawn(turn.run(input));
-        rx
-    }
-
-    fn stop(&self) {
-        self.shared.stopped.store(true, Ordering::SeqCst);
-        self.shared.stop.notify_waiters();
-        let pending = self.shared.question.lock().map(|mut q| q.take());
-        if let Ok(Some((_, answer))) = pending {
-            let _ = answer.send(None);
-        }
-    }
-
-    fn respond_to_user_question(&self, request_id: &str, answers: Vec<Option<String>>) -> bool {
-        let Ok(mut pending) = self.shared.question.lock() else {
-            return false;
-        };
-        match pending.take() {
-            Some((id, answer)) if id == request_id => answer.send(Some(answers)).is_ok(),
-            other => {
-                *pending = other;
-                false
-            }
-        }
-    }
-}
-
 /// One turn of the fake backend, sending its events.
-struct Turn {
-    shared: Arc<Shared>,
-    tx: mpsc::Sender<SessionEvent>,
-    turn_id: String,
-    delays: bool,
+pub(super) struct Turn {
+    pub(super) shared: Arc<Shared>,
+    pub(super) tx: mpsc::Sender<SessionEvent>,
+    pub(super) turn_id: String,
+    pub(super) delays: bool,
 }
 
 impl Turn {
-    async fn run(self, input: SendInput) {
+    pub(super) async fn run(self, input: SendInput) {
         if input.text == FAKE_ASK_USER_QUESTION_PROMPT {
             self.ask().await;
         } else if let Some(reason) = input.text.strip_prefix(FAKE_ERROR_PROMPT_PREFIX) {
