@@ -8,54 +8,58 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 impl<T: Send + Sync + 'static> Shared<T> {
-    /// Hands `session`, just evicted from `slot`, to a closer thread once fewer than
-    /// [`MAX_CLOSING`] are at work; gives it back if no thread can be started.
-    pub(super) fn close_behind(
-        this: &Arc<Self>,
-        id: &str,
-        slot: &Arc<Slot<T>>,
-        session: T,
-    ) -> Option<T> {
-        {
-            let mut c = lock(&this.closing);
-            while c.in_flight >= MAX_CLOSING {
-                c = this.closed.wait(c).unwrap_or_else(|e| e.into_inner());
-            }
-            c.in_flight += 1;
+    /// Waits until fewer than [`MAX_CLOSING`] closes are at work, takes a place among them
+    /// for `slot`'s session and marks the slot closing (under the slot's lock, held by the
+    /// caller).
+    pub(super) fn reserve_closer(&self, slot: &Slot<T>) {
+        let mut c = lock(&self.closing);
+        while c.in_flight >= MAX_CLOSING {
+            c = self.closed.wait(c).unwrap_or_else(|e| e.into_inner());
         }
+        c.in_flight += 1;
         slot.closing.store(true, Ordering::SeqCst);
-        let handed = Arc::new(Mutex::new(Some(session)));
-        let (sh, slot_, id_, taken) = (this.clone(), slot.clone(), id.to_owned(), handed.clone());
+    }
+
+    /// Closes `session`, evicted from `slot` (marked closing by [`Self::reserve_closer`]), on a
+    /// closer thread, or here if no thread can be started; either way its waiters go on once
+    /// it is closed.
+    pub(super) fn close_behind(this: &Arc<Self>, id: String, slot: Arc<Slot<T>>, session: T) {
+        let handed = Arc::new(Mutex::new(Some((id, slot, session))));
+        let (sh, taken) = (this.clone(), handed.clone());
         let started = std::thread::Builder::new()
             .name("makalog-close".into())
             .spawn(move || {
-                if let Some(session) = lock(&taken).take() {
-                    // A close that panicked must still release its waiters.
-                    let result = catch_unwind(AssertUnwindSafe(|| (sh.close)(session)))
-                        .unwrap_or_else(|_| {
-                            Err(Error::io(
-                                crate::segment::layout::session_dir(&id_),
-                                "close",
-                                std::io::Error::other("the close of the evicted session panicked"),
-                            ))
-                        });
-                    sh.closed_behind(&id_, &slot_, result);
+                if let Some((id, slot, session)) = lock(&taken).take() {
+                    sh.close_marked(id, slot, session);
                 }
             });
-        if let Ok(thread) = started {
-            let mut c = lock(&this.closing);
-            // Finished closers are joined as they are met, so the list stays short.
-            c.threads.retain(|t| !t.is_finished());
-            c.threads.push(thread);
-            return None;
+        match started {
+            Ok(thread) => {
+                let mut c = lock(&this.closing);
+                // Finished closers are joined as they are met, so the list stays short.
+                c.threads.retain(|t| !t.is_finished());
+                c.threads.push(thread);
+            }
+            Err(_) => {
+                if let Some((id, slot, session)) = lock(&handed).take() {
+                    this.close_marked(id, slot, session);
+                }
+            }
         }
-        slot.closing.store(false, Ordering::SeqCst);
-        let mut c = lock(&this.closing);
-        c.in_flight -= 1;
-        this.closed.notify_all();
-        drop(c);
-        let session = lock(&handed).take();
-        session
+    }
+
+    /// Closes `session` of the closing `slot` and releases its waiters; a close that panicked
+    /// still releases them, and is reported as a failure.
+    fn close_marked(&self, id: String, slot: Arc<Slot<T>>, session: T) {
+        let result =
+            catch_unwind(AssertUnwindSafe(|| (self.close)(session))).unwrap_or_else(|_| {
+                Err(Error::io(
+                    crate::segment::layout::session_dir(&id),
+                    "close",
+                    std::io::Error::other("the close of the evicted session panicked"),
+                ))
+            });
+        self.closed_behind(&id, &slot, result);
     }
 
     /// A closer thread is done with `slot`: its waiters go on, and the slot leaves the map

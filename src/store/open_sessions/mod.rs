@@ -225,30 +225,38 @@ impl<T: Send + Sync + 'static> Shared<T> {
         let Some((id, slot)) = victim else {
             return false;
         };
-        let Some(mut guard) = try_lock(&slot.session) else {
-            return true;
-        };
-        let Some(session) = guard.take() else {
-            return true;
-        };
-        match Arc::try_unwrap(session) {
-            Ok(session) => {
-                let session = match this.background {
-                    true => Shared::close_behind(this, &id, &slot, session),
-                    false => Some(session),
-                };
-                // With no closer thread, closed in place, and the slot is done with.
-                if let Some(session) = session {
-                    this.close_here(session);
-                    this.forget_if_unused(&id, &slot, &guard);
+        let session = {
+            let Some(mut guard) = try_lock(&slot.session) else {
+                return true;
+            };
+            let Some(session) = guard.take() else {
+                return true;
+            };
+            let session = match Arc::try_unwrap(session) {
+                Ok(session) => session,
+                // Taken into use since it was chosen: put it back.
+                Err(session) => {
+                    *guard = Some(session);
+                    return true;
                 }
-                // Counted open until its descriptor is closed or a closer holds it, so
-                // evictors waiting for a free closer hold no descriptor beyond the cap.
+            };
+            if !this.background {
+                // Closed in place, and the slot is done with.
+                this.close_here(session);
+                this.forget_if_unused(&id, &slot, &guard);
                 this.open.fetch_sub(1, Ordering::SeqCst);
+                return true;
             }
-            // Taken into use since it was chosen: put it back.
-            Err(session) => *guard = Some(session),
-        }
+            // Marked while its lock is held, so whoever takes the lock next sees it closing.
+            this.reserve_closer(&slot);
+            session
+        };
+        // The slot goes to the closer with no other reference of the evictor's left, so the
+        // closer alone decides whether it leaves the map.
+        Shared::close_behind(this, id, slot, session);
+        // Counted open until a closer holds it, so evictors waiting for a free closer hold no
+        // descriptor beyond the cap.
+        this.open.fetch_sub(1, Ordering::SeqCst);
         true
     }
 }

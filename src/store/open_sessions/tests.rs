@@ -233,3 +233,15 @@ fn a_close_that_panics_on_its_thread_releases_its_waiters_and_is_reported() {
     let e = deferred.expect("the panic is reported");
     assert!(e.to_string().contains("panicked"), "{e}");
 }
+
+#[test]
+fn a_closed_session_leaves_the_map_once_its_closer_is_done() {
+    let sessions = OpenSessions::new(1, |_s: String| Ok(()), true);
+    let log: Log = Arc::default();
+    for i in 0..20 {
+        open(&sessions, &log, &format!("s{i}"));
+    }
+    assert!(sessions.shared.join_closers().is_none());
+    let left: Vec<String> = super::lock(&sessions.shared.slots).keys().cloned().collect();
+    assert_eq!(left, ["s19"], "only the open session keeps a slot");
+}
