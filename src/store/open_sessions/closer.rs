@@ -62,8 +62,9 @@ impl<T: Send + Sync + 'static> Shared<T> {
         self.closed_behind(&id, &slot, result);
     }
 
-    /// A closer thread is done with `slot`: its waiters go on, and the slot leaves the map
-    /// unless it was opened again meanwhile.
+    /// The close of `slot`'s session is done (on a closer thread, or in place when none could
+    /// start): its waiters go on, and the slot leaves the map unless it was opened again
+    /// meanwhile or someone holds it.
     fn closed_behind(&self, id: &str, slot: &Arc<Slot<T>>, result: Result<()>) {
         {
             let mut c = lock(&self.closing);

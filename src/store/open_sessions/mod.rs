@@ -66,7 +66,9 @@ struct Closing {
 struct Slot<T> {
     session: Mutex<Option<Arc<T>>>,
     last_used: AtomicU64,
-    /// Set while a closer thread closes the slot's session; cleared under `Shared::closing`.
+    /// Set (under the slot's lock) from when an evictor takes a closer's place for the slot's
+    /// session until that session is closed, on a closer thread or in place; cleared under
+    /// `Shared::closing`.
     closing: AtomicBool,
 }
 
@@ -118,8 +120,9 @@ impl<T: Send + Sync + 'static> OpenSessions<T> {
         let guard = lock(&slot.session);
         sh.wait_closed(&slot);
         let session = guard.clone();
-        if session.is_some() {
-            sh.touch(&slot);
+        match session {
+            Some(_) => sh.touch(&slot),
+            None => sh.forget_if_idle(id, &slot, &guard),
         }
         session
     }
@@ -156,7 +159,10 @@ impl<T: Send + Sync + 'static> OpenSessions<T> {
             sh.open.fetch_sub(1, Ordering::SeqCst);
         }
         // Evict before opening, so descriptors stay within the cap. Every other slot is only
-        // try-locked while this one is held, so evictors cannot deadlock.
+        // try-locked while this one is held, and a slot is evicted only while nobody holds
+        // its lock, so a chain of evictors waiting on slots' locks (a close in place after a
+        // closer failed to start locks its victim's) follows the order the evictions were made
+        // in and cannot close into a loop.
         for _ in 0..=sh.cap {
             if self.open_count() < sh.cap || !Shared::evict_one(sh) {
                 break;
@@ -230,6 +236,8 @@ impl<T: Send + Sync + 'static> Shared<T> {
                 return true;
             };
             let Some(session) = guard.take() else {
+                // Evicted by another since it was chosen.
+                this.forget_if_idle(&id, &slot, &guard);
                 return true;
             };
             let session = match Arc::try_unwrap(session) {
@@ -254,14 +262,22 @@ impl<T: Send + Sync + 'static> Shared<T> {
         // The slot goes to the closer with no other reference of the evictor's left, so the
         // closer alone decides whether it leaves the map.
         Shared::close_behind(this, id, slot, session);
-        // Counted open until a closer holds it, so evictors waiting for a free closer hold no
-        // descriptor beyond the cap.
+        // Counted open until a closer holds it (or, when none could start, until it is closed),
+        // so evictors waiting for a free closer hold no descriptor beyond the cap.
         this.open.fetch_sub(1, Ordering::SeqCst);
         true
     }
 }
 
 impl<T> Shared<T> {
+    /// [`Self::forget_if_unused`] for an empty slot no close is running for: a slot a closer
+    /// could not drop (someone held it then) is dropped by the next caller that finds it idle.
+    fn forget_if_idle(&self, id: &str, slot: &Arc<Slot<T>>, guard: &Guard<'_, T>) {
+        if guard.is_none() && !slot.closing.load(Ordering::SeqCst) {
+            self.forget_if_unused(id, slot, guard);
+        }
+    }
+
     /// Drops an empty slot from the map unless another caller holds it (it was cloned from the
     /// map under the map's lock, so the count seen under that lock is exact), so the map holds
     /// only open sessions, those being opened and those being closed.

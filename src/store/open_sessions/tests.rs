@@ -242,6 +242,23 @@ fn a_closed_session_leaves_the_map_once_its_closer_is_done() {
         open(&sessions, &log, &format!("s{i}"));
     }
     assert!(sessions.shared.join_closers().is_none());
-    let left: Vec<String> = super::lock(&sessions.shared.slots).keys().cloned().collect();
+    let left: Vec<String> = super::lock(&sessions.shared.slots)
+        .keys()
+        .cloned()
+        .collect();
     assert_eq!(left, ["s19"], "only the open session keeps a slot");
+}
+
+#[test]
+fn an_empty_slot_left_behind_is_dropped_by_the_next_caller_that_finds_it_idle() {
+    let sessions = OpenSessions::new(1, |_s: String| Ok(()), true);
+    // What a closer leaves when someone held the slot as it finished.
+    let left = Arc::new(super::Slot {
+        session: Mutex::new(None),
+        last_used: std::sync::atomic::AtomicU64::new(0),
+        closing: std::sync::atomic::AtomicBool::new(false),
+    });
+    super::lock(&sessions.shared.slots).insert("gone".into(), left);
+    assert!(sessions.get_open("gone").is_none());
+    assert!(super::lock(&sessions.shared.slots).is_empty());
 }
