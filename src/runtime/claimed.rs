@@ -7,14 +7,13 @@
 
 use super::abort::AbortSignal;
 use super::blocking::on_disk;
-use super::intent::AgentGraphRunnableIntent;
+use super::intent::{call_fingerprint, check_intent, AgentGraphRunnableIntent};
 use super::manager::{lock, SessionManager, TurnInput};
 use super::recover::recover_run;
 use crate::claims::{AdmissionStatus, AgentGraphIntentClaim};
 use crate::error::{Error, Result};
 use serde::Serialize;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
 /// One call of [`SessionManager::run_claimed_agent_graph_intent`].
@@ -273,55 +272,4 @@ impl SessionManager {
             failure_class: v["failureClass"].as_str().map(str::to_owned),
         })
     }
-}
-
-/// The claim must be this intent's with this prompt (§9): the same ids, operator, readiness
-/// context, and the fingerprint recomputed from the intent and prompt.
-fn check_intent(
-    claim: &AgentGraphIntentClaim,
-    intent: &AgentGraphRunnableIntent,
-    prompt: &str,
-) -> Result<()> {
-    let pairs = [
-        ("intentId", &intent.intent_id, &claim.intent_id),
-        ("graphId", &intent.graph_id, &claim.graph_id),
-        ("operatorId", &intent.operator_id, &claim.target_operator_id),
-        (
-            "targetSessionId",
-            &intent.target_session_id,
-            &claim.target_session_id,
-        ),
-        (
-            "readinessContextFingerprint",
-            &intent.readiness_context_fingerprint,
-            &claim.readiness_context_fingerprint,
-        ),
-    ];
-    for (field, ours, claimed) in pairs {
-        if ours != claimed {
-            return Err(conflict(format!(
-                "the intent's {field} {ours:?} is not claim {}'s {claimed:?}",
-                claim.claim_id
-            )));
-        }
-    }
-    if intent.fingerprint(prompt)? != claim.intent_fingerprint {
-        return Err(conflict(format!(
-            "claim {} was taken for another intent or prompt",
-            claim.claim_id
-        )));
-    }
-    Ok(())
-}
-
-/// What identifies one call: SHA-256 of the JSON `[1, claim, prompt]`.
-fn call_fingerprint(claim: &AgentGraphIntentClaim, prompt: &str) -> String {
-    let v = json!([
-        1,
-        serde_json::to_value(claim).unwrap_or(Value::Null),
-        prompt
-    ]);
-    crate::format::hex(&Sha256::digest(
-        crate::event::canonical_string(&v).as_bytes(),
-    ))
 }

@@ -1,7 +1,8 @@
 //! Runnable agent-graph intents and their hashes (MAKA-MODEL §9): `stableHash` (SHA-256 of the
-//! canonical JSON), an intent's id, the intent fingerprint a claim pins, and a claim's id.
+//! canonical JSON), an intent's id, the intent fingerprint a claim pins, and a claim's id; the
+//! check that a claim is an intent's with a prompt, and what identifies one call for a claim.
 
-use crate::claims::AgentGraphIntentClaimRequest;
+use crate::claims::{AgentGraphIntentClaim, AgentGraphIntentClaimRequest};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -96,4 +97,59 @@ pub fn claim_id_of(graph_id: &str, intent_id: &str) -> String {
     let hash =
         stable_hash(&json!({"schemaVersion": 1, "graphId": graph_id, "intentId": intent_id}));
     format!("graph_claim_{}", first_32_hex(&hash))
+}
+
+/// The claim must be this intent's with this prompt (§9): the same ids, operator, readiness
+/// context, and the fingerprint recomputed from the intent and prompt.
+pub(super) fn check_intent(
+    claim: &AgentGraphIntentClaim,
+    intent: &AgentGraphRunnableIntent,
+    prompt: &str,
+) -> Result<()> {
+    let pairs = [
+        ("intentId", &intent.intent_id, &claim.intent_id),
+        ("graphId", &intent.graph_id, &claim.graph_id),
+        ("operatorId", &intent.operator_id, &claim.target_operator_id),
+        (
+            "targetSessionId",
+            &intent.target_session_id,
+            &claim.target_session_id,
+        ),
+        (
+            "readinessContextFingerprint",
+            &intent.readiness_context_fingerprint,
+            &claim.readiness_context_fingerprint,
+        ),
+    ];
+    for (field, ours, claimed) in pairs {
+        if ours != claimed {
+            return Err(Error::ClaimConflict {
+                what: format!(
+                    "the intent's {field} {ours:?} is not claim {}'s {claimed:?}",
+                    claim.claim_id
+                ),
+            });
+        }
+    }
+    if intent.fingerprint(prompt)? != claim.intent_fingerprint {
+        return Err(Error::ClaimConflict {
+            what: format!(
+                "claim {} was taken for another intent or prompt",
+                claim.claim_id
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// What identifies one call: SHA-256 of the JSON `[1, claim, prompt]`.
+pub(super) fn call_fingerprint(claim: &AgentGraphIntentClaim, prompt: &str) -> String {
+    let v = json!([
+        1,
+        serde_json::to_value(claim).unwrap_or(Value::Null),
+        prompt
+    ]);
+    crate::format::hex(&Sha256::digest(
+        crate::event::canonical_string(&v).as_bytes(),
+    ))
 }
