@@ -4,8 +4,8 @@
 
 use super::backend::{Backend, BackendContext, BackendRegistry, SendInput};
 use super::blocking::on_disk;
-use super::events::SessionEvent;
 use super::sources::Sources;
+use super::turn_events::TurnEvents;
 use crate::error::{Error, Result};
 use crate::model::SessionHeader;
 use crate::store::ExecutionStores;
@@ -56,7 +56,7 @@ pub struct TurnOutcome {
 /// A turn in flight: its events as they stream, and its outcome.
 pub struct Turn {
     pub session_id: String,
-    pub events: mpsc::Receiver<SessionEvent>,
+    pub events: TurnEvents,
     done: JoinHandle<Result<TurnOutcome>>,
 }
 
@@ -161,15 +161,20 @@ impl SessionManager {
         };
         let guard = turn_lock.lock_owned().await;
         let inner = self.inner.clone();
-        // The backend first: a session whose backend cannot be made gets no run.
-        let header =
-            on_disk(|| inner.stores.sessions.read_session(session_id))?.ok_or_else(|| {
-                Error::NotFound {
+        // One wait off the workers for the header read and the opening's sync. The backend
+        // first: a session whose backend cannot be made gets no run.
+        let (backend, begun) = on_disk(|| -> Result<_> {
+            let header = inner
+                .stores
+                .sessions
+                .read_session(session_id)?
+                .ok_or_else(|| Error::NotFound {
                     what: format!("session {session_id} to send a message to"),
-                }
-            })?;
-        let backend = self.backend(session_id, &header)?;
-        let begun = on_disk(|| super::begin::begin(&inner, session_id, header, &input))?;
+                })?;
+            let backend = self.backend(session_id, &header)?;
+            let begun = super::begin::begin(&inner, session_id, header, &input)?;
+            Ok((backend, begun))
+        })?;
         lock(&inner.stops)?.remove(session_id);
         let from_backend = backend.send(SendInput {
             session_id: session_id.to_owned(),
@@ -177,7 +182,7 @@ impl SessionManager {
             text: input.text.clone(),
             attachments: input.attachments.clone(),
         });
-        let (to_caller, events) = mpsc::channel(256);
+        let (to_caller, events) = mpsc::channel(super::turn_events::BURSTS);
         let session = session_id.to_owned();
         let done = tokio::spawn(async move {
             let _turn = guard;
@@ -191,7 +196,7 @@ impl SessionManager {
         });
         Ok(Turn {
             session_id: session_id.to_owned(),
-            events,
+            events: TurnEvents::new(events),
             done,
         })
     }

@@ -23,6 +23,7 @@ mod recover;
 mod restart;
 mod sources;
 mod stream;
+mod turn_events;
 
 pub use abort::{AbortController, AbortSignal};
 pub use agents::{AgentDefinition, LOCAL_READ_AGENT_DEFINITION};
@@ -37,3 +38,4 @@ pub use open_runs::{read_open_runs, Listing, IDLE_KEPT, OPEN_RUNS_FILE, SLOT_LEN
 pub use recover::{recovery_reason, RecoveredRun, APP_RESTARTED};
 pub use restart::RecoveryReport;
 pub use sources::Sources;
+pub use turn_events::TurnEvents;

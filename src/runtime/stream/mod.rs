@@ -30,7 +30,7 @@ pub(super) async fn run(
     inner: &Inner,
     begun: Begun,
     mut from_backend: mpsc::Receiver<SessionEvent>,
-    to_caller: mpsc::Sender<SessionEvent>,
+    to_caller: mpsc::Sender<Vec<SessionEvent>>,
     abort_source: impl Fn() -> Option<String>,
 ) -> Result<TurnOutcome> {
     let mut w = Writer::new(inner, &begun);
@@ -98,11 +98,11 @@ pub(super) async fn run(
 async fn hand_on(
     w: &mut Writer<'_>,
     held: &mut Vec<SessionEvent>,
-    to_caller: &mpsc::Sender<SessionEvent>,
+    to_caller: &mpsc::Sender<Vec<SessionEvent>>,
 ) {
     w.settle();
-    for event in held.drain(..) {
-        let _ = to_caller.send(event).await;
+    if !held.is_empty() {
+        let _ = to_caller.send(std::mem::take(held)).await;
     }
 }
 
