@@ -109,7 +109,18 @@ fn composition(owner: &Owner) -> BenchResult<ExecutionComposition> {
     )?)
 }
 
-fn stream_case(sessions: usize, turns: usize) -> BenchResult<(f64, f64, f64)> {
+/// What the streamed case measured: the runtime's events/s and turns/s, the writer's own
+/// streaming rate in events/s, and the turns/s of the writer appending the runtime's own
+/// records with its durable points, with those points a turn.
+struct Streamed {
+    events: f64,
+    turns: f64,
+    writer: f64,
+    replay_turns: f64,
+    syncs_a_turn: f64,
+}
+
+fn stream_case(sessions: usize, turns: usize) -> BenchResult<Streamed> {
     let dir = scratch()?;
     let owner = owner(dir.path())?;
     let c = composition(&owner)?;
@@ -119,28 +130,46 @@ fn stream_case(sessions: usize, turns: usize) -> BenchResult<(f64, f64, f64)> {
     for s in &names {
         c.manager().create_session(session_input(s))?;
     }
+    let before: Vec<usize> = names
+        .iter()
+        .map(|s| replay::count(&owner, s))
+        .collect::<Result<_, _>>()?;
     let per = (turns / ROUNDS).max(1);
     let (mut r_events, mut r_took, mut w_events, mut w_took) =
         (0, Duration::ZERO, 0, Duration::ZERO);
+    let (mut p_turns, mut p_took) = (0, Duration::ZERO);
+    let mut first_round: Option<Vec<replay::Written>> = None;
     for round in 0..ROUNDS {
         for k in 0..2 {
             if (k + round) % 2 == 0 {
                 let (e, t) = runtime_turns(&c, &names, per)?;
                 (r_events, r_took) = (r_events + e, r_took + t);
+                if first_round.is_none() {
+                    let w = names
+                        .iter()
+                        .zip(&before)
+                        .map(|(s, &skip)| replay::written(&owner, s, skip));
+                    first_round = Some(w.collect::<Result<_, _>>()?);
+                }
             } else {
                 let per_turn = (r_events / (sessions * per * (round + 1))).max(1);
                 let (e, t) = writer_turns(sessions, per, per_turn)?;
                 (w_events, w_took) = (w_events + e, w_took + t);
+                let (_, t) = replay::replay(first_round.as_deref().unwrap_or_default())?;
+                (p_turns, p_took) = (p_turns + sessions * per, p_took + t);
             }
         }
     }
     c.close()?;
     let turns_done = (per * ROUNDS * sessions) as f64;
-    Ok((
-        r_events as f64 / r_took.as_secs_f64(),
-        turns_done / r_took.as_secs_f64(),
-        w_events as f64 / w_took.as_secs_f64(),
-    ))
+    let syncs: usize = first_round.iter().flatten().map(replay::syncs).sum();
+    Ok(Streamed {
+        events: r_events as f64 / r_took.as_secs_f64(),
+        turns: turns_done / r_took.as_secs_f64(),
+        writer: w_events as f64 / w_took.as_secs_f64(),
+        replay_turns: p_turns as f64 / p_took.as_secs_f64(),
+        syncs_a_turn: syncs as f64 / (sessions * per) as f64,
+    })
 }
 
 fn main() -> BenchResult<()> {
@@ -150,15 +179,19 @@ fn main() -> BenchResult<()> {
     let streams = [(1, if q { 6 } else { 60 }), (16, if q { 3 } else { 12 })];
     for (sessions, turns) in streams.into_iter().filter(|_| args.runs("streamed")) {
         println!("streamed turns through the SessionManager, {sessions} session(s)");
-        let (events, turns_s, writer) = stream_case(sessions, turns)?;
-        let ratio = events / writer;
+        let r = stream_case(sessions, turns)?;
+        let (ratio, same) = (r.events / r.writer, r.turns / r.replay_turns);
         println!(
             "  runtime {} events/s ({} turns/s)   segment writer {} events/s   runtime/writer {ratio:.2} (bar ≥ 0.7)",
-            group(events), group(turns_s), group(writer)
+            group(r.events), group(r.turns), group(r.writer)
+        );
+        println!(
+            "  segment writer appending the runtime's own records with its {:.1} syncs a turn: {} turns/s   runtime/that {same:.2}",
+            r.syncs_a_turn, group(r.replay_turns)
         );
         table.push(format!(
-            "| streamed turns, {sessions} session(s) | {} events/s, {} turns/s | {} events/s | {ratio:.2} | bar ≥ 0.7 × |",
-            group(events), group(turns_s), group(writer)
+            "| streamed turns, {sessions} session(s) | {} events/s, {} turns/s | {} events/s; the runtime's records replayed {} turns/s | {ratio:.2}; {same:.2} | bar ≥ 0.7 × |",
+            group(r.events), group(r.turns), group(r.writer), group(r.replay_turns)
         ));
     }
     if args.runs("claimed") {
@@ -199,5 +232,7 @@ fn main() -> BenchResult<()> {
 
 #[path = "runtime/claimed.rs"]
 mod claimed;
+#[path = "runtime/replay.rs"]
+mod replay;
 #[path = "runtime/restart.rs"]
 mod restart;
