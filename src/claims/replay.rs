@@ -2,7 +2,8 @@
 //! verdict on what follows. Pure: bytes in, tables and problems out. The owner's open, `verify`
 //! and `makalog claims` all read the log through this.
 
-use super::table::ClaimTables;
+use super::record::ClaimRecord;
+use super::table::{ClaimTables, Decision};
 use crate::format::{
     claims_genesis, ChainValue, ClaimKind, ClaimsHeader, FrameCursor, Tail, CLAIMS_HEADER_LEN,
 };
@@ -135,4 +136,56 @@ pub fn replay_claims_visiting(
         Some(Tail::Sealed { .. }) | Some(Tail::Eof) | Some(Tail::Zeros { .. }) | None => {}
     }
     out
+}
+
+impl ClaimTables {
+    /// Replays one record read from the log. An identical duplicate (a retry's record) changes
+    /// nothing; a record that contradicts the tables is corruption, described in the error.
+    pub fn replay(
+        &mut self,
+        kind: ClaimKind,
+        payload: &[u8],
+        seq: u64,
+    ) -> std::result::Result<(), String> {
+        let record = ClaimRecord::decode(kind, payload)?;
+        let duplicate = match &record {
+            ClaimRecord::Graph(c) => self
+                .graph_claim(&c.graph_id, &c.intent_id)
+                .map(|s| s.claim == *c),
+            ClaimRecord::Status(s) => self
+                .graph_claim(&s.graph_id, &s.intent_id)
+                .filter(|g| g.status == s.status && g.cancel_reason == s.reason)
+                .map(|_| true),
+            ClaimRecord::Spawn(c) => self.spawn_claim(&c.key()).map(|s| s.claim == *c),
+            ClaimRecord::Session(c) => self.session_claim(&c.session_id).map(|s| s.claim == *c),
+        };
+        match duplicate {
+            Some(true) => return Ok(()),
+            Some(false) => {
+                return Err(format!(
+                    "a {} record contradicts an earlier one for the same key",
+                    kind_name(kind)
+                ))
+            }
+            None => {}
+        }
+        match self.decide(&record) {
+            Ok(Decision::Append) => {
+                self.apply(record, seq);
+                Ok(())
+            }
+            Ok(Decision::Stored { .. }) => Err(format!(
+                "a {} record repeats a claim with different details",
+                kind_name(kind)
+            )),
+            Err(e) => Err(format!(
+                "a {} record cannot be replayed: {e}",
+                kind_name(kind)
+            )),
+        }
+    }
+}
+
+fn kind_name(kind: ClaimKind) -> &'static str {
+    crate::format::FrameKind::name(kind)
 }
