@@ -137,6 +137,20 @@ for v in ("v1", "v2", "v3"):
         check("single: last frame's d = its seq (CRC fixed): bad frame", d, "torn_tail", F,
               offs[-1], count=4)
 
+    # Third revision, item 22: the only segment renamed to 2^64 (20 digits, above 2^64 - 1)
+    # is not a segment, so the session has none (item 24): no record, genesis head, clean.
+    # Before the revision this was damage at byte 0.  Renamed to 2^64 - 1 it is a segment
+    # whose header's first seq (1) is not its name's number: damage at byte 0.
+    d = fresh(S); os.rename(P(d), os.path.join(seg(d)[0], "18446744073709551616.seg"))
+    check("single: only seg renamed 18446744073709551616.seg: no segment", d, "clean",
+          count=0)
+    L0 = reader.read_root(d)["logs"][0]
+    if not (L0["headSeq"] == 0 and L0["chain"] == reader.genesis("vector-1").hex()):
+        FAILS.append("2^64 name: genesis head"); print("FAIL genesis head", L0)
+    d = fresh(S); os.rename(P(d), os.path.join(seg(d)[0], "18446744073709551615.seg"))
+    check("single: only seg renamed 18446744073709551615.seg: 0", d, "damage",
+          "sessions/vector-1/18446744073709551615.seg", 0)
+
     # "Where a header that does not decode is reported"
     d = fresh(S); flip(P(d), 20)
     check("single: header byte flipped: CRC at 252", d, "damage", F, 252, count=0)
@@ -253,6 +267,44 @@ for v in ("v1", "v2", "v3"):
     d = fresh(S); os.symlink("/etc/passwd", os.path.join(seg(d)[0], "00000000000000000999.seg"))
     check("rolled: symlink segment appended (ignored)", d, "clean")
 
+    # Third revision, "Entries of a root": a segment's name is exactly 20 ASCII digits and
+    # `.seg` whose number fits in 64 bits; any other name (a number above 2^64 - 1, another
+    # length) is an unexpected entry, not part of the log (NOTES.md, item 22).
+    last = rd(Q(d, len(segs) - 1))
+    for nm in ("18446744073709551616.seg", "99999999999999999999.seg",
+               "000000000000000000099.seg", "0000000000000000099.seg"):
+        d = fresh(S); wr(os.path.join(seg(d)[0], nm), last)
+        check("rolled: copy of last seg as %s: not a segment" % nm, d, "clean")
+    # (Were they segments, the last segment would be followed by another and, having no
+    # footer, be damage: "clean" shows they are left out.)
+    # "Where a segment belongs" (item 13): the first segment file in name order has ordinal
+    # 0, first seq 1, prev chain genesis; a session whose first segments are missing is
+    # damage at byte 0 of the first file left.
+    d = fresh(S); os.remove(Q(d, 0))
+    check("rolled: seg 1 deleted: 0 of the first file left", d, "damage", G(1), 0, count=0)
+    d = fresh(S); os.remove(Q(d, 0)); os.remove(Q(d, 1))
+    check("rolled: segs 1-2 deleted: 0 of the first file left", d, "damage", G(2), 0, count=0)
+    # a later file with ordinal 0 is not the first file: it breaks only the continuation
+    # (ordinal), a mismatch naming both files (before the revision: damage at 0)
+    n01 = sum(1 for r in records(fresh(S)) if r["file"] in (G(0), G(1)))
+    d = fresh(S); patch_header(Q(d, 2), 256, 16, struct.pack("<Q", 0))
+    check("rolled: seg 3 ordinal 0 (CRC fixed): mismatch", d, "mismatch", files=[G(1), G(2)],
+          count=n01)
+    # item 24: a session directory with no segment: no record, genesis head, clean
+    d = fresh(S)
+    for i in range(len(segs)): os.rename(Q(d, i), Q(d, i) + ".old")
+    L0 = reader.read_root(d)["logs"][0]
+    ok = (L0["headSeq"] == 0 and L0["chain"] == reader.genesis("vector-2").hex())
+    check("rolled: all segs renamed *.seg.old: no segment, clean", d, "clean", count=0)
+    if not ok: FAILS.append("no segment: genesis head"); print("FAIL genesis head", L0)
+    d = fresh(S); os.mkdir(os.path.join(d, "sessions", "vector-0"))
+    wr(os.path.join(d, "sessions", "vector-0", "18446744073709551616.seg"), last)
+    L0 = reader.read_root(d)["logs"][0]
+    ok = (L0["log"] == "sessions/vector-0" and L0["headSeq"] == 0
+          and L0["chain"] == reader.genesis("vector-0").hex())
+    check("rolled: extra session dir, only a 2^64 name: clean", d, "clean", count=0)
+    if not ok: FAILS.append("empty session: genesis head"); print("FAIL genesis head", L0)
+
     # --- claims log
     S = v + "/claims"
     d = fresh(S); p = os.path.join(d, "claims.log")
@@ -285,6 +337,36 @@ for v in ("v1", "v2", "v3"):
         f.seek(end); f.write(b"MKLGSEAL" + b"\0" * 60)
     check("claims: footer magic after last frame (a bad frame)", d, "torn_tail", "claims.log",
           end)
+
+# --- the marker (third revision, items 3 and 28): any JSON white space around the object,
+# 1,025 bytes at most in all; a key given twice or a value of another JSON type is refused.
+print("===== marker")
+def marker_case(label, text, is_root):
+    d = fresh("v3/rolled"); wr(os.path.join(d, ".makalog-root.json"), text)
+    got = not reader.read_root(d).get("not_a_root", False)
+    ok = got == is_root
+    print("%-4s marker: %-56s root=%s" % ("ok" if ok else "FAIL", label, got))
+    if not ok: FAILS.append("marker: " + label)
+M = open(os.path.join(V, "v3/rolled/.makalog-root.json"), "rb").read().strip()
+RID = json.loads(M)["rootId"]
+body = M[1:-1]
+marker_case("as written (newline)", M + b"\n", True)
+marker_case("no newline", M, True)
+marker_case("white space around and inside", b" \r\n\t" + M.replace(b",", b" ,\n ") + b"\n\n ",
+            True)
+marker_case("padded with spaces to 1,025 bytes", M + b" " * (1025 - len(M)), True)
+marker_case("padded with spaces to 1,026 bytes", M + b" " * (1026 - len(M)), False)
+marker_case("keys in another order", json.dumps(
+    {"formatVersion": 3, "rootId": RID, "kind": "interactive", "schemaVersion": 1}).encode(),
+    True)
+marker_case("a key given twice (same value)", b"{" + body + b',"formatVersion":3}', False)
+marker_case("schemaVersion 1.0", M.replace(b'"schemaVersion":1', b'"schemaVersion":1.0'), False)
+marker_case("schemaVersion true", M.replace(b'"schemaVersion":1', b'"schemaVersion":true'),
+            False)
+marker_case('formatVersion "3"', M.replace(b'"formatVersion":3', b'"formatVersion":"3"'), False)
+marker_case("formatVersion 3e0", M.replace(b'"formatVersion":3', b'"formatVersion":3e0'), False)
+marker_case("a byte-order mark before it", b"\xef\xbb\xbf" + M, False)
+marker_case("a non-JSON white space (form feed) after it", M + b"\x0c", False)
 
 # --- sequence number 2^64 - 1 is damage (step 4).  No consistent log reaches it (the first
 # segment starts at 1), so the walk is driven directly.

@@ -582,8 +582,10 @@ def read_session(root, session):
         with os.scandir(sdir) as it:
             for e in it:
                 m = SEGMENT_NAME_RE.fullmatch(e.name)
-                if not m:
-                    continue  # index, index.tmp, *.torn-*, stray entries: ignored
+                if not m or int(m.group(1)) > U64_MAX:
+                    # index, index.tmp, *.torn-*, stray entries, and 20-digit names above
+                    # 2^64 - 1: not segments ("unexpected entry", a finding), so ignored.
+                    continue
                 try:
                     if not e.is_file(follow_symlinks=False):
                         continue  # never opened (symlinks, devices, directories...)
@@ -621,11 +623,13 @@ def read_session(root, session):
                 else:
                     end = {"verdict": "damage", "file": fname, "offset": bad_at}
                 break
-            # Where a segment belongs: damage at byte 0.
+            # Where a segment belongs: damage at byte 0.  The first segment file, in name
+            # order, has ordinal 0, first seq 1 and prev chain genesis(session); every
+            # segment names its directory's session and its name's digits are its first seq.
+            # (A later file with ordinal 0 breaks only the continuation: a mismatch.)
             if (hdr["session"] != session or hdr["first_seq"] != name_seq
-                    or (hdr["ordinal"] == 0 and (hdr["first_seq"] != 1
-                                                 or hdr["prev_chain"] != genesis(session)))
-                    or (prev_file is None and hdr["ordinal"] != 0)):
+                    or (prev_file is None and (hdr["ordinal"] != 0 or hdr["first_seq"] != 1
+                                               or hdr["prev_chain"] != genesis(session)))):
                 end = {"verdict": "damage", "file": fname, "offset": 0}
                 break
             # Whether it continues the segment before it: ordinal, first seq, prev chain.
