@@ -5,8 +5,10 @@
 use super::events::SessionEvent;
 use tokio::sync::mpsc;
 
-/// Bursts in flight to the caller at most (each of at most `stream::BURST` events).
-pub(super) const BURSTS: usize = 4;
+/// Bursts in flight to the caller at most. A slow backend's bursts hold an event each, so this
+/// is how many events a caller that does not keep up may fall behind before the turn waits
+/// for it (a fast backend's bursts hold up to `stream::BURST` events each).
+pub(super) const BURSTS: usize = 64;
 
 /// The receiving end of a turn's events.
 pub struct TurnEvents {

@@ -102,7 +102,8 @@ async fn hand_on(
 ) {
     w.settle();
     if !held.is_empty() {
-        let _ = to_caller.send(std::mem::take(held)).await;
+        let burst = std::mem::replace(held, Vec::with_capacity(BURST));
+        let _ = to_caller.send(burst).await;
     }
 }
 
