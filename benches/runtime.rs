@@ -139,11 +139,13 @@ fn stream_case(sessions: usize, turns: usize) -> BenchResult<Streamed> {
         (0, Duration::ZERO, 0, Duration::ZERO);
     let (mut p_turns, mut p_took) = (0, Duration::ZERO);
     let mut first_round: Option<Vec<replay::Written>> = None;
+    let mut runtime_rounds = 0;
     for round in 0..ROUNDS {
         for k in 0..2 {
             if (k + round) % 2 == 0 {
                 let (e, t) = runtime_turns(&c, &names, per)?;
                 (r_events, r_took) = (r_events + e, r_took + t);
+                runtime_rounds += 1;
                 if first_round.is_none() {
                     let w = names
                         .iter()
@@ -152,7 +154,8 @@ fn stream_case(sessions: usize, turns: usize) -> BenchResult<Streamed> {
                     first_round = Some(w.collect::<Result<_, _>>()?);
                 }
             } else {
-                let per_turn = (r_events / (sessions * per * (round + 1))).max(1);
+                // Events a turn so far: the writer streams as many (round 1 runs it first).
+                let per_turn = (r_events / (sessions * per * runtime_rounds)).max(1);
                 let (e, t) = writer_turns(sessions, per, per_turn)?;
                 (w_events, w_took) = (w_events + e, w_took + t);
                 let (_, t) = replay::replay(first_round.as_deref().unwrap_or_default())?;
