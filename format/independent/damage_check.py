@@ -137,10 +137,35 @@ for v in ("v1", "v2", "v3"):
         check("single: last frame's d = its seq (CRC fixed): bad frame", d, "torn_tail", F,
               offs[-1], count=4)
 
+    # `makalog dump`: payloads nested 127 deep (payload) and 128 deep (payloadHex), appended
+    # as valid frames (seq, d, chain, CRC) to the last segment and read end to end
+    d = fresh(S); b = rd(P(d)); R0 = records(d); last = R0[-1]
+    n_last = struct.unpack_from("<I", b, last["offset"])[0]
+    pos = last["offset"] + OV + n_last; assert all(x == 0 for x in b[pos:])
+    b = b[:pos]; prev = bytes.fromhex(last["chain"]); sq = last["seq"] + 1
+    dd = last.get("durableSeq", 0)
+    nest = [b"[" * 127 + b"]" * 127, b"[" * 128 + b"]" * 128,
+            b'{"k":' * 127 + b"0" + b"}" * 127, b'{"k":' * 128 + b"0" + b"}" * 128]
+    for pl in nest:
+        head = struct.pack("<IIQB", len(pl), 0, sq, 2) + (struct.pack("<Q", dd) if has_d else b"")
+        ch = reader.chain_next(prev, sq, 2, pl, 0, len(pl))
+        fr = bytearray(head + pl + ch); fix_frame_crc(fr, 0, OV); b += fr
+        prev = ch; sq += 1
+    wr(P(d), b)
+    check("single: 4 frames, payloads nested 127/128 deep, appended", d, "clean",
+          count=len(R0) + 4)
+    got = [("payload" in r, "payloadHex" in r) for r in records(d)[len(R0):]]
+    want = [(True, False), (False, True), (True, False), (False, True)]
+    ok = got == want and records(d)[len(R0)]["payload"] == eval("[" * 127 + "]" * 127)
+    print("%-4s %-64s %s" % ("ok" if ok else "FAIL", "single: depth 127 payload, 128 payloadHex",
+                             got))
+    if not ok: FAILS.append("nested payload end to end")
+
     # Third revision, item 22: the only segment renamed to 2^64 (20 digits, above 2^64 - 1)
     # is not a segment, so the session has none (item 24): no record, genesis head, clean.
     # Before the revision this was damage at byte 0.  Renamed to 2^64 - 1 it is a segment
-    # whose header's first seq (1) is not its name's number: damage at byte 0.
+    # whose header's first seq (1) is not its name's number: damage at byte 24 (fourth
+    # revision, "Where a segment belongs"; before: byte 0).
     d = fresh(S); os.rename(P(d), os.path.join(seg(d)[0], "18446744073709551616.seg"))
     check("single: only seg renamed 18446744073709551616.seg: no segment", d, "clean",
           count=0)
@@ -148,14 +173,20 @@ for v in ("v1", "v2", "v3"):
     if not (L0["headSeq"] == 0 and L0["chain"] == reader.genesis("vector-1").hex()):
         FAILS.append("2^64 name: genesis head"); print("FAIL genesis head", L0)
     d = fresh(S); os.rename(P(d), os.path.join(seg(d)[0], "18446744073709551615.seg"))
-    check("single: only seg renamed 18446744073709551615.seg: 0", d, "damage",
-          "sessions/vector-1/18446744073709551615.seg", 0)
+    check("single: only seg renamed 18446744073709551615.seg: 24", d, "damage",
+          "sessions/vector-1/18446744073709551615.seg", 24)
 
     # "Where a header that does not decode is reported"
     d = fresh(S); flip(P(d), 20)
     check("single: header byte flipped: CRC at 252", d, "damage", F, 252, count=0)
     d = fresh(S); flip(P(d), 3)
     check("single: magic flipped: 0", d, "damage", F, 0)
+    # step 3 (fourth revision): the magic is checked first, the CRC (of bytes 0..252) before
+    # the fields after the magic: a wrong magic with a CRC recomputed over it is still 0
+    d = fresh(S); patch_header(P(d), 256, 3, b"X")
+    check("single: magic wrong, CRC recomputed: 0", d, "damage", F, 0)
+    d = fresh(S); flip(P(d), 3); flip(P(d), 20)
+    check("single: magic and byte 20 flipped: 0 (magic before CRC)", d, "damage", F, 0)
     sid_len = struct.unpack_from("<H", rd(P(d)), 64)[0]
     for label, off, data, exp_off in (
             ("version 9", 8, b"\x09\x00", 8),
@@ -178,9 +209,37 @@ for v in ("v1", "v2", "v3"):
         d = fresh(S); b = rd(P(d)); b[off:off + len(data)] = data; fix_header_crc(b, 256)
         wr(P(d), bytes(b[:256]) + bytes(500))
         check("single: header CRC ok, %s, zeros after: torn create" % label, d, "torn_create", F)
-    # a header that decodes but names another (valid) session: where it belongs, byte 0
+    # a header that decodes but names another (valid) session: where it belongs, byte 66
+    # (fourth revision: "damage at the field that shows it"; before: byte 0)
     d = fresh(S); patch_header(P(d), 256, 66 + sid_len - 1, b"9")
-    check("single: header names another session: 0", d, "damage", F, 0)
+    check("single: header names another session: 66", d, "damage", F, 66)
+    # a longer id naming another session is still reported at 66 (the session id), not 64
+    d = fresh(S); patch_header(P(d), 256, 64, struct.pack("<H", sid_len + 1))
+    patch_header(P(d), 256, 66 + sid_len, b"x")
+    check("single: header names a longer session id: 66", d, "damage", F, 66)
+    # "Where a segment belongs", each check at its byte, the first met reported
+    d = fresh(S); patch_header(P(d), 256, 32, b"\xee")
+    check("single: prev chain not genesis (CRC fixed): 32", d, "damage", F, 32, count=0)
+    d = fresh(S); patch_header(P(d), 256, 16, struct.pack("<Q", 1))
+    check("single: ordinal 1 (CRC fixed): 16", d, "damage", F, 16, count=0)
+    d = fresh(S); patch_header(P(d), 256, 16, struct.pack("<Q", 1))
+    patch_header(P(d), 256, 32, b"\xee")
+    check("single: ordinal 1 and prev chain wrong: 16 (ordinal first)", d, "damage", F, 16)
+    d = fresh(S); patch_header(P(d), 256, 24, struct.pack("<Q", 2))
+    check("single: first seq 2 in 00..01.seg: 24", d, "damage", F, 24)
+    d = fresh(S); patch_header(P(d), 256, 24, struct.pack("<Q", 2))
+    os.rename(P(d), os.path.join(seg(d)[0], "00000000000000000002.seg"))
+    # first seq 2 = its name's number, but the first file needs first seq 1: "has ordinal 0
+    # and `first seq` 1 (byte 16)", both reported at 16 (NOTES.md, N9)
+    check("single: first seq 2 in 00..02.seg (ordinal 0): 16", d, "damage",
+          "sessions/vector-1/00000000000000000002.seg", 16)
+    d = fresh(S); patch_header(P(d), 256, 24, struct.pack("<Q", 2))
+    patch_header(P(d), 256, 16, struct.pack("<Q", 3))
+    check("single: first seq != name and ordinal 3: 24 (name first)", d, "damage", F, 24)
+    d = fresh(S); patch_header(P(d), 256, 66 + sid_len - 1, b"9")
+    patch_header(P(d), 256, 24, struct.pack("<Q", 2)); patch_header(P(d), 256, 32, b"\xee")
+    check("single: other session, first seq != name, chain: 66 (session first)", d, "damage",
+          F, 66)
 
     # --- rolled: sealed segments, footers, continuity
     S = v + "/rolled"
@@ -258,12 +317,12 @@ for v in ("v1", "v2", "v3"):
     d = fresh(S)
     shutil.copy(os.path.join(V, v, "single-segment/sessions/vector-1",
                              "00000000000000000001.seg"), Q(d, 0))
-    check("rolled: seg 1 replaced by another session's segment: 0", d, "damage", G(0), 0,
+    check("rolled: seg 1 replaced by another session's segment: 66", d, "damage", G(0), 66,
           count=0)
     d = fresh(S); os.rename(Q(d, len(segs) - 1), os.path.join(seg(d)[0],
                                                              "00000000000000000099.seg"))
-    check("rolled: last segment renamed (name != first seq)", d, "damage",
-          "sessions/vector-2/00000000000000000099.seg", 0)
+    check("rolled: last segment renamed (name != first seq): 24", d, "damage",
+          "sessions/vector-2/00000000000000000099.seg", 24)
     d = fresh(S); os.symlink("/etc/passwd", os.path.join(seg(d)[0], "00000000000000000999.seg"))
     check("rolled: symlink segment appended (ignored)", d, "clean")
 
@@ -279,11 +338,34 @@ for v in ("v1", "v2", "v3"):
     # footer, be damage: "clean" shows they are left out.)
     # "Where a segment belongs" (item 13): the first segment file in name order has ordinal
     # 0, first seq 1, prev chain genesis; a session whose first segments are missing is
-    # damage at byte 0 of the first file left.
+    # damage at byte 16 of the first file left (fourth revision; before: byte 0).
     d = fresh(S); os.remove(Q(d, 0))
-    check("rolled: seg 1 deleted: 0 of the first file left", d, "damage", G(1), 0, count=0)
+    check("rolled: seg 1 deleted: 16 of the first file left", d, "damage", G(1), 16, count=0)
     d = fresh(S); os.remove(Q(d, 0)); os.remove(Q(d, 1))
-    check("rolled: segs 1-2 deleted: 0 of the first file left", d, "damage", G(2), 0, count=0)
+    check("rolled: segs 1-2 deleted: 16 of the first file left", d, "damage", G(2), 16, count=0)
+    # the first file left made to look first (ordinal 0, CRC fixed): its first seq is not 1
+    d = fresh(S); os.remove(Q(d, 0)); patch_header(Q(d, 1), 256, 16, struct.pack("<Q", 0))
+    check("rolled: seg 1 deleted, seg 2 ordinal 0: 16 (first seq not 1)", d, "damage", G(1),
+          16, count=0)
+    # ... and also first seq 1 but still named for its real first seq: 24 (name first)
+    patch_header(Q(d, 1), 256, 24, struct.pack("<Q", 1))
+    check("rolled: seg 1 deleted, seg 2 ordinal 0, first seq 1: 24", d, "damage", G(1), 24)
+    # ... and renamed 00..01.seg: only its prev chain (seg 1's last chain) is left: 32
+    os.rename(Q(d, 1), Q(d, 0))
+    check("rolled: seg 2 made first in all but prev chain: 32", d, "damage", G(0), 32,
+          count=0)
+    # a later segment naming another session: 66 at that file, the prefix before it kept
+    d = fresh(S); sl = struct.unpack_from("<H", rd(Q(d, 1)), 64)[0]
+    patch_header(Q(d, 1), 256, 66 + sl - 1, b"9")
+    check("rolled: seg 2 names another session: 66", d, "damage", G(1), 66, count=n0)
+    # a later segment whose first seq is not its name's: 24 (before the continuation check)
+    d = fresh(S); fs = struct.unpack_from("<Q", rd(Q(d, 1)), 24)[0]
+    patch_header(Q(d, 1), 256, 24, struct.pack("<Q", fs + 1))
+    check("rolled: seg 2 first seq != its name: 24", d, "damage", G(1), 24, count=n0)
+    # a later segment with a wrong prev chain only breaks the continuation: a mismatch
+    d = fresh(S); patch_header(Q(d, 1), 256, 40, b"\xee")
+    check("rolled: seg 2 prev chain wrong: mismatch (not 32)", d, "mismatch",
+          files=[G(0), G(1)], count=n0)
     # a later file with ordinal 0 is not the first file: it breaks only the continuation
     # (ordinal), a mismatch naming both files (before the revision: damage at 0)
     n01 = sum(1 for r in records(fresh(S)) if r["file"] in (G(0), G(1)))
@@ -442,7 +524,12 @@ unit("footer after P, claims log (no footers): no candidate",
 # --- payload vs payloadHex (FORMAT.md, `makalog dump`)
 for raw, key in ((b'{"a":1}', "payload"), (b' \t\n[1,2]\r\n', "payload"), (b'"x"', "payload"),
                  (b"\xef\xbb\xbf{}", "payloadHex"), (b'{"a":1,"a":2}', "payload"),
-                 (b"[" * 128 + b"]" * 128, "payload"), (b"[" * 129 + b"]" * 129, "payloadHex"),
+                 (b"[" * 127 + b"]" * 127, "payload"), (b"[" * 128 + b"]" * 128, "payloadHex"),
+                 (b'{"a":' * 127 + b"1" + b"}" * 127, "payload"),
+                 (b'{"a":' * 128 + b"1" + b"}" * 128, "payloadHex"),
+                 (b'[{"a":' * 63 + b"[]" + b"}]" * 63, "payload"),      # 127 mixed
+                 (b'[{"a":' * 64 + b"1" + b"}]" * 64, "payloadHex"),    # 128 mixed
+                 (b' [' * 127 + b'"x"' + b'] ' * 127, "payload"),
                  (b'"\\ud83d\\ude00"', "payload"), (b'"\\ud800"', "payloadHex"),
                  (b'{"\\udc00":1}', "payloadHex"), (b"1e308", "payload"),
                  (b"1e309", "payloadHex"), (b"-1e309", "payloadHex"),

@@ -35,7 +35,8 @@ FOOTER_LEN = 68
 MAX_PAYLOAD_LIMIT = 16 * 1024 * 1024
 U64_MAX = (1 << 64) - 1
 MARKER_MAX = 1025
-JSON_MAX_DEPTH = 128  # FORMAT.md, `makalog dump`: at most 128 nested arrays and objects
+JSON_MAX_DEPTH = 127  # FORMAT.md, `makalog dump`: at most 127 nested arrays and objects
+                      # (a 128th is refused)
 
 SEGMENT_KINDS = {
     1: "session_header",
@@ -155,9 +156,9 @@ def lstat_kind(path):
 # ---------------------------------------------------------------------------
 # Payload rendering, as `makalog dump` does: payload when it parses as JSON,
 # payloadHex otherwise.  FORMAT.md: JSON as RFC 8259 has it, in UTF-8 with no
-# byte-order mark, white space around the value allowed, at most 128 nested arrays
-# and objects, no \u escape of a lone surrogate, no number too large for a 64-bit
-# float; a key repeated in an object keeps its last value.
+# byte-order mark, white space around the value allowed, at most 127 nested arrays
+# and objects (a 128th is refused), no \u escape of a lone surrogate, no number too
+# large for a 64-bit float; a key repeated in an object keeps its last value.
 
 
 class _NotJson(Exception):
@@ -501,7 +502,8 @@ def decode_segment_header(buf):
     if bytes(buf[0:8]) != SEG_MAGIC:
         return None, 0                         # 2. magic
     if crc32(bytes(buf[0:252])) != u32(buf, 252):
-        return None, 252                       # 3. header CRC, before the fields it covers
+        return None, 252                       # 3. header CRC (of bytes 0..252, magic
+                                               #    included), before the fields after it
     version = u16(buf, 8)
     if version not in (1, 2, 3):
         return None, 8                         # 4. version, algorithm, flags, max payload
@@ -536,7 +538,7 @@ def decode_segment_header(buf):
         "ordinal": ordinal,
         "first_seq": first_seq,
         "prev_chain": prev_chain,
-        "session": sid,  # a valid session id; compared with the directory's name
+        "session": sid,  # a valid session id; compared with the directory's name (66)
     }, None
 
 
@@ -572,6 +574,21 @@ def decode_claims_header(buf):
 
 def genesis(session):
     return hashlib.sha256(SEG_CHAIN_TAG + session.encode("ascii")).digest()
+
+
+def belongs(hdr, session, name_seq, is_first):
+    """FORMAT.md, "Where a segment belongs": None, or the offset of the first check that
+    fails, in the text's order."""
+    if hdr["session"] != session:
+        return 66          # the header names another session (the session id)
+    if hdr["first_seq"] != name_seq:
+        return 24          # first seq is not the number the file name's 20 digits give
+    if is_first:
+        if hdr["ordinal"] != 0 or hdr["first_seq"] != 1:
+            return 16      # "has ordinal 0 and `first seq` 1 (byte 16)": both at 16
+        if hdr["prev_chain"] != genesis(session):
+            return 32      # prev chain is not genesis(session)
+    return None
 
 
 def read_session(root, session):
@@ -623,14 +640,15 @@ def read_session(root, session):
                 else:
                     end = {"verdict": "damage", "file": fname, "offset": bad_at}
                 break
-            # Where a segment belongs: damage at byte 0.  The first segment file, in name
-            # order, has ordinal 0, first seq 1 and prev chain genesis(session); every
-            # segment names its directory's session and its name's digits are its first seq.
-            # (A later file with ordinal 0 breaks only the continuation: a mismatch.)
-            if (hdr["session"] != session or hdr["first_seq"] != name_seq
-                    or (prev_file is None and (hdr["ordinal"] != 0 or hdr["first_seq"] != 1
-                                               or hdr["prev_chain"] != genesis(session)))):
-                end = {"verdict": "damage", "file": fname, "offset": 0}
+            # Where a segment belongs (FORMAT.md, "What a reader checks besides the frames"),
+            # in this order, each damage at the field that shows it, the first met reported:
+            # the header names the directory's session (66); its first seq is its name's
+            # number (24); the first segment file in name order has ordinal 0 and first seq 1
+            # (16), then prev chain genesis(session) (32).  (A later file with ordinal 0
+            # breaks only the continuation: a mismatch.)
+            bad_at = belongs(hdr, session, name_seq, prev_file is None)
+            if bad_at is not None:
+                end = {"verdict": "damage", "file": fname, "offset": bad_at}
                 break
             # Whether it continues the segment before it: ordinal, first seq, prev chain.
             if prev_file is not None:
