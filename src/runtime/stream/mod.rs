@@ -102,7 +102,7 @@ async fn hand_on(
 ) {
     w.settle();
     if !held.is_empty() {
-        let burst = std::mem::replace(held, Vec::with_capacity(BURST));
+        let burst = std::mem::replace(held, Vec::with_capacity(held.len()));
         let _ = to_caller.send(burst).await;
     }
 }
