@@ -490,20 +490,20 @@ def walk_frames(buf, fname, pos, layout, max_payload, known_kinds, footers, seal
 # Segment header
 
 
-def decode_segment_header(buf):
-    """Returns (header dict, None), or (None, offset) when the header does not decode.
-
-    The checks run in the order of FORMAT.md, "Where a header that does not decode is
-    reported", and the first that fails gives the offset.
+def decode_prefix(buf, length, magic):
+    """Checks 1 to 4 of FORMAT.md, "Where a header that does not decode is reported", which a
+    segment header and the claims log header share (their first 16 bytes and a CRC in their
+    last 4). Returns ((version, max_payload), None), or (None, offset) for the first that fails.
     """
     size = len(buf)
-    if size < SEG_HEADER_LEN:
+    if size < length:
         return None, size                      # 1. fewer bytes than the header
-    if bytes(buf[0:8]) != SEG_MAGIC:
+    if bytes(buf[0:8]) != magic:
         return None, 0                         # 2. magic
-    if crc32(bytes(buf[0:252])) != u32(buf, 252):
-        return None, 252                       # 3. header CRC (of bytes 0..252, magic
-                                               #    included), before the fields after it
+    crc_at = length - 4
+    if crc32(bytes(buf[0:crc_at])) != u32(buf, crc_at):
+        return None, crc_at                    # 3. header CRC (magic included), before the
+                                               #    fields after the magic
     version = u16(buf, 8)
     if version not in (1, 2, 3):
         return None, 8                         # 4. version, algorithm, flags, max payload
@@ -514,6 +514,19 @@ def decode_segment_header(buf):
     max_payload = u32(buf, 12)
     if not 1 <= max_payload <= MAX_PAYLOAD_LIMIT:
         return None, 12
+    return (version, max_payload), None
+
+
+def decode_segment_header(buf):
+    """Returns (header dict, None), or (None, offset) when the header does not decode.
+
+    The checks run in the order of FORMAT.md, "Where a header that does not decode is
+    reported", and the first that fails gives the offset.
+    """
+    prefix, bad = decode_prefix(buf, SEG_HEADER_LEN, SEG_MAGIC)
+    if prefix is None:
+        return None, bad
+    version, max_payload = prefix
     ordinal = u64(buf, 16)
     first_seq = u64(buf, 24)
     if first_seq == 0:
@@ -544,23 +557,10 @@ def decode_segment_header(buf):
 
 def decode_claims_header(buf):
     """As decode_segment_header, for the 128-byte claims log header."""
-    size = len(buf)
-    if size < CLM_HEADER_LEN:
-        return None, size
-    if bytes(buf[0:8]) != CLM_MAGIC:
-        return None, 0
-    if crc32(bytes(buf[0:124])) != u32(buf, 124):
-        return None, 124
-    version = u16(buf, 8)
-    if version not in (1, 2, 3):
-        return None, 8
-    if buf[10] != 1:
-        return None, 10
-    if buf[11] != 0:
-        return None, 11
-    max_payload = u32(buf, 12)
-    if not 1 <= max_payload <= MAX_PAYLOAD_LIMIT:
-        return None, 12
+    prefix, bad = decode_prefix(buf, CLM_HEADER_LEN, CLM_MAGIC)
+    if prefix is None:
+        return None, bad
+    version, max_payload = prefix
     nz = first_nonzero(buf, 48, 124)
     if nz is not None:
         return None, nz

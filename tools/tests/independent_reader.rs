@@ -9,8 +9,8 @@
 mod common;
 mod independent;
 
-use common::text;
-use independent::damage::{copy_dir, crc32, damaged, log_files, Rng};
+use common::{copy_dir, text};
+use independent::damage::{damaged, log_files, renamed, Rng};
 use independent::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -222,14 +222,7 @@ fn where_a_segment_belongs_is_reported_where_format_md_says() {
     let log = segs[0].parent().expect("session dir").display().to_string();
     let name = |p: &Path| p.display().to_string();
     let last = segs.last().expect("a segment");
-    let renamed = {
-        let first: u64 = last
-            .file_stem()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.parse().ok())
-            .expect("digits");
-        last.with_file_name(format!("{:020}.seg", first + 1))
-    };
+    let renamed = renamed(last);
     let transplanted = Path::new("sessions/transplanted").join(segs[0].file_name().expect("name"));
     type Change = Box<dyn Fn(&Path)>;
     let cases: Vec<(&str, Change, String, Value)> = vec![
@@ -277,10 +270,11 @@ fn where_a_segment_belongs_is_reported_where_format_md_says() {
             Box::new({
                 let s = segs[0].clone();
                 move |r: &Path| {
+                    use makalog::format::{SegmentHeader, HEADER_LEN};
                     let mut b = std::fs::read(r.join(&s)).expect("read");
-                    b[32] ^= 1;
-                    let crc = crc32(&b[..252]);
-                    b[252..256].copy_from_slice(&crc.to_le_bytes());
+                    let (mut h, _) = SegmentHeader::decode(&b).expect("header");
+                    h.prev_chain[0] ^= 1;
+                    b[..HEADER_LEN].copy_from_slice(&h.encode());
                     std::fs::write(r.join(&s), b).expect("write");
                 }
             }),

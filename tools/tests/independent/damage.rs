@@ -1,20 +1,8 @@
 //! Damaged and rearranged copies of a root: truncations and bit flips of its logs, segments
-//! removed, renamed or copied into another session, and a header sealed again after a change.
+//! removed, renamed or copied into another session.
 
+use crate::common::copy_dir;
 use std::path::{Path, PathBuf};
-
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read dir") {
-        let e = e.expect("entry");
-        let target = to.join(e.file_name());
-        if e.file_type().expect("type").is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).expect("copy");
-        }
-    }
-}
 
 /// The logs of a root: its segment files and claims log, relative to the root.
 pub fn log_files(root: &Path) -> Vec<PathBuf> {
@@ -88,10 +76,15 @@ pub fn damaged(root: &Path, out: &Path, rng: &mut Rng, every: usize) -> Vec<(Str
         let drop = (segment && same_session(files.get(fi + 1))).then_some(("drop", 0));
         // Renamed to announce another first seq; copied alone into a session of its own, whose
         // name its header does not give.
-        let moves = segment
-            .then_some([("rename", 0), ("transplant", 0)])
+        // Renamed only to a free name, which then keeps the files' order.
+        let rename_to = segment
+            .then(|| renamed(rel))
+            .filter(|to| !root.join(to).exists());
+        let moves = rename_to
+            .as_ref()
+            .map(|_| ("rename", 0))
             .into_iter()
-            .flatten();
+            .chain(segment.then_some(("transplant", 0)));
         for (what, at) in cuts
             .iter()
             .filter(|&&c| c < len)
@@ -116,14 +109,7 @@ pub fn damaged(root: &Path, out: &Path, rng: &mut Rng, every: usize) -> Vec<(Str
                     continue;
                 }
                 "rename" => {
-                    let name = rel.file_name().and_then(|n| n.to_str()).expect("name");
-                    let first: u64 = name.trim_end_matches(".seg").parse().expect("digits");
-                    let to = path.with_file_name(format!("{:020}.seg", first + 1));
-                    // Only to a free name, which then keeps the files' order.
-                    if to.exists() {
-                        std::fs::remove_dir_all(&copy).expect("remove unused copy");
-                        continue;
-                    }
+                    let to = copy.join(rename_to.as_ref().expect("a free name"));
                     std::fs::rename(&path, to).expect("rename segment");
                     made.push((format!("{} renamed", rel.display()), copy));
                     continue;
@@ -149,14 +135,12 @@ pub fn damaged(root: &Path, out: &Path, rng: &mut Rng, every: usize) -> Vec<(Str
     made
 }
 
-/// CRC-32 (IEEE, reflected), to seal a header the test rewrote.
-pub fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = (crc >> 1) ^ (0xedb8_8320 & (crc & 1).wrapping_neg());
-        }
-    }
-    !crc
+/// The segment at `rel` named for the next sequence number: a name its header does not give.
+pub fn renamed(rel: &Path) -> PathBuf {
+    let first: u64 = rel
+        .file_stem()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.parse().ok())
+        .expect("a segment's 20 digits");
+    rel.with_file_name(format!("{:020}.seg", first + 1))
 }
