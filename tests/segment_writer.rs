@@ -441,6 +441,7 @@ fn resume_after(
         .expect("segment") as u64;
     Resume {
         ordinal,
+        last_frame_offset: r.offset,
         data_end: r.end,
         last_seq: r.seq,
         chain: r.chain,
@@ -479,6 +480,8 @@ fn resuming_after_a_trusted_prefix_reads_only_what_follows_and_agrees_with_a_ful
     assert_eq!(read_all(&*storage, S).expect("read").len(), 21);
 }
 
+/// The frame a resume point vouches for is read again: one that is not there (here, the chain
+/// value differs) is damage at the frame's offset.
 #[test]
 fn a_resume_point_off_the_chain_is_refused() {
     let (_t, storage) = temp_root();
@@ -488,7 +491,9 @@ fn a_resume_point_off_the_chain_is_refused() {
     resume.chain[0] ^= 1;
     let err =
         SegmentWriter::open_resumed(&owner(&storage), S, WriterConfig::default(), Some(resume));
-    assert!(matches!(err, Err(Error::Corrupt { offset, .. }) if offset == resume.data_end));
+    assert!(
+        matches!(err, Err(Error::Corrupt { offset, .. }) if offset == resume.last_frame_offset)
+    );
 }
 
 #[test]
@@ -616,4 +621,61 @@ fn a_crash_anywhere_around_raising_an_empty_segments_bound_recovers_what_was_ack
             }
         }
     }
+}
+
+/// A frame after a resume point must not record a durable sequence number below the one the
+/// last trusted frame recorded: a full scan calls that damage, so a scan, a reader and an open
+/// for writing that resume there (from a sidecar) must call it damage at the same byte.
+#[test]
+fn a_frame_after_a_resume_point_whose_durable_seq_falls_is_damage_as_in_a_full_scan() {
+    use makalog::format::{encode_frame, next_chain, FrameKind, SegmentHeader, HEADER_LEN};
+    use std::os::unix::fs::FileExt;
+    let (_t, storage) = temp_root();
+    write_n(&storage, S, &WriterConfig::default(), 1, 5, 100);
+    let recs = read_all(&*storage, S).expect("read");
+    let last = &recs[4];
+    let path = segment_paths(&storage.describe_root(), S)
+        .pop()
+        .expect("segment");
+    let head = std::fs::read(&path).expect("read segment");
+    let layout = SegmentHeader::decode(&head[..HEADER_LEN])
+        .expect("header")
+        .0
+        .layout();
+    assert!(layout.records_durable(), "the writer's layout records d");
+    let body = payload(6, 100);
+    let chain = next_chain(&last.chain, 6, RecordKind::Message.code(), &body);
+    let mut frame = Vec::new();
+    encode_frame(&mut frame, layout, 6, RecordKind::Message, &body, &chain, 0);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("open");
+    file.write_all_at(&frame, last.end).expect("append a frame");
+    file.set_len(last.end + frame.len() as u64).expect("cut");
+    drop(file);
+
+    let report = makalog::verify::verify_root(&*storage).expect("verify");
+    assert!(!report.is_clean(), "a full scan calls it damage");
+    let resume = resume_after(&storage, &recs, 5);
+    let read: Vec<_> = SessionReader::resume(&*storage, S, resume)
+        .expect("resume")
+        .collect();
+    assert!(
+        matches!(read.as_slice(), [Err(Error::Corrupt { offset, .. })] if *offset == last.end),
+        "a resumed reader: {read:?}"
+    );
+    let opened =
+        SegmentWriter::open_resumed(&owner(&storage), S, WriterConfig::default(), Some(resume));
+    assert!(
+        matches!(&opened, Err(Error::Corrupt { offset, .. }) if *offset == last.end),
+        "an open resumed from a sidecar: {:?}",
+        opened.as_ref().map(|(w, _)| w.next_seq())
+    );
+    let full = SegmentWriter::open(&owner(&storage), S, WriterConfig::default());
+    assert!(
+        matches!(&full, Err(Error::Corrupt { offset, .. }) if *offset == last.end),
+        "an open that scans every frame: {:?}",
+        full.as_ref().map(|(w, _)| w.next_seq())
+    );
 }

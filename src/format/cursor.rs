@@ -68,15 +68,20 @@ impl FrameCursor<RecordKind> {
 }
 
 impl FrameCursor<RecordKind> {
-    /// A cursor over the bytes of a segment from `data_end` on, resuming after the frame with
-    /// sequence number `last_seq` and chain value `chain` (a point an index sidecar vouches for).
+    /// A cursor over the bytes of a segment from `last_frame_offset` on, where a trusted prefix
+    /// (a point an index sidecar vouches for) ends with the frame with sequence number
+    /// `last_seq` and chain value `chain`, just before `data_end`. That frame is read again,
+    /// not trusted blindly: the durable sequence number it records is the least the next frame
+    /// may record, as in a scan from the start. A frame that is not there ends the cursor with
+    /// damage at `last_frame_offset`.
     pub fn resuming(
         header: &SegmentHeader,
         last_seq: u64,
         chain: ChainValue,
-        data_end: u64,
+        (last_frame_offset, data_end): (u64, u64),
+        bytes: &[u8],
     ) -> Self {
-        FrameCursor::new(
+        let mut cursor = FrameCursor::new(
             0,
             header.layout(),
             header.max_payload,
@@ -84,8 +89,28 @@ impl FrameCursor<RecordKind> {
             chain,
             true,
         )
-        .at_base(data_end)
-        .counted_from(header.first_seq)
+        .at_base(last_frame_offset)
+        .counted_from(header.first_seq);
+        match decode_frame::<RecordKind>(bytes, cursor.layout, cursor.max_payload) {
+            Ok(FrameDecode::Frame(frame, used))
+                if frame.seq == last_seq
+                    && frame.chain == chain
+                    && last_frame_offset.checked_add(used as u64) == Some(data_end) =>
+            {
+                cursor.pos = used;
+                cursor.durable = frame.durable_seq.unwrap_or(0);
+            }
+            _ => {
+                cursor.end = Some(Tail::Damaged {
+                    offset: last_frame_offset,
+                    what: format!(
+                        "the frame a trusted prefix ends with (sequence number {last_seq}, \
+                         ending at byte {data_end}) is not here"
+                    ),
+                })
+            }
+        }
+        cursor
     }
 }
 

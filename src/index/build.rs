@@ -103,6 +103,7 @@ pub fn invocations_from_log(
 pub fn resume_point(view: &SessionIndex) -> Option<Resume> {
     view.covers.last().map(|c| Resume {
         ordinal: c.ordinal,
+        last_frame_offset: c.last_frame_offset,
         data_end: c.data_end,
         last_seq: c.last_seq,
         chain: c.chain,

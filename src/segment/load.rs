@@ -44,7 +44,7 @@ pub fn scan_session_files(
     for (i, file) in listing.segments.iter().enumerate().skip(start) {
         let result = match resume.filter(|_| i == start) {
             Some(r) => {
-                let (header, tail) = read_segment_tail(storage, &file.path, r.data_end)?;
+                let (header, tail) = read_segment_tail(storage, &file.path, r.last_frame_offset)?;
                 scan_segment_tail(&header, &tail, r)
             }
             None => scan_segment(&read_segment(storage, &file.path, i + 1 == n)?),

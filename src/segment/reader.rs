@@ -138,14 +138,14 @@ impl<'s> SessionReader<'s> {
         let is_last = self.next_index + 1 == self.segments.len();
         self.next_index += 1;
         if let Some(r) = self.resume.take() {
-            let (head, tail) = read_segment_tail(self.storage, &file.path, r.data_end)?;
+            let (head, tail) = read_segment_tail(self.storage, &file.path, r.last_frame_offset)?;
             let header = SegmentHeader::decode(&head)
                 .map_err(|e| Error::corrupt(&file.path, e.offset as u64, e.what))?
                 .0;
             self.current = Some(Open {
                 ordinal: header.ordinal,
                 version: header.version,
-                cursor: FrameCursor::resuming(&header, r.last_seq, r.chain, r.data_end),
+                cursor: r.cursor(&header, &tail),
                 file,
                 bytes: FileBytes::Owned(tail),
                 is_last,

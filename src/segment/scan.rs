@@ -62,7 +62,9 @@ pub fn scan_segment(bytes: &[u8]) -> ScanResult {
 pub struct Resume {
     /// Ordinal of the segment the trusted prefix ends in.
     pub ordinal: u64,
-    /// Offset in that segment just past the last trusted frame.
+    /// Offset in that segment of the last trusted frame.
+    pub last_frame_offset: u64,
+    /// Offset just past it.
     pub data_end: u64,
     /// Sequence number of the last trusted frame (0 when none).
     pub last_seq: u64,
@@ -70,8 +72,17 @@ pub struct Resume {
     pub chain: ChainValue,
 }
 
+impl Resume {
+    /// A cursor over `bytes`, a segment's bytes from the last trusted frame on.
+    pub fn cursor(&self, header: &SegmentHeader, bytes: &[u8]) -> FrameCursor {
+        let at = (self.last_frame_offset, self.data_end);
+        FrameCursor::resuming(header, self.last_seq, self.chain, at, bytes)
+    }
+}
+
 /// Scans a segment from a resume point: `header` is the file's first [`HEADER_LEN`] bytes (or
-/// fewer, if the file is shorter), `tail` its bytes from `resume.data_end` on.
+/// fewer, if the file is shorter), `tail` its bytes from `resume.last_frame_offset` on: the
+/// last trusted frame is read again for the durable sequence number it records.
 pub fn scan_segment_tail(header: &[u8], tail: &[u8], resume: &Resume) -> ScanResult {
     let header = match SegmentHeader::decode(header) {
         Ok((h, _)) => h,
@@ -82,7 +93,7 @@ pub fn scan_segment_tail(header: &[u8], tail: &[u8], resume: &Resume) -> ScanRes
             }
         }
     };
-    let mut cursor = FrameCursor::resuming(&header, resume.last_seq, resume.chain, resume.data_end);
+    let mut cursor = resume.cursor(&header, tail);
     while cursor.next_frame(tail).is_some() {}
     ScanResult::Scanned(SegmentScan {
         frame_count: cursor.count(),

@@ -8,8 +8,8 @@ use super::read_view::{apply_frames, read_from};
 use super::stored::stored_event;
 use crate::error::{Error, Result};
 use crate::format::{
-    decode_frame, FrameCursor, FrameDecode, FrameLayout, RecordKind, SegmentHeader, Tail,
-    FOOTER_LEN, HEADER_LEN, MAX_FRAME_OVERHEAD, MAX_PAYLOAD_LIMIT,
+    decode_frame, FrameDecode, FrameLayout, RecordKind, SegmentHeader, Tail, FOOTER_LEN,
+    HEADER_LEN, MAX_FRAME_OVERHEAD, MAX_PAYLOAD_LIMIT,
 };
 use crate::index::{
     decode_sidecar_header, decode_sidecar_state, find_ids, id_hash, resume_point,
@@ -148,8 +148,7 @@ pub(super) fn vouched_view(
     if !in_place {
         return Ok(None);
     }
-    let tail = &from_last[covered..];
-    let scan = match scan_segment_tail(&head, tail, &resume) {
+    let scan = match scan_segment_tail(&head, from_last, &resume) {
         ScanResult::Scanned(scan) => scan,
         ScanResult::BadHeader { .. } => return Ok(None),
     };
@@ -169,10 +168,9 @@ pub(super) fn vouched_view(
                 .any(|e| stored_event(storage, session_id, e, id).is_ok_and(|p| p.is_some()))
         })
     };
-    let mut cursor =
-        FrameCursor::resuming(&scan.header, resume.last_seq, resume.chain, resume.data_end);
+    let mut cursor = resume.cursor(&scan.header, from_last);
     let segment = (path.as_path(), last.ordinal, scan.header.version);
-    apply_frames(&mut view, &mut cursor, tail, segment, &known)?;
+    apply_frames(&mut view, &mut cursor, from_last, segment, &known)?;
     Ok(Some(Vouched {
         view,
         paths,

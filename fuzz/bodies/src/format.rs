@@ -49,9 +49,10 @@ pub fn frame_stream(data: &[u8]) {
     );
     let mut cursor = FrameCursor::for_segment(&whole.header);
     let mut points = Vec::new();
-    while cursor.next_frame(data).is_some() {
+    while let Some((offset, _)) = cursor.next_frame(data) {
         points.push(Resume {
             ordinal: whole.header.ordinal,
+            last_frame_offset: offset,
             data_end: cursor.data_end(),
             last_seq: cursor.next_seq() - 1,
             chain: cursor.chain(),
@@ -60,7 +61,8 @@ pub fn frame_stream(data: &[u8]) {
     assert_eq!(points.len() as u64, whole.frame_count, "frames counted");
     let pick = data.last().map_or(0, |&b| usize::from(b)) % (points.len() + 1);
     if let Some(at) = points.get(pick) {
-        let resumed = scan_segment_tail(&data[..HEADER_LEN], &data[at.data_end as usize..], at);
+        let from = at.last_frame_offset as usize;
+        let resumed = scan_segment_tail(&data[..HEADER_LEN], &data[from..], at);
         let ScanResult::Scanned(resumed) = resumed else {
             panic!("the header decoded once and not when resuming");
         };
