@@ -1,11 +1,46 @@
-//! Closing evicted sessions: on a closer thread when the store may, else in place; what a
-//! reopen of a session, and the store's close, wait for.
+//! Closing evicted sessions: on closer threads that wait a while for the next when the store
+//! may, else in place; what a reopen of a session, and the store's close, wait for.
 
 use super::{lock, Shared, Slot, MAX_CLOSING};
 use crate::error::{Error, Result};
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+/// An evicted session to close: its id, its slot (marked closing) and the session.
+type Job<T> = (String, Arc<Slot<T>>, T);
+
+/// The closes in flight, and the first error met while closing an evicted session, reported
+/// by the store's close.
+pub(super) struct Closing<T> {
+    /// Closes reserved and not yet done: queued or being closed.
+    in_flight: usize,
+    deferred: Option<Error>,
+    /// Evicted sessions waiting for a closer thread.
+    queue: VecDeque<Job<T>>,
+    /// Closer threads running, and how many of them wait for work.
+    pub(super) workers: usize,
+    idle: usize,
+    /// Set while the closer threads are joined: an idle one ends instead of waiting.
+    stopping: bool,
+    /// The closer threads started and not yet joined.
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl<T> Closing<T> {
+    pub(super) fn new() -> Self {
+        Closing {
+            in_flight: 0,
+            deferred: None,
+            queue: VecDeque::new(),
+            workers: 0,
+            idle: 0,
+            stopping: false,
+            threads: Vec::new(),
+        }
+    }
+}
 
 impl<T: Send + Sync + 'static> Shared<T> {
     /// Waits until fewer than [`MAX_CLOSING`] closes are at work, takes a place among them
@@ -21,31 +56,68 @@ impl<T: Send + Sync + 'static> Shared<T> {
     }
 
     /// Closes `session`, evicted from `slot` (marked closing by [`Self::reserve_closer`]), on a
-    /// closer thread, or here if no thread can be started; either way its waiters go on once
-    /// it is closed.
+    /// closer thread: an idle one, else a new one, else (none could start) here; either way
+    /// its waiters go on once it is closed.
     pub(super) fn close_behind(this: &Arc<Self>, id: String, slot: Arc<Slot<T>>, session: T) {
-        let handed = Arc::new(Mutex::new(Some((id, slot, session))));
-        let (sh, taken) = (this.clone(), handed.clone());
+        let mut c = lock(&this.closing);
+        c.queue.push_back((id, slot, session));
+        // Reserved closes are at most MAX_CLOSING, so neither the queue nor the threads grow
+        // past that.
+        debug_assert!(c.queue.len() <= MAX_CLOSING);
+        // A closer thread that is idle, or busy and about to look at the queue again, takes it.
+        if c.queue.len() <= c.idle || c.workers >= MAX_CLOSING {
+            this.work.notify_one();
+            return;
+        }
+        let sh = this.clone();
         let started = std::thread::Builder::new()
             .name("makalog-close".into())
-            .spawn(move || {
-                if let Some((id, slot, session)) = lock(&taken).take() {
-                    sh.close_marked(id, slot, session);
-                }
-            });
+            .spawn(move || sh.closer_thread());
         match started {
             Ok(thread) => {
-                let mut c = lock(&this.closing);
+                c.workers += 1;
+                debug_assert!(c.workers <= MAX_CLOSING);
                 // Finished closers are joined as they are met, so the list stays short.
                 c.threads.retain(|t| !t.is_finished());
                 c.threads.push(thread);
             }
             Err(_) => {
-                if let Some((id, slot, session)) = lock(&handed).take() {
+                // The job just queued is the last: the lock was held since.
+                let job = c.queue.pop_back();
+                drop(c);
+                if let Some((id, slot, session)) = job {
                     this.close_marked(id, slot, session);
                 }
             }
         }
+    }
+
+    /// A closer thread: closes queued sessions; with none, waits for more until the store
+    /// stops it or it has waited [`Shared::linger`] for nothing.
+    fn closer_thread(&self) {
+        let mut c = lock(&self.closing);
+        loop {
+            if let Some((id, slot, session)) = c.queue.pop_front() {
+                drop(c);
+                self.close_marked(id, slot, session);
+                c = lock(&self.closing);
+                continue;
+            }
+            if c.stopping {
+                break;
+            }
+            c.idle += 1;
+            let (guard, waited) = self
+                .work
+                .wait_timeout(c, self.linger)
+                .unwrap_or_else(|e| e.into_inner());
+            c = guard;
+            c.idle -= 1;
+            if waited.timed_out() && c.queue.is_empty() {
+                break;
+            }
+        }
+        c.workers -= 1;
     }
 
     /// Closes `session` of the closing `slot` and releases its waiters; a close that panicked
@@ -90,20 +162,24 @@ impl<T: Send + Sync + 'static> Shared<T> {
 }
 
 impl<T> Shared<T> {
-    /// Waits until every closer thread has finished and joins them; the first error met while
-    /// closing an evicted session, taken.
+    /// Waits until every close behind is done, then ends the closer threads and joins them;
+    /// the first error met while closing an evicted session, taken.
     pub(super) fn join_closers(&self) -> Option<Error> {
         let (threads, deferred) = {
             let mut c = lock(&self.closing);
             while c.in_flight > 0 {
                 c = self.closed.wait(c).unwrap_or_else(|e| e.into_inner());
             }
+            c.stopping = true;
+            self.work.notify_all();
             (std::mem::take(&mut c.threads), c.deferred.take())
         };
         for t in threads {
             // A closer's panic was caught and reported on its thread.
             let _ = t.join();
         }
+        // Sessions evicted after this are closed by new closer threads.
+        lock(&self.closing).stopping = false;
         deferred
     }
 

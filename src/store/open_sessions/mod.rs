@@ -12,17 +12,21 @@
 //! caller happened to open another session, it would nearly double that caller's time. Over
 //! real files it runs on a closer thread instead, at most [`MAX_CLOSING`] at once (an evictor
 //! waits for a free one, its victim still counted open), so descriptors stay bounded by the cap
-//! plus those, beyond sessions in use at once. Over the simulated disk it runs in place, so a
-//! seed replays exactly.
+//! plus those, beyond sessions in use at once. Closer threads wait [`CLOSER_LINGER`] for the
+//! next eviction before they end: a host that touches session after session evicts one for
+//! each, and starting a thread for each cost about a tenth of a subagent's creation. Over the
+//! simulated disk it runs in place, so a seed replays exactly.
 
 mod closer;
 #[cfg(test)]
 mod tests;
 
 use crate::error::{Error, Result};
+use closer::Closing;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
+use std::time::Duration;
 
 /// How many sessions a store keeps open for writing unless told otherwise: each costs one
 /// descriptor (its last segment), so 64 leave room under the smallest common open-file limit
@@ -31,6 +35,9 @@ pub const DEFAULT_MAX_OPEN_SESSIONS: usize = 64;
 
 /// Evicted sessions being closed on closer threads at most at once.
 pub const MAX_CLOSING: usize = 2;
+
+/// How long a closer thread with nothing to close waits for more before it ends.
+pub const CLOSER_LINGER: Duration = Duration::from_secs(2);
 
 /// How an evicted session is closed.
 type CloseFn<T> = dyn Fn(T) -> Result<()> + Send + Sync;
@@ -48,19 +55,13 @@ struct Shared<T> {
     close: Box<CloseFn<T>>,
     /// Whether evicted sessions are closed on closer threads.
     background: bool,
-    closing: Mutex<Closing>,
-    /// Signalled when a closer thread finishes.
+    closing: Mutex<Closing<T>>,
+    /// Signalled when a close behind finishes.
     closed: Condvar,
-}
-
-/// The closes in flight, and the first error met while closing an evicted session, reported
-/// by the store's close.
-#[derive(Default)]
-struct Closing {
-    in_flight: usize,
-    deferred: Option<Error>,
-    /// The closer threads started and not yet joined.
-    threads: Vec<std::thread::JoinHandle<()>>,
+    /// Signalled when an evicted session waits for a closer thread, or closer threads must end.
+    work: Condvar,
+    /// How long an idle closer thread waits for work.
+    linger: Duration,
 }
 
 struct Slot<T> {
@@ -102,10 +103,21 @@ impl<T: Send + Sync + 'static> OpenSessions<T> {
                 clock: AtomicU64::new(0),
                 close: Box::new(close),
                 background,
-                closing: Mutex::new(Closing::default()),
+                closing: Mutex::new(Closing::new()),
                 closed: Condvar::new(),
+                work: Condvar::new(),
+                linger: CLOSER_LINGER,
             }),
         }
+    }
+
+    /// The same, its closer threads waiting `linger` for work before they end.
+    #[cfg(test)]
+    fn lingering(mut self, linger: Duration) -> Self {
+        if let Some(sh) = Arc::get_mut(&mut self.shared) {
+            sh.linger = linger;
+        }
+        self
     }
 
     /// How many sessions are open now (not counting evicted ones still being closed).

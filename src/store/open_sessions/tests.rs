@@ -262,3 +262,47 @@ fn an_empty_slot_left_behind_is_dropped_by_the_next_caller_that_finds_it_idle() 
     assert!(sessions.get_open("gone").is_none());
     assert!(super::lock(&sessions.shared.slots).is_empty());
 }
+
+#[test]
+fn closer_threads_are_kept_across_evictions_and_ended_by_drain() {
+    let (threads, closes) = (
+        Arc::new(Mutex::new(std::collections::HashSet::new())),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let (t, c) = (threads.clone(), closes.clone());
+    let sessions = OpenSessions::new(
+        1,
+        move |_s: String| {
+            t.lock().expect("ids").insert(std::thread::current().id());
+            c.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        },
+        true,
+    )
+    .lingering(Duration::from_secs(600));
+    let log: Log = Arc::default();
+    for i in 0..30 {
+        open(&sessions, &log, &format!("s{i}"));
+    }
+    let (open_now, deferred) = sessions.drain();
+    assert!(deferred.is_none());
+    assert_eq!(open_now.len(), 1);
+    assert_eq!(
+        closes.load(Ordering::SeqCst),
+        29,
+        "drain waited for every close"
+    );
+    let used = threads.lock().expect("ids").len();
+    assert!(
+        (1..=MAX_CLOSING).contains(&used),
+        "29 closes ran on {used} threads"
+    );
+    assert_eq!(super::lock(&sessions.shared.closing).workers, 0);
+    // Sessions evicted after a drain are closed by new closer threads.
+    for i in 30..33 {
+        open(&sessions, &log, &format!("s{i}"));
+    }
+    assert!(sessions.shared.join_closers().is_none());
+    assert_eq!(closes.load(Ordering::SeqCst), 31);
+    assert_eq!(super::lock(&sessions.shared.closing).workers, 0);
+}
