@@ -1,7 +1,7 @@
 //! Closing evicted sessions: on closer threads that wait a while for the next when the store
 //! may, else in place; what a reopen of a session, and the store's close, wait for.
 
-use super::{lock, Shared, Slot, MAX_CLOSING};
+use super::{lock, try_lock, Shared, Slot, MAX_CLOSING};
 use crate::error::{Error, Result};
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -22,8 +22,9 @@ pub(super) struct Closing<T> {
     /// Closer threads running, and how many of them wait for work.
     pub(super) workers: usize,
     idle: usize,
-    /// Set while the closer threads are joined: an idle one ends instead of waiting.
-    stopping: bool,
+    /// How many callers are joining the closer threads: while any is, an idle one ends
+    /// instead of waiting.
+    stopping: usize,
     /// The closer threads started and not yet joined.
     threads: Vec<std::thread::JoinHandle<()>>,
 }
@@ -36,7 +37,7 @@ impl<T> Closing<T> {
             queue: VecDeque::new(),
             workers: 0,
             idle: 0,
-            stopping: false,
+            stopping: 0,
             threads: Vec::new(),
         }
     }
@@ -103,7 +104,7 @@ impl<T: Send + Sync + 'static> Shared<T> {
                 c = lock(&self.closing);
                 continue;
             }
-            if c.stopping {
+            if c.stopping > 0 {
                 break;
             }
             c.idle += 1;
@@ -136,8 +137,14 @@ impl<T: Send + Sync + 'static> Shared<T> {
 
     /// The close of `slot`'s session is done (on a closer thread, or in place when none could
     /// start): its waiters go on, and the slot leaves the map unless it was opened again
-    /// meanwhile or someone holds it.
+    /// meanwhile or someone holds it. A held slot is left to its holder, never waited for: a
+    /// reopen holds its slot while it waits for this close and may then wait for a closer
+    /// itself, so a closer waiting for that slot would strand the closes queued behind it.
     fn closed_behind(&self, id: &str, slot: &Arc<Slot<T>>, result: Result<()>) {
+        // Taken while the slot is still closing, when only a caller waiting for this close can
+        // hold it (an eviction's scan passes closing slots by): that caller finds it empty and
+        // refills or forgets it (`forget_if_idle`, `forget_if_unused`).
+        let guard = try_lock(&slot.session);
         {
             let mut c = lock(&self.closing);
             if let Err(e) = result {
@@ -148,8 +155,7 @@ impl<T: Send + Sync + 'static> Shared<T> {
             slot.closing.store(false, Ordering::SeqCst);
             self.closed.notify_all();
         }
-        let guard = lock(&slot.session);
-        if guard.is_none() {
+        if let Some(guard) = guard.filter(|g| g.is_none()) {
             self.forget_if_unused(id, slot, &guard);
         }
     }
@@ -170,7 +176,7 @@ impl<T> Shared<T> {
             while c.in_flight > 0 {
                 c = self.closed.wait(c).unwrap_or_else(|e| e.into_inner());
             }
-            c.stopping = true;
+            c.stopping += 1;
             self.work.notify_all();
             (std::mem::take(&mut c.threads), c.deferred.take())
         };
@@ -179,7 +185,7 @@ impl<T> Shared<T> {
             let _ = t.join();
         }
         // Sessions evicted after this are closed by new closer threads.
-        lock(&self.closing).stopping = false;
+        lock(&self.closing).stopping -= 1;
         deferred
     }
 

@@ -227,6 +227,10 @@ impl<T: Send + Sync + 'static> Shared<T> {
             let slots = lock(&this.slots);
             let mut best: Option<(u64, &String, &Arc<Slot<T>>)> = None;
             for (id, slot) in slots.iter() {
+                // A closing slot holds no session, and its lock is its closer's to take.
+                if slot.closing.load(Ordering::SeqCst) {
+                    continue;
+                }
                 let Some(g) = try_lock(&slot.session) else {
                     continue;
                 };
@@ -274,8 +278,8 @@ impl<T: Send + Sync + 'static> Shared<T> {
         // The slot goes to the closer with no other reference of the evictor's left, so the
         // closer alone decides whether it leaves the map.
         Shared::close_behind(this, id, slot, session);
-        // Counted open until a closer holds it (or, when none could start, until it is closed),
-        // so evictors waiting for a free closer hold no descriptor beyond the cap.
+        // Counted open until it is queued for a closer (or, when none could start, until it is
+        // closed), so evictors waiting for a free closer hold no descriptor beyond the cap.
         this.open.fetch_sub(1, Ordering::SeqCst);
         true
     }

@@ -306,3 +306,40 @@ fn closer_threads_are_kept_across_evictions_and_ended_by_drain() {
     assert_eq!(closes.load(Ordering::SeqCst), 31);
     assert_eq!(super::lock(&sessions.shared.closing).workers, 0);
 }
+
+/// A closer thread never waits for a slot's lock once its close is done: callers holding the
+/// slots of sessions just closed (as a reopen holds its slot while it waits for the close, and
+/// may then wait for a closer itself) must not strand a close queued behind them.
+#[test]
+fn a_close_queued_while_callers_hold_the_slots_of_closed_sessions_still_runs() {
+    let Gated {
+        log,
+        gate,
+        sessions,
+    } = gated_store();
+    open(&sessions, &log, "s0");
+    let held = gate.lock().expect("gate");
+    // Each open evicts the one before it to a closer held at the gate: MAX_CLOSING at work.
+    for i in 1..=MAX_CLOSING {
+        open(&sessions, &log, &format!("s{i}"));
+    }
+    let slots: Vec<_> = (0..MAX_CLOSING)
+        .map(|i| super::lock(&sessions.shared.slots)[&format!("s{i}")].clone())
+        .collect();
+    let holding: Vec<_> = slots.iter().map(|s| super::lock(&s.session)).collect();
+    drop(held);
+    open(&sessions, &log, "next");
+    let last = format!("close s{MAX_CLOSING}");
+    let start = std::time::Instant::now();
+    while !log.lock().expect("log").contains(&last) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{last} is stranded behind closers waiting for held slots"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(holding);
+    let (open_now, deferred) = sessions.drain();
+    assert!(deferred.is_none());
+    assert_eq!(open_now.len(), 1);
+}
