@@ -8,8 +8,7 @@ use super::read_view::{apply_frames, read_from};
 use super::stored::stored_event;
 use crate::error::{Error, Result};
 use crate::format::{
-    decode_frame, FrameDecode, FrameLayout, RecordKind, SegmentHeader, Tail, FOOTER_LEN,
-    HEADER_LEN, MAX_FRAME_OVERHEAD, MAX_PAYLOAD_LIMIT,
+    FrameLayout, Tail, FOOTER_LEN, HEADER_LEN, MAX_FRAME_OVERHEAD, MAX_PAYLOAD_LIMIT,
 };
 use crate::index::{
     decode_sidecar_header, decode_sidecar_state, find_ids, id_hash, resume_point,
@@ -132,22 +131,7 @@ pub(super) fn vouched_view(
     let from_last = last_bytes
         .get((last.last_frame_offset - bytes_from) as usize..)
         .unwrap_or(&[]);
-    let covered = (last.data_end - last.last_frame_offset) as usize;
-    let Ok((header_seen, _)) = SegmentHeader::decode(&head) else {
-        return Ok(None);
-    };
-    let in_place = matches!(
-        decode_frame::<RecordKind>(
-            from_last.get(..covered).unwrap_or(&[]),
-            header_seen.layout(),
-            u32::MAX
-        ),
-        Ok(FrameDecode::Frame(f, used))
-            if used == covered && f.seq == last.last_seq && f.chain == last.chain
-    );
-    if !in_place {
-        return Ok(None);
-    }
+    // The frame the cover names is read again by the scan: one not there ends it as damage.
     let scan = match scan_segment_tail(&head, from_last, &resume) {
         ScanResult::Scanned(scan) => scan,
         ScanResult::BadHeader { .. } => return Ok(None),
