@@ -1107,8 +1107,7 @@ fn closing_the_store_closes_every_session_even_when_one_fails() {
 /// its open for writing, which resume from the sidecar, refuse it at that frame's offset.
 #[test]
 fn a_frame_past_the_sidecar_whose_durable_seq_falls_is_refused_as_damage() {
-    use makalog::format::{encode_frame, next_chain, FrameKind, RecordKind, SegmentHeader};
-    use std::os::unix::fs::FileExt;
+    use makalog::format::RecordKind;
     let (_t, storage) = temp_root();
     let store = store(&storage);
     turn(&store, "run-1", 1.0, 2, "completed");
@@ -1116,32 +1115,9 @@ fn a_frame_past_the_sidecar_whose_durable_seq_falls_is_refused_as_damage() {
     let recs = read_all(&*storage, S).expect("read");
     let last = recs.last().expect("records");
     assert!(last.durable_seq.is_some_and(|d| d > 0), "{last:?}");
-    let path = segment_paths(&storage.describe_root(), S)
-        .pop()
-        .expect("segment");
-    let bytes = std::fs::read(&path).expect("segment bytes");
-    let layout = SegmentHeader::decode(&bytes).expect("header").0.layout();
     let event = text(S, "run-2", "turn-of-run-2", "run-2-text", 60.0, "late");
-    let body = event.canonical_json().as_bytes().to_vec();
-    let seq = last.seq + 1;
-    let chain = next_chain(&last.chain, seq, RecordKind::RuntimeEvent.code(), &body);
-    let mut frame = Vec::new();
-    encode_frame(
-        &mut frame,
-        layout,
-        seq,
-        RecordKind::RuntimeEvent,
-        &body,
-        &chain,
-        0,
-    );
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .expect("open");
-    file.write_all_at(&frame, last.end).expect("append a frame");
-    file.set_len(last.end + frame.len() as u64).expect("cut");
-    drop(file);
+    let body = event.canonical_json().as_bytes();
+    append_frame_after(&storage, S, last, (RecordKind::RuntimeEvent, body), 0);
 
     let store = self::store(&storage);
     let listed = store.list_session_invocations(S);

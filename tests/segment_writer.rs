@@ -628,32 +628,13 @@ fn a_crash_anywhere_around_raising_an_empty_segments_bound_recovers_what_was_ack
 /// for writing that resume there (from a sidecar) must call it damage at the same byte.
 #[test]
 fn a_frame_after_a_resume_point_whose_durable_seq_falls_is_damage_as_in_a_full_scan() {
-    use makalog::format::{encode_frame, next_chain, FrameKind, SegmentHeader, HEADER_LEN};
-    use std::os::unix::fs::FileExt;
     let (_t, storage) = temp_root();
     write_n(&storage, S, &WriterConfig::default(), 1, 5, 100);
     let recs = read_all(&*storage, S).expect("read");
     let last = &recs[4];
-    let path = segment_paths(&storage.describe_root(), S)
-        .pop()
-        .expect("segment");
-    let head = std::fs::read(&path).expect("read segment");
-    let layout = SegmentHeader::decode(&head[..HEADER_LEN])
-        .expect("header")
-        .0
-        .layout();
-    assert!(layout.records_durable(), "the writer's layout records d");
+    assert!(last.durable_seq.is_some(), "the writer's layout records d");
     let body = payload(6, 100);
-    let chain = next_chain(&last.chain, 6, RecordKind::Message.code(), &body);
-    let mut frame = Vec::new();
-    encode_frame(&mut frame, layout, 6, RecordKind::Message, &body, &chain, 0);
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .expect("open");
-    file.write_all_at(&frame, last.end).expect("append a frame");
-    file.set_len(last.end + frame.len() as u64).expect("cut");
-    drop(file);
+    append_frame_after(&storage, S, last, (RecordKind::Message, &body), 0);
 
     let report = makalog::verify::verify_root(&*storage).expect("verify");
     assert!(!report.is_clean(), "a full scan calls it damage");

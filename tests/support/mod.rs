@@ -107,6 +107,36 @@ pub fn exact_config() -> WriterConfig {
         ..WriterConfig::default()
     }
 }
+/// Writes, by hand, a valid frame right after `last` (the last record of `session`'s last
+/// segment, whose file it cuts there): the next sequence number, on the chain, recording
+/// `durable_seq` as durable. Returns the frame's offset.
+pub fn append_frame_after(
+    storage: &RealStorage,
+    session: &str,
+    last: &Record,
+    (kind, body): (RecordKind, &[u8]),
+    durable_seq: u64,
+) -> u64 {
+    use makalog::format::{encode_frame, next_chain, FrameKind, SegmentHeader};
+    use std::os::unix::fs::FileExt;
+    let path = segment_paths(&storage.describe_root(), session)
+        .pop()
+        .expect("segment");
+    let bytes = std::fs::read(&path).expect("segment bytes");
+    let layout = SegmentHeader::decode(&bytes).expect("header").0.layout();
+    let seq = last.seq + 1;
+    let chain = next_chain(&last.chain, seq, kind.code(), body);
+    let mut frame = Vec::new();
+    encode_frame(&mut frame, layout, seq, kind, body, &chain, durable_seq);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("open");
+    file.write_all_at(&frame, last.end).expect("write a frame");
+    file.set_len(last.end + frame.len() as u64).expect("cut");
+    last.end
+}
+
 pub mod child;
 pub mod counting;
 pub mod crash;
