@@ -5,6 +5,7 @@ pub mod frames_at;
 pub mod layout;
 pub mod load;
 pub mod reader;
+pub mod record;
 pub mod scan;
 pub mod writer;
 
