@@ -1117,17 +1117,17 @@ fn a_frame_past_the_sidecar_whose_durable_seq_falls_is_refused_as_damage() {
     assert!(last.durable_seq.is_some_and(|d| d > 0), "{last:?}");
     let event = text(S, "run-2", "turn-of-run-2", "run-2-text", 60.0, "late");
     let body = event.canonical_json().as_bytes();
-    append_frame_after(&storage, S, last, (RecordKind::RuntimeEvent, body), 0);
+    let at = append_frame_after(&storage, S, last, (RecordKind::RuntimeEvent, body), 0);
 
     let store = self::store(&storage);
     let listed = store.list_session_invocations(S);
     assert!(
-        matches!(&listed, Err(Error::Corrupt { offset, .. }) if *offset == last.end),
+        matches!(&listed, Err(Error::Corrupt { offset, .. }) if *offset == at),
         "a read: {listed:?}"
     );
     let opened = store.open_session_now(S);
     assert!(
-        matches!(&opened, Err(Error::Corrupt { offset, .. }) if *offset == last.end),
+        matches!(&opened, Err(Error::Corrupt { offset, .. }) if *offset == at),
         "an open for writing: {opened:?}"
     );
     assert!(!makalog::verify::verify_root(&*storage)

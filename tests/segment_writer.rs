@@ -634,7 +634,7 @@ fn a_frame_after_a_resume_point_whose_durable_seq_falls_is_damage_as_in_a_full_s
     let last = &recs[4];
     assert!(last.durable_seq.is_some(), "the writer's layout records d");
     let body = payload(6, 100);
-    append_frame_after(&storage, S, last, (RecordKind::Message, &body), 0);
+    let at = append_frame_after(&storage, S, last, (RecordKind::Message, &body), 0);
 
     let report = makalog::verify::verify_root(&*storage).expect("verify");
     assert!(!report.is_clean(), "a full scan calls it damage");
@@ -643,19 +643,19 @@ fn a_frame_after_a_resume_point_whose_durable_seq_falls_is_damage_as_in_a_full_s
         .expect("resume")
         .collect();
     assert!(
-        matches!(read.as_slice(), [Err(Error::Corrupt { offset, .. })] if *offset == last.end),
+        matches!(read.as_slice(), [Err(Error::Corrupt { offset, .. })] if *offset == at),
         "a resumed reader: {read:?}"
     );
     let opened =
         SegmentWriter::open_resumed(&owner(&storage), S, WriterConfig::default(), Some(resume));
     assert!(
-        matches!(&opened, Err(Error::Corrupt { offset, .. }) if *offset == last.end),
+        matches!(&opened, Err(Error::Corrupt { offset, .. }) if *offset == at),
         "an open resumed from a sidecar: {:?}",
         opened.as_ref().map(|(w, _)| w.next_seq())
     );
     let full = SegmentWriter::open(&owner(&storage), S, WriterConfig::default());
     assert!(
-        matches!(&full, Err(Error::Corrupt { offset, .. }) if *offset == last.end),
+        matches!(&full, Err(Error::Corrupt { offset, .. }) if *offset == at),
         "an open that scans every frame: {:?}",
         full.as_ref().map(|(w, _)| w.next_seq())
     );

@@ -66,7 +66,7 @@ pub struct Resume {
     pub last_frame_offset: u64,
     /// Offset just past it.
     pub data_end: u64,
-    /// Sequence number of the last trusted frame (0 when none).
+    /// Sequence number of the last trusted frame (a resume point always names one).
     pub last_seq: u64,
     /// Chain value after it.
     pub chain: ChainValue,

@@ -107,6 +107,7 @@ pub fn exact_config() -> WriterConfig {
         ..WriterConfig::default()
     }
 }
+
 /// Writes, by hand, a valid frame right after `last` (the last record of `session`'s last
 /// segment, whose file it cuts there): the next sequence number, on the chain, recording
 /// `durable_seq` as durable. Returns the frame's offset.
