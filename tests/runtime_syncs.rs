@@ -99,6 +99,7 @@ fn a_read_of_facts_nobody_waited_for_makes_them_durable_itself() {
     batch
         .record(RecordKind::Message, message.canonical_json().as_bytes())
         .expect("queued");
+    assert!(!batch.is_durable(), "queued, not synced");
     let before = f.syncs.load(Ordering::SeqCst);
     // Nobody waits for the batch: the read must not wait for a sync no one leads.
     let messages = stores.sessions.read_messages("s", None).expect("read");
@@ -108,6 +109,7 @@ fn a_read_of_facts_nobody_waited_for_makes_them_durable_itself() {
         1,
         "the read synced what it shows"
     );
+    assert!(batch.is_durable(), "the read's sync covered the batch");
     batch.commit().expect("already durable");
     assert_eq!(f.syncs.load(Ordering::SeqCst) - before, 1, "no second sync");
 }

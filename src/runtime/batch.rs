@@ -63,6 +63,11 @@ impl<'a> Batch<'a> {
         self.batch.queued()
     }
 
+    /// Whether everything queued is durable already, so [`Batch::wait`] would not block.
+    pub(super) fn is_durable(&self) -> bool {
+        self.batch.is_durable()
+    }
+
     /// Waits until everything queued is durable: also after a refused step, since what was
     /// queued before it is in the session's view.
     pub(super) fn wait(self) -> Result<()> {

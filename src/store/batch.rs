@@ -70,6 +70,12 @@ impl<'a> SessionBatch<'a> {
         Ok(appended)
     }
 
+    /// Whether everything queued is durable already (a later sync covered it), so a commit
+    /// would return at once.
+    pub fn is_durable(&self) -> bool {
+        self.last.as_ref().is_none_or(Queued::is_durable)
+    }
+
     /// Waits until everything queued is durable: also after a refused step, since what was
     /// queued before it is in the session's view.
     pub fn commit(self) -> Result<()> {

@@ -40,6 +40,11 @@ pub(crate) struct Queued {
 }
 
 impl Queued {
+    /// Whether a sync already covered it.
+    pub(crate) fn is_durable(&self) -> bool {
+        self.session.writer.durable_seq() >= self.seq
+    }
+
     /// Returns the record's sequence number once it, and everything before it in its log, is
     /// durable.
     pub(crate) fn wait_durable(self) -> Result<u64> {

@@ -243,7 +243,12 @@ impl<'a> Writer<'a> {
     /// terminal commit's, covered them); a failed sync counts each of them.
     pub(super) fn settle(&mut self) {
         if let Some(batch) = self.unsynced.take() {
-            if on_disk(|| batch.wait()).is_err() {
+            // Handing the worker on costs a thread switch: not for a wait that cannot block.
+            let durable = match batch.is_durable() {
+                true => batch.wait(),
+                false => on_disk(|| batch.wait()),
+            };
+            if durable.is_err() {
                 self.fact_failures += self.unsynced_facts;
             }
         }
