@@ -1,16 +1,13 @@
 //! The claims log of a root: every idempotency claim, appended and `fdatasync`ed before it is
 //! acknowledged, concurrent claims sharing syncs (group commit), replayed at open.
 
+mod claiming;
 mod queue;
 mod reads;
 
 use super::replay::{replay_claims, CLAIMS_FILE};
-use super::request::{
-    validate_graph_request, validate_session_claim, validate_spawn_claim, AdmissionStatus,
-    AdmissionStatusChange, AgentGraphIntentClaim, AgentGraphIntentClaimRequest, SessionCreateClaim,
-    SubagentSpawnClaim,
-};
-use super::table::{ClaimRecord, ClaimTables, StoredGraphIntentClaim, StoredSpawnClaim};
+use super::request::{AgentGraphIntentClaim, SubagentSpawnClaim};
+use super::table::ClaimTables;
 use crate::commit::{AppendFile, GroupCommit, Pending, Prealloc, Sink};
 use crate::error::{Error, Result};
 use crate::format::{ChainValue, ClaimsHeader, FrameBatch, FrameLayout, DEFAULT_MAX_PAYLOAD};
@@ -189,130 +186,8 @@ impl ClaimsLog {
     pub fn close(self) -> Result<()> {
         self.commit.finish(ClaimsSink::cut)
     }
-
-    /// Claims an agent-graph intent now (§9). The same work again returns the stored claim with
-    /// `created: false`; different work for the same intent, or targets another intent holds,
-    /// is a [`Error::ClaimConflict`] and writes nothing.
-    pub fn claim_agent_graph_intent(
-        &self,
-        request: AgentGraphIntentClaimRequest,
-    ) -> Result<GraphClaimOutcome> {
-        self.claim_agent_graph_intent_at(request, now_ms())
-    }
-
-    /// [`ClaimsLog::claim_agent_graph_intent`] with the claim time given.
-    pub fn claim_agent_graph_intent_at(
-        &self,
-        request: AgentGraphIntentClaimRequest,
-        claimed_at: u64,
-    ) -> Result<GraphClaimOutcome> {
-        validate_graph_request(&request)?;
-        let claim = AgentGraphIntentClaim::new(request, claimed_at);
-        let (graph_id, intent_id) = (claim.graph_id.clone(), claim.intent_id.clone());
-        let (st, created) = self.commit_record(ClaimRecord::Graph(claim))?;
-        let stored = st
-            .log
-            .tables
-            .graph_claim(&graph_id, &intent_id)
-            .map(|s| s.claim.clone())
-            .ok_or_else(|| Error::InvalidInput("claim vanished".into()))?;
-        Ok(GraphClaimOutcome {
-            claim: stored,
-            created,
-        })
-    }
-
-    /// Moves a claimed intent's admission status forward; repeating the current status is a
-    /// no-op. Returns the stored claim with its status.
-    pub fn set_agent_graph_intent_status(
-        &self,
-        graph_id: &str,
-        intent_id: &str,
-        status: AdmissionStatus,
-        reason: Option<&str>,
-    ) -> Result<StoredGraphIntentClaim> {
-        let change = AdmissionStatusChange {
-            graph_id: graph_id.to_owned(),
-            intent_id: intent_id.to_owned(),
-            status,
-            reason: reason.map(str::to_owned),
-        };
-        let (st, _) = self.commit_record(ClaimRecord::Status(change))?;
-        st.log
-            .tables
-            .graph_claim(graph_id, intent_id)
-            .cloned()
-            .ok_or_else(|| Error::InvalidInput("claim vanished".into()))
-    }
-
-    /// Claims a subagent spawn (§5): the same key and fingerprint return the stored claim
-    /// (`created: false`); another fingerprint, or a child already spawned elsewhere, conflicts.
-    pub fn claim_subagent_spawn(&self, claim: SubagentSpawnClaim) -> Result<SpawnClaimOutcome> {
-        validate_spawn_claim(&claim)?;
-        let key = claim.key();
-        let (st, created) = self.commit_record(ClaimRecord::Spawn(claim))?;
-        let stored: Option<&StoredSpawnClaim> = st.log.tables.spawn_claim(&key);
-        let claim = stored
-            .map(|s| s.claim.clone())
-            .ok_or_else(|| Error::InvalidInput("claim vanished".into()))?;
-        Ok(SpawnClaimOutcome { claim, created })
-    }
-
-    /// Takes a subagent's session id for good and claims its spawn, in one sync: the id claim
-    /// first, so a crash keeps neither, the id alone (burned: a retry uses a fresh id), or both.
-    /// An id already taken is a conflict, with nothing queued.
-    pub fn claim_session_and_spawn(&self, claim: SubagentSpawnClaim) -> Result<SpawnClaimOutcome> {
-        self.claim_session_and_spawn_at(claim, now_ms())
-    }
-
-    /// [`ClaimsLog::claim_session_and_spawn`] with the id claim's time given (an import keeps
-    /// the original's claim time).
-    pub fn claim_session_and_spawn_at(
-        &self,
-        claim: SubagentSpawnClaim,
-        created_at: u64,
-    ) -> Result<SpawnClaimOutcome> {
-        validate_spawn_claim(&claim)?;
-        let session = SessionCreateClaim {
-            session_id: claim.child_session_id.clone(),
-            created_at,
-        };
-        validate_session_claim(&session)?;
-        let key = claim.key();
-        let records = vec![ClaimRecord::Session(session), ClaimRecord::Spawn(claim)];
-        let (st, appended) = self.commit_records(records)?;
-        let stored: Option<&StoredSpawnClaim> = st.log.tables.spawn_claim(&key);
-        let claim = stored
-            .map(|s| s.claim.clone())
-            .ok_or_else(|| Error::InvalidInput("claim vanished".into()))?;
-        Ok(SpawnClaimOutcome {
-            claim,
-            created: appended.get(1).copied().unwrap_or(false),
-        })
-    }
-
-    /// Takes a session id for good; an id already taken is a conflict.
-    pub fn claim_session_create(&self, session_id: &str) -> Result<SessionCreateClaim> {
-        self.claim_session_create_at(session_id, now_ms())
-    }
-
-    /// [`ClaimsLog::claim_session_create`] with the creation time given.
-    pub fn claim_session_create_at(
-        &self,
-        session_id: &str,
-        created_at: u64,
-    ) -> Result<SessionCreateClaim> {
-        let claim = SessionCreateClaim {
-            session_id: session_id.to_owned(),
-            created_at,
-        };
-        validate_session_claim(&claim)?;
-        drop(self.commit_record(ClaimRecord::Session(claim.clone()))?);
-        Ok(claim)
-    }
 }
 
-/// Creates the claims log by the write protocol (header, sync, directory sync).
 impl Drop for ClaimsLog {
     /// A dropped log closes as [`ClaimsLog::close`] does, unless it failed.
     fn drop(&mut self) {
@@ -322,6 +197,7 @@ impl Drop for ClaimsLog {
     }
 }
 
+/// Creates the claims log by the write protocol (header, sync, directory sync).
 fn create(storage: &dyn Storage, root_id: &[u8; 32], version: u16) -> Result<AppendFile> {
     let header = ClaimsHeader {
         version,
@@ -329,11 +205,4 @@ fn create(storage: &dyn Storage, root_id: &[u8; 32], version: u16) -> Result<App
         root_id: *root_id,
     };
     AppendFile::create(storage, Path::new(CLAIMS_FILE), &header.encode(), PREALLOC)
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }

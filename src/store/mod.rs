@@ -1,6 +1,7 @@
 //! Typed stores over the session ledger.
 
 mod admissions;
+mod appends;
 mod batch;
 mod catalog;
 mod event_reads;

@@ -1,5 +1,8 @@
 //! The runtime-event store: canonical events appended to their session's ledger, sealed runs,
-//! sequence numbers per invocation, and invocation listings answered from the index.
+//! sequence numbers per invocation, and invocation listings answered from the index. This
+//! file holds the store and its sessions open for writing (opened on first use, the least
+//! recently used evicted and closed cleanly), what an append comes to, and the store's close;
+//! appending is in `appends.rs`, reading in `reads.rs` and `event_reads.rs`.
 //!
 //! Each open session keeps its materialized view in memory (runs, invocations, covers, and the
 //! event ids added since its sidecar) and the sidecar's id table mapped, so sealing and identity
@@ -8,16 +11,13 @@
 //! read-only view.
 
 use super::catalog::HeaderCatalog;
-use super::identity::check_identity;
-use super::live::{close_session, lock, open_for_writing, SessionEvents};
+use super::live::{close_session, open_for_writing, SessionEvents};
 use super::open_sessions::{OpenSessions, DEFAULT_MAX_OPEN_SESSIONS};
-use super::stored::stored_event;
 use crate::error::{Error, Result};
-use crate::event::RuntimeEvent;
 use crate::format::RecordKind;
-use crate::index::{EventFacts, RecordRef, SessionRecord, SessionState, StoredAt};
+use crate::index::SessionRecord;
 use crate::root::Owner;
-use crate::segment::{Durability, WriterConfig};
+use crate::segment::WriterConfig;
 use crate::storage::Storage;
 use std::sync::Arc;
 
@@ -35,8 +35,8 @@ pub struct AppendedEvent {
 /// A record queued in its session's log and applied to its view, not yet durable. Holding it
 /// keeps the session open (it is never evicted under its caller).
 pub(crate) struct Queued {
-    session: Arc<SessionEvents>,
-    seq: u64,
+    pub(super) session: Arc<SessionEvents>,
+    pub(super) seq: u64,
 }
 
 impl Queued {
@@ -118,172 +118,6 @@ impl RuntimeEventStore {
             || open_for_writing(&self.owner, &self.config, session_id),
             &|s| s.writer.is_healthy(),
         )
-    }
-
-    /// Appends a canonical event to its session. An event for a run that already has a terminal
-    /// event is refused with [`Error::RunSealed`]; an identical event already stored returns its
-    /// sequence number with `created: false`; the same id with other content, or ids that break
-    /// the invocation ↔ run ↔ turn identity, are an [`Error::IdentityConflict`]. Immutable events
-    /// are always durable; partial ones follow `durability`.
-    pub fn append(&self, event: &RuntimeEvent, durability: Durability) -> Result<AppendedEvent> {
-        let (appended, queued) = self.queue_event(event)?;
-        if let Some(queued) = queued {
-            if appended.event_seq.is_some() || durability == Durability::Durable {
-                queued.wait_durable()?;
-            } else {
-                queued.session.writer.spill()?;
-            }
-        }
-        Ok(appended)
-    }
-
-    /// [`RuntimeEventStore::append`] up to the wait: the event is checked, queued and in the
-    /// view, and the caller waits for it (`None` for a repeat, whose stored event is durable).
-    /// Until then, readers of the view wait for it too.
-    pub(crate) fn queue_event(
-        &self,
-        event: &RuntimeEvent,
-    ) -> Result<(AppendedEvent, Option<Queued>)> {
-        let session = self.session(event.session_id())?;
-        let mut st = lock(&session.state);
-        st.check_base(self.storage(), &session.writer)?;
-        if !event.partial() {
-            for stored in st.candidates(event.id())? {
-                // A repeat is rare (a retry): read the stored event back and compare.
-                session.writer.wait_durable(stored.record_seq)?;
-                let Some(bytes) =
-                    stored_event(self.storage(), event.session_id(), &stored, event.id())?
-                else {
-                    continue;
-                };
-                if bytes == event.canonical_json().as_bytes() {
-                    let stored = AppendedEvent {
-                        event_seq: Some(stored.event_seq),
-                        record_seq: stored.record_seq,
-                        created: false,
-                    };
-                    return Ok((stored, None));
-                }
-                return Err(Error::IdentityConflict {
-                    what: format!("RuntimeEvent identity conflict for {}", event.id()),
-                });
-            }
-        }
-        if let Err(refusal) = check_identity(&st.view, event) {
-            // The view may rest on a terminal or an opening still being synced: refuse only once
-            // it is durable (if its sync fails, the caller gets that failure instead).
-            let upto = st.fact_seq;
-            drop(st);
-            session.writer.wait_durable(upto)?;
-            return Err(refusal);
-        }
-        let payload = event.canonical_json().as_bytes();
-        let ack = session.writer.enqueue(RecordKind::RuntimeEvent, payload)?;
-        st.view
-            .cover(ack.ordinal, ack.offset, ack.end, ack.seq, ack.chain);
-        let facts = EventFacts::of(event);
-        let at = StoredAt {
-            record_seq: ack.seq,
-            ordinal: ack.ordinal,
-            offset: ack.offset,
-        };
-        let event_seq = st.view.apply_event(at, &facts, false);
-        st.dirty = true;
-        if event_seq.is_some() {
-            st.fact_seq = ack.seq;
-        }
-        if event_seq.is_some() && (facts.opening || facts.terminal) {
-            st.pending
-                .insert(ack.seq, event.canonical_json().to_owned());
-        }
-        if facts.opening || facts.terminal {
-            st.listed = None;
-        }
-        drop(st);
-        let appended = AppendedEvent {
-            event_seq,
-            record_seq: ack.seq,
-            created: true,
-        };
-        Ok((
-            appended,
-            Some(Queued {
-                session,
-                seq: ack.seq,
-            }),
-        ))
-    }
-
-    /// Appends a record of another kind (session header, message, run, run event, admission,
-    /// start rejection) to the session's ledger, in order with its events, durably: lifecycle
-    /// records are never buffered. `payload` is decoded strictly first and its canonical JSON
-    /// is what is written (the same bytes for a canonical payload); runtime events go through
-    /// [`RuntimeEventStore::append`]. Returns the record's sequence number.
-    pub fn append_record(&self, session_id: &str, kind: RecordKind, payload: &[u8]) -> Result<u64> {
-        self.append_session_record(session_id, &decode_session_record(kind, payload)?, &|_| {
-            Ok(())
-        })
-    }
-
-    /// Appends `record` to session `session_id`'s ledger durably, if `precondition` holds for
-    /// the session's state under the session's lock (a run that must not exist yet, a header
-    /// an update was made from): nothing is written when it does not.
-    pub(super) fn append_session_record(
-        &self,
-        session_id: &str,
-        record: &SessionRecord,
-        precondition: &dyn Fn(&SessionState) -> Result<()>,
-    ) -> Result<u64> {
-        self.queue_record_if(session_id, record, precondition)?
-            .wait_durable()
-    }
-
-    /// [`RuntimeEventStore::append_session_record`] up to the wait: the record is checked,
-    /// queued and in the view, and the caller waits for it. Until then, readers of the view
-    /// wait too. The record was decoded by whoever made it: its canonical JSON is written and
-    /// the view applies it as it is, without decoding that text again.
-    pub(crate) fn queue_record_if(
-        &self,
-        session_id: &str,
-        record: &SessionRecord,
-        precondition: &dyn Fn(&SessionState) -> Result<()>,
-    ) -> Result<Queued> {
-        // Checked by the rules the view applies it with: one it would refuse is refused here,
-        // with nothing written (and no session opened for one naming another session).
-        SessionState::check_session(record, session_id).map_err(Error::InvalidInput)?;
-        let session = self.session(session_id)?;
-        // What depends on the session's state (a run event's run) is checked under its lock.
-        let mut st = lock(&session.state);
-        st.view
-            .session
-            .check(record, session_id)
-            .map_err(Error::InvalidInput)?;
-        precondition(&st.view.session)?;
-        let (kind, payload) = (record.kind(), record.canonical_json().as_bytes());
-        let ack = session.writer.enqueue(kind, payload)?;
-        if kind == RecordKind::SessionHeader {
-            // Before any reader can see it: the catalog reads the session again.
-            self.catalog.header_queued(session_id);
-        }
-        let at = RecordRef {
-            ordinal: ack.ordinal,
-            format_version: ack.format_version,
-            offset: ack.offset,
-            end: ack.end,
-            seq: ack.seq,
-            chain: ack.chain,
-            kind,
-            payload,
-        };
-        st.view.apply_session_record(&at, record);
-        // Readers of the view wait until what it shows is durable.
-        st.fact_seq = ack.seq;
-        st.dirty = true;
-        drop(st);
-        Ok(Queued {
-            session,
-            seq: ack.seq,
-        })
     }
 
     /// Syncs every session, writes the sidecars that are behind their logs and cuts the zeros
