@@ -71,7 +71,7 @@ impl<'a> SessionBatch<'a> {
     }
 
     /// Whether everything queued is durable already (a later sync covered it), so a commit
-    /// would return at once.
+    /// returns at once (with [`crate::Error::Poisoned`] if the writer failed since).
     pub fn is_durable(&self) -> bool {
         self.last.as_ref().is_none_or(Queued::is_durable)
     }

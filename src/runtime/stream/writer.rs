@@ -244,9 +244,10 @@ impl<'a> Writer<'a> {
     pub(super) fn settle(&mut self) {
         if let Some(batch) = self.unsynced.take() {
             // Handing the worker on costs a thread switch: not for a wait that cannot block.
-            let durable = match batch.is_durable() {
-                true => batch.wait(),
-                false => on_disk(|| batch.wait()),
+            let durable = if batch.is_durable() {
+                batch.wait()
+            } else {
+                on_disk(|| batch.wait())
             };
             if durable.is_err() {
                 self.fact_failures += self.unsynced_facts;
