@@ -27,7 +27,7 @@ pub use invocations::{
 };
 pub use run_state::{RunEventEntry, RunState, Runs};
 pub use session_record::SessionRecord;
-pub use session_state::{MessageEntry, SessionState};
+pub use session_state::{DecodedHeader, MessageEntry, SessionState};
 pub use sidecar::{
     decode_sidecar_header, decode_sidecar_state, encode_sidecar, find_ids, id_entries, section,
     section_unchecked, Section, SidecarHeader, ID_ENTRY_LEN, SIDECAR_FILE, SIDECAR_MAGIC,

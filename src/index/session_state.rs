@@ -7,6 +7,7 @@ use super::entries::StoredAt;
 use super::run_state::{apply_run, apply_run_event, check_run, check_run_event, Runs};
 use super::session_record::SessionRecord;
 use crate::format::RecordKind;
+use crate::model::SessionHeader;
 use serde::{Deserialize, Serialize};
 
 /// One stored message: its id and turn, and where its frame lies.
@@ -22,6 +23,9 @@ pub struct MessageEntry {
 pub struct SessionState {
     /// The canonical JSON of the latest session header record.
     pub header: Option<String>,
+    /// That header decoded, as it was applied: read by [`SessionState::cached_header`].
+    #[serde(skip)]
+    pub decoded_header: DecodedHeader,
     /// Every stored message in append order.
     pub messages: Vec<MessageEntry>,
     /// The session's runs by id.
@@ -34,7 +38,29 @@ pub struct SessionState {
     pub rejections: std::collections::BTreeMap<String, String>,
 }
 
+/// The latest header decoded, kept beside its text so a store's reads (every turn reads its
+/// session's header twice) need not decode it again. A cache, not state: never written to a
+/// sidecar (a loaded view has none until a header is applied), equal to any other, and
+/// answered only while its canonical JSON is still the header's text.
+#[derive(Debug, Clone, Default)]
+pub struct DecodedHeader(Option<SessionHeader>);
+
+impl PartialEq for DecodedHeader {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for DecodedHeader {}
+
 impl SessionState {
+    /// The latest header, decoded, if it was applied to this state and is still the latest;
+    /// `None` means decode [`SessionState::header`].
+    pub fn cached_header(&self) -> Option<&SessionHeader> {
+        let (text, decoded) = (self.header.as_deref()?, self.decoded_header.0.as_ref()?);
+        (decoded.canonical_json() == text).then_some(decoded)
+    }
+
     /// Checks `record` of session `session_id` as [`SessionState::apply`] would apply it,
     /// changing nothing: what a store checks before it writes one. It must
     /// [name the session](Self::check_session); a run event must also belong to a run the
@@ -95,6 +121,7 @@ impl SessionState {
         match record {
             SessionRecord::Header(header) => {
                 self.header = Some(header.canonical_json().to_owned());
+                self.decoded_header = DecodedHeader(Some(header.clone()));
             }
             SessionRecord::Message(message) => self.messages.push(MessageEntry {
                 id: message.id().to_owned(),
@@ -135,5 +162,65 @@ impl SessionState {
             Some(record) => self.apply(&record, session_id, at),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn header(name: &str) -> SessionHeader {
+        SessionHeader::from_value(json!({
+            "schemaVersion": 1, "id": "s", "workspaceRoot": "/w", "cwd": "/w", "name": name,
+            "llmConnectionSlug": "fake", "model": "m", "createdAt": 1, "lastUsedAt": 1,
+            "titleIsManual": false, "isFlagged": false, "isArchived": false, "hasUnread": false,
+            "connectionLocked": false, "labels": [], "status": "active", "backend": "fake",
+            "permissionMode": "ask"
+        }))
+        .expect("header")
+    }
+
+    fn at(seq: u64) -> StoredAt {
+        StoredAt {
+            record_seq: seq,
+            ordinal: 1,
+            offset: 256,
+        }
+    }
+
+    #[test]
+    fn the_applied_header_is_answered_decoded_and_only_while_it_is_the_latest() {
+        let mut state = SessionState::default();
+        assert!(state.cached_header().is_none(), "no header yet");
+        state.apply_checked(&SessionRecord::Header(header("first")), at(1));
+        let text = state.header.clone().expect("text");
+        let cached = state.cached_header().expect("cached").clone();
+        assert_eq!(cached, SessionHeader::decode(&text).expect("decodes"));
+        state.apply_checked(&SessionRecord::Header(header("second")), at(2));
+        assert_eq!(
+            state.cached_header().expect("cached").value()["name"],
+            "second"
+        );
+        // A text set some other way is never answered from a header decoded before it.
+        state.header = Some(text);
+        assert!(state.cached_header().is_none());
+    }
+
+    #[test]
+    fn the_cache_is_not_state_a_sidecar_never_holds_it_and_it_compares_equal() {
+        let mut with = SessionState::default();
+        with.apply_checked(&SessionRecord::Header(header("h")), at(1));
+        let mut without = with.clone();
+        without.decoded_header = DecodedHeader::default();
+        assert_eq!(with, without);
+        let bytes = bincode::serialize(&with).expect("encodes");
+        assert_eq!(bytes, bincode::serialize(&without).expect("encodes"));
+        let loaded: SessionState = bincode::deserialize(&bytes).expect("decodes");
+        assert_eq!(loaded, with);
+        assert!(
+            loaded.cached_header().is_none(),
+            "a loaded state decodes its header"
+        );
     }
 }

@@ -91,6 +91,6 @@ pub(super) fn session_state_v3(body: &[u8]) -> Result<SessionState, FormatError>
         messages: old.messages,
         runs: old.runs,
         admissions: old.admissions,
-        rejections: Default::default(),
+        ..SessionState::default()
     })
 }

@@ -152,6 +152,9 @@ impl SessionStore {
 }
 
 pub(super) fn header_of(state: &SessionState) -> Result<Option<SessionHeader>> {
+    if let Some(header) = state.cached_header() {
+        return Ok(Some(header.clone()));
+    }
     state
         .header
         .as_deref()
