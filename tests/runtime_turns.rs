@@ -4,6 +4,7 @@
 
 mod support;
 
+use makalog::event::RuntimeEvent;
 use makalog::format::RecordKind;
 use makalog::runtime::{
     BackendRegistry, SessionEvent, SessionManager, Sources, Turn, TurnInput,
@@ -163,6 +164,58 @@ async fn a_turn_is_written_in_the_order_of_section_12_and_streams_the_echo() {
         .expect("header");
     assert_eq!(header.value()["connectionLocked"], json!(true));
     assert_eq!(header.value()["hasUnread"], json!(true));
+}
+
+/// A long echo's deltas become many partial events, each taken by the strict path once
+/// written (its bytes are what decoding them gives), together holding the whole text in
+/// order, each under the id of the delta its text starts with.
+#[tokio::test(start_paused = true)]
+async fn a_long_echo_is_written_as_partials_that_hold_its_deltas_in_order() {
+    let f = fixture();
+    let s = session(&f);
+    let prompt = "explain how the group commit shares one sync; ".repeat(12);
+    let mut turn = f
+        .manager
+        .send_message(&s, text(&prompt))
+        .await
+        .expect("send");
+    let mut deltas = Vec::new();
+    while let Some(e) = turn.events.recv().await {
+        if let SessionEvent::TextDelta { id, text, .. } = e {
+            deltas.push((id, text));
+        }
+    }
+    turn.finish().await.expect("turn");
+    let partials: Vec<RuntimeEvent> = support::read_all(&*f.storage, &s)
+        .expect("read")
+        .iter()
+        .filter(|r| r.kind == RecordKind::RuntimeEvent)
+        .map(|r| {
+            let json = std::str::from_utf8(&r.payload).expect("utf-8");
+            let event = RuntimeEvent::decode(json).expect("event");
+            assert_eq!(
+                event.canonical_json(),
+                json,
+                "stored as the strict path prints it"
+            );
+            event
+        })
+        .filter(RuntimeEvent::partial)
+        .collect();
+    assert!(partials.len() >= 3, "{} partials", partials.len());
+    let mut at = 0;
+    for p in &partials {
+        let text = p.value()["content"]["text"].as_str().expect("text");
+        assert_eq!(p.id(), deltas[at].0, "a partial takes its first delta's id");
+        let mut joined = String::new();
+        while joined.len() < text.len() {
+            joined.push_str(&deltas[at].1);
+            at += 1;
+        }
+        assert_eq!(joined, text);
+        assert_eq!(p.value()["refs"], partials[0].value()["refs"]);
+    }
+    assert_eq!(at, deltas.len(), "every delta is in a partial");
 }
 
 /// The caller is handed a fact's event once the fact is durable: the text fact and its message

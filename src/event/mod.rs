@@ -28,6 +28,7 @@ mod error;
 mod kind;
 pub(crate) mod number;
 pub(crate) mod parse;
+mod partial;
 pub(crate) mod path;
 mod plain;
 pub(crate) mod schema;

@@ -7,7 +7,7 @@ use super::batch::Batch;
 use super::manager::{Inner, TurnInput};
 use super::mapping::TurnIds;
 use crate::error::{Error, Result};
-use crate::event::RuntimeEvent;
+use crate::event::{EventError, RuntimeEvent};
 use crate::index::SessionRecord;
 use crate::model::{RunHeader, SessionHeader};
 use crate::store::Admission;
@@ -205,7 +205,12 @@ fn opening(h: &Value, input: &TurnInput) -> Value {
 
 /// A RuntimeEvent the runtime built, strictly decoded (one it would refuse is a typed error).
 pub(super) fn runtime_event(event: Value) -> Result<RuntimeEvent> {
-    RuntimeEvent::from_value(event).map_err(|e| {
+    built(RuntimeEvent::from_value(event))
+}
+
+/// An event the runtime built, or the typed error for one the ledger refuses.
+pub(super) fn built(event: std::result::Result<RuntimeEvent, EventError>) -> Result<RuntimeEvent> {
+    event.map_err(|e| {
         Error::InvalidInput(format!(
             "the runtime built an event the ledger refuses: {e}"
         ))
