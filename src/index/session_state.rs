@@ -39,11 +39,11 @@ pub struct SessionState {
 }
 
 /// The latest header decoded, kept beside its text so a store's reads (every turn reads its
-/// session's header twice) need not decode it again. A cache, not state: never written to a
-/// sidecar (a loaded view has none until a header is applied), equal to any other, and
-/// answered only while its canonical JSON is still the header's text.
+/// session's header twice) need not decode it again: set when a header is applied, or by the
+/// first read of a view loaded from a sidecar. A cache, not state: never written to a sidecar,
+/// equal to any other, and answered only while its canonical JSON is still the header's text.
 #[derive(Debug, Clone, Default)]
-pub struct DecodedHeader(Option<SessionHeader>);
+pub struct DecodedHeader(std::sync::OnceLock<SessionHeader>);
 
 impl PartialEq for DecodedHeader {
     fn eq(&self, _: &Self) -> bool {
@@ -54,11 +54,19 @@ impl PartialEq for DecodedHeader {
 impl Eq for DecodedHeader {}
 
 impl SessionState {
-    /// The latest header, decoded, if it was applied to this state and is still the latest;
-    /// `None` means decode [`SessionState::header`].
+    /// The latest header, decoded, if it was applied to this state or kept by
+    /// [`SessionState::keep_decoded_header`] and is still the latest; `None` means decode
+    /// [`SessionState::header`].
     pub fn cached_header(&self) -> Option<&SessionHeader> {
-        let (text, decoded) = (self.header.as_deref()?, self.decoded_header.0.as_ref()?);
+        let (text, decoded) = (self.header.as_deref()?, self.decoded_header.0.get()?);
         (decoded.canonical_json() == text).then_some(decoded)
+    }
+
+    /// Keeps `header`, decoded from [`SessionState::header`] by a read, for the next read; a
+    /// state that already holds one keeps its own (and either is answered only while its
+    /// canonical JSON is the header's text).
+    pub fn keep_decoded_header(&self, header: &SessionHeader) {
+        let _ = self.decoded_header.0.set(header.clone());
     }
 
     /// Checks `record` of session `session_id` as [`SessionState::apply`] would apply it,
@@ -121,7 +129,7 @@ impl SessionState {
         match record {
             SessionRecord::Header(header) => {
                 self.header = Some(header.canonical_json().to_owned());
-                self.decoded_header = DecodedHeader(Some(header.clone()));
+                self.decoded_header = DecodedHeader(header.clone().into());
             }
             SessionRecord::Message(message) => self.messages.push(MessageEntry {
                 id: message.id().to_owned(),
@@ -213,6 +221,7 @@ mod tests {
         with.apply_checked(&SessionRecord::Header(header("h")), at(1));
         let mut without = with.clone();
         without.decoded_header = DecodedHeader::default();
+        assert!(without.cached_header().is_none());
         assert_eq!(with, without);
         let bytes = bincode::serialize(&with).expect("encodes");
         assert_eq!(bytes, bincode::serialize(&without).expect("encodes"));
@@ -222,5 +231,18 @@ mod tests {
             loaded.cached_header().is_none(),
             "a loaded state decodes its header"
         );
+        let text = loaded.header.clone().expect("text");
+        loaded.keep_decoded_header(&SessionHeader::decode(&text).expect("decodes"));
+        assert_eq!(
+            loaded.cached_header().map(|h| h.canonical_json()),
+            Some(text.as_str())
+        );
+        // One kept for another text is never answered.
+        let other = SessionState {
+            header: Some(header("other").canonical_json().to_owned()),
+            ..SessionState::default()
+        };
+        other.keep_decoded_header(&header("h"));
+        assert!(other.cached_header().is_none());
     }
 }

@@ -155,11 +155,12 @@ pub(super) fn header_of(state: &SessionState) -> Result<Option<SessionHeader>> {
     if let Some(header) = state.cached_header() {
         return Ok(Some(header.clone()));
     }
-    state
-        .header
-        .as_deref()
-        .map(SessionHeader::decode)
-        .transpose()
+    let Some(text) = state.header.as_deref() else {
+        return Ok(None);
+    };
+    let header = SessionHeader::decode(text)?;
+    state.keep_decoded_header(&header);
+    Ok(Some(header))
 }
 
 /// The ids of every session directory of the root.
