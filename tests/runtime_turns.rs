@@ -204,7 +204,17 @@ async fn a_long_echo_is_written_as_partials_that_hold_its_deltas_in_order() {
         .collect();
     assert!(partials.len() >= 3, "{} partials", partials.len());
     let mut at = 0;
+    let mut last_ts = 0.0;
     for p in &partials {
+        for key in ["invocationId", "runId", "turnId", "sessionId"] {
+            assert_eq!(p.value()[key], partials[0].value()[key], "{key}");
+        }
+        assert!(
+            p.value()["ts"].is_u64() && p.ts() >= last_ts,
+            "{}",
+            p.value()["ts"]
+        );
+        last_ts = p.ts();
         let text = p.value()["content"]["text"].as_str().expect("text");
         assert_eq!(p.id(), deltas[at].0, "a partial takes its first delta's id");
         let mut joined = String::new();

@@ -147,19 +147,46 @@ mod tests {
             .contains("displayText"));
     }
 
+    /// Events to derive from: the runtime's partial, and others the guard must send to the
+    /// strict path or may take (every one accepted by it).
+    fn templates() -> Vec<RuntimeEvent> {
+        let base = first().value().clone();
+        let with = |f: &dyn Fn(&mut Value)| {
+            let mut v = base.clone();
+            f(&mut v);
+            RuntimeEvent::from_value(v).expect("a valid template")
+        };
+        vec![
+            first(),
+            with(&|v| v["partial"] = json!(false)),
+            with(&|v| v["status"] = json!("streaming")),
+            with(&|v| v["status"] = json!("completed")),
+            with(&|v| v["branch"] = json!("b")),
+            with(&|v| v["origin"] = json!("provider")),
+            with(&|v| v["modelVisibility"] = json!("hidden")),
+            with(&|v| v["refs"]["toolCallId"] = json!("c")),
+            with(&|v| v["refs"]["sourceRuntimeEventHighWater"] = json!(7)),
+            with(&|v| v["content"]["displayText"] = json!("shown")),
+            with(&|v| v["content"]["displayText"] = json!("Fake backe")),
+            with(&|v| v["actions"] = json!({"endInvocation": true})),
+        ]
+    }
+
     proptest! {
         #[test]
-        fn any_id_time_and_text_get_the_strict_paths_answer(
+        fn any_template_id_time_and_text_get_the_strict_paths_answer(
+            which in 0usize..12,
             id in ".{0,12}",
             ts in prop_oneof![
                 any::<f64>(),
                 (0u64..1u64 << 60).prop_map(|n| n as f64),
                 Just(f64::NAN),
             ],
-            text in "\\PC{0,40}|[\\x00-\\x1f\"\\\\]{0,8}",
+            text in "\\PC{0,40}|[\\x00-\\x1f\"\\\\]{0,8}|Fake backe|shown",
         ) {
-            let e = first();
-            prop_assert_eq!(e.with_partial_text(&id, ts, &text), strict(&e, &id, ts, &text));
+            let all = templates();
+            let e = &all[which % all.len()];
+            prop_assert_eq!(e.with_partial_text(&id, ts, &text), strict(e, &id, ts, &text));
         }
     }
 }
