@@ -23,7 +23,8 @@ pub struct MessageEntry {
 pub struct SessionState {
     /// The canonical JSON of the latest session header record.
     pub header: Option<String>,
-    /// That header decoded, as it was applied: read by [`SessionState::cached_header`].
+    /// That header decoded, a cache (set when it is applied or first read): read by
+    /// [`SessionState::cached_header`].
     #[serde(skip)]
     pub decoded_header: DecodedHeader,
     /// Every stored message in append order.
