@@ -71,19 +71,17 @@ impl Turn {
 
     async fn echo(&self, text: &str) {
         let message_id = self.shared.sources.new_id();
-        let chars: Vec<char> = text.chars().collect();
-        for chunk in chars.chunks(CHUNK_CHARS) {
+        for piece in pieces(text, CHUNK_CHARS) {
             if !self.pause(CHUNK_DELAY).await {
                 return self.stop_turn().await;
             }
             let (id, turn_id, ts) = self.ids();
-            let text = chunk.iter().collect();
             self.emit(SessionEvent::TextDelta {
                 id,
                 turn_id,
                 ts,
                 message_id: message_id.clone(),
-                text,
+                text: piece.to_owned(),
             })
             .await;
         }
@@ -257,4 +255,48 @@ fn questions() -> Value {
         ),
         q("Should the tests run afterwards?", "Tests", "yes", "no"),
     ])
+}
+
+/// `text` in consecutive pieces of `n` characters (the last may be shorter), borrowed.
+fn pieces(text: &str, n: usize) -> impl Iterator<Item = &str> {
+    debug_assert!(n > 0);
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = rest.char_indices().nth(n).map_or(rest.len(), |(i, _)| i);
+        let (piece, tail) = rest.split_at(end);
+        rest = tail;
+        Some(piece)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_are_what_chunking_the_characters_gives() {
+        for text in [
+            "",
+            "a",
+            "123456789",
+            "1234567890",
+            "héllo wörld, ça va? 🚀🚀 ok",
+            "日本語のテキストを九文字ずつ",
+        ] {
+            let want: Vec<String> = text
+                .chars()
+                .collect::<Vec<_>>()
+                .chunks(CHUNK_CHARS)
+                .map(|c| c.iter().collect())
+                .collect();
+            assert_eq!(
+                pieces(text, CHUNK_CHARS).collect::<Vec<_>>(),
+                want,
+                "{text:?}"
+            );
+        }
+    }
 }
