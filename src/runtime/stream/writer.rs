@@ -193,9 +193,10 @@ impl<'a> Writer<'a> {
             return;
         };
         let now = self.inner.sources.now();
-        let event = match &self.last_partial {
+        let event = match self.last_partial.take() {
             // The envelope and the message are the last partial's: only id, time and text
-            // change, which spares the strict path's decode (a dozen partials a turn).
+            // change, which spares the strict path's decode (a dozen partials a turn). After
+            // a failed append there is none, and the next takes the strict path.
             Some(last) if last.value()["refs"]["providerEventId"] == message_id.as_str() => {
                 built(last.with_partial_text(&id, now, &text))
             }
