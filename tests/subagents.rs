@@ -210,4 +210,9 @@ fn a_subagent_costs_one_claims_sync_and_a_new_sessions_syncs() {
         2,
         "the child's directory and sessions/"
     );
+    assert_eq!(
+        storage.meter.maps_of("sessions/child-1/index"),
+        1,
+        "opening the new child for writing looks for its sidecar once"
+    );
 }

@@ -130,12 +130,15 @@ pub(crate) fn open_for_writing(
     session_id: &str,
 ) -> Result<SessionEvents> {
     let storage = &**owner.storage();
-    let loaded = load_sidecar(storage, session_id)?;
-    let resume = loaded.as_ref().and_then(|l| resume_point(&l.view));
-    // A sidecar that no longer vouches for the log still says how far it was durable.
-    let durable = match resume {
-        Some(r) => Some(r),
-        None => recorded_durable(storage, session_id),
+    // The sidecar is read once: a trusted one says where the log resumes; one that no longer
+    // vouches for the log still says how far it was durable.
+    let (loaded, resume, durable) = match read_sidecar(storage, session_id)? {
+        SidecarFile::Trusted(live) => {
+            let resume = resume_point(&live.view);
+            (Some(*live), resume, resume)
+        }
+        SidecarFile::Untrusted(bytes) => (None, None, recorded_durable(&bytes, session_id)),
+        SidecarFile::Absent => (None, None, None),
     };
     let (writer, _) =
         SegmentWriter::open_guarded(owner, session_id, config.clone(), resume, durable)?;
@@ -211,10 +214,9 @@ pub(crate) fn close_session(storage: &dyn Storage, session: SessionEvents) -> Re
 
 /// Where the session's sidecar, if it decodes and is this session's, says the log was durable,
 /// whether or not its covers still hold.
-fn recorded_durable(storage: &dyn Storage, session_id: &str) -> Option<crate::segment::Resume> {
-    let bytes = storage.map_file(&sidecar_path(session_id)).ok()?;
-    let header = decode_sidecar_header(&bytes).ok()?;
-    let view = crate::index::decode_sidecar_state(&bytes, &header).ok()?;
+fn recorded_durable(bytes: &[u8], session_id: &str) -> Option<crate::segment::Resume> {
+    let header = decode_sidecar_header(bytes).ok()?;
+    let view = crate::index::decode_sidecar_state(bytes, &header).ok()?;
     (view.session_id == session_id)
         .then(|| resume_point(&view))
         .flatten()
@@ -223,18 +225,35 @@ fn recorded_durable(storage: &dyn Storage, session_id: &str) -> Option<crate::se
 /// The session's sidecar, if present, whole, of this session and still true of its segments;
 /// `None` means rebuild.
 pub(crate) fn load_sidecar(storage: &dyn Storage, session_id: &str) -> Result<Option<LiveView>> {
+    Ok(match read_sidecar(storage, session_id)? {
+        SidecarFile::Trusted(live) => Some(*live),
+        SidecarFile::Untrusted(_) | SidecarFile::Absent => None,
+    })
+}
+
+/// What a session's sidecar file came to.
+enum SidecarFile {
+    /// None could be read.
+    Absent,
+    /// Its bytes, which do not vouch for the log as it is now.
+    Untrusted(FileBytes),
+    /// Whole, of this session and still true of its segments.
+    Trusted(Box<LiveView>),
+}
+
+fn read_sidecar(storage: &dyn Storage, session_id: &str) -> Result<SidecarFile> {
     let path = sidecar_path(session_id);
     let bytes = match storage.map_file(&path) {
         Ok(b) => b,
-        Err(_) => return Ok(None),
+        Err(_) => return Ok(SidecarFile::Absent),
     };
     let Some((view, header)) = trusted_sidecar(storage, session_id, &bytes)? else {
-        return Ok(None);
+        return Ok(SidecarFile::Untrusted(bytes));
     };
     let ids = section_unchecked(&bytes, &header, 2);
     let start = ids.as_ptr() as usize - bytes.as_ptr() as usize;
     let end = start + ids.len();
-    Ok(Some(LiveView {
+    Ok(SidecarFile::Trusted(Box::new(LiveView {
         view,
         base: Some(BaseIds {
             path,
@@ -248,7 +267,7 @@ pub(crate) fn load_sidecar(storage: &dyn Storage, session_id: &str) -> Result<Op
         listed: None,
         pending: HashMap::new(),
         fact_seq: 0,
-    }))
+    })))
 }
 
 /// Writes the view's sidecar atomically, merging the mapped sidecar's ids, and maps the new one.

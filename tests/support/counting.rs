@@ -20,6 +20,8 @@ pub struct Meter {
     pub read_bytes: AtomicU64,
     /// `list_dir` calls.
     pub listings: AtomicU64,
+    /// `map_file` calls by path, those that failed too.
+    pub maps: Mutex<BTreeMap<PathBuf, u64>>,
     /// `sync_dir` calls by directory.
     pub dir_syncs: Mutex<BTreeMap<PathBuf, u64>>,
     /// Every `sync_data` sleeps this long first, so concurrent callers pile up behind one.
@@ -45,6 +47,11 @@ impl Meter {
     pub fn dir_syncs_of(&self, dir: &str) -> u64 {
         let syncs = self.dir_syncs.lock().expect("meter");
         syncs.get(Path::new(dir)).copied().unwrap_or(0)
+    }
+
+    pub fn maps_of(&self, path: &str) -> u64 {
+        let maps = self.maps.lock().expect("meter");
+        maps.get(Path::new(path)).copied().unwrap_or(0)
     }
 
     pub fn all_dir_syncs(&self) -> u64 {
@@ -111,6 +118,13 @@ impl Storage for CountingStorage {
         }))
     }
     fn map_file(&self, path: &Path) -> io::Result<FileBytes> {
+        *self
+            .meter
+            .maps
+            .lock()
+            .expect("meter")
+            .entry(path.to_owned())
+            .or_default() += 1;
         self.inner.map_file(path)
     }
     fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
