@@ -34,19 +34,17 @@ fn write_beside(storage: &dyn Storage, path: &Path, bytes: &[u8], sync: bool) ->
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
     tmp_name.push(".tmp");
     let tmp: PathBuf = path.with_file_name(tmp_name);
-    if storage
-        .entry_kind(&tmp)
-        .map_err(|e| Error::io(&tmp, "stat", e))?
-        .is_some()
-    {
-        // Left by a crash before its rename: never the live file, safe to replace.
-        storage
-            .remove_file(&tmp)
-            .map_err(|e| Error::io(&tmp, "remove", e))?;
+    let file = match storage.open(&tmp, OpenMode::CreateNew) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            // Left by a crash before its rename: never the live file, safe to replace.
+            storage
+                .remove_file(&tmp)
+                .map_err(|e| Error::io(&tmp, "remove", e))?;
+            storage.open(&tmp, OpenMode::CreateNew)
+        }
+        other => other,
     }
-    let file = storage
-        .open(&tmp, OpenMode::CreateNew)
-        .map_err(|e| Error::io(&tmp, "create", e))?;
+    .map_err(|e| Error::io(&tmp, "create", e))?;
     file.write_all_at(bytes, 0)
         .map_err(|e| Error::io(&tmp, "write", e))?;
     if sync {

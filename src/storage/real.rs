@@ -58,7 +58,11 @@ impl RealStorage {
         };
         o.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
         let file = o.open(self.full(path)).map_err(refused_symlink)?;
-        regular(&file)?;
+        // An exclusive create makes a new regular file or fails (even on a symlink): only an
+        // existing entry needs the check.
+        if mode != OpenMode::CreateNew {
+            regular(&file)?;
+        }
         Ok(file)
     }
 }

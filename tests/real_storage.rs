@@ -1,0 +1,66 @@
+//! The real storage's exclusive create: it makes a new regular file or fails, whatever sits
+//! at the path (so it asks nothing more of the file it made); a replacement by rename takes the
+//! place of a temporary file a crash left.
+
+use makalog::storage::{
+    replace_cache_file, write_atomically, EntryKind, OpenMode, RealStorage, Storage,
+};
+use std::path::Path;
+
+#[test]
+fn an_exclusive_create_makes_a_new_regular_file_or_fails_on_any_entry_there() {
+    let t = tempfile::tempdir().expect("tmp");
+    let storage = RealStorage::new(t.path());
+    std::fs::write(t.path().join("target"), b"kept").expect("target");
+    std::os::unix::fs::symlink(t.path().join("target"), t.path().join("link")).expect("link");
+    std::os::unix::fs::symlink(t.path().join("nowhere"), t.path().join("dangling"))
+        .expect("dangling");
+    let fifo =
+        std::ffi::CString::new(t.path().join("fifo").as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "mkfifo");
+    for name in ["target", "link", "dangling", "fifo"] {
+        assert!(
+            storage.open(Path::new(name), OpenMode::CreateNew).is_err(),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(t.path().join("target")).expect("read"),
+        b"kept"
+    );
+    assert!(
+        !t.path().join("nowhere").exists(),
+        "a dangling link is never followed"
+    );
+
+    let made = storage
+        .open(Path::new("new"), OpenMode::CreateNew)
+        .expect("create");
+    made.write_all_at(b"x", 0).expect("write");
+    assert_eq!(
+        storage.entry_kind(Path::new("new")).expect("stat"),
+        Some(EntryKind::File)
+    );
+}
+
+#[test]
+fn a_replacement_takes_the_place_of_a_temporary_file_a_crash_left() {
+    let t = tempfile::tempdir().expect("tmp");
+    let storage = RealStorage::new(t.path());
+    for (name, durable) in [("cache", false), ("kept", true)] {
+        std::fs::write(t.path().join(name), b"old").expect("old");
+        std::fs::write(t.path().join(format!("{name}.tmp")), b"left by a crash").expect("left");
+        let path = Path::new(name);
+        if durable {
+            write_atomically(&storage, path, b"new").expect("write");
+        } else {
+            replace_cache_file(&storage, path, b"new").expect("replace");
+        }
+        assert_eq!(std::fs::read(t.path().join(name)).expect("read"), b"new");
+        assert!(!t.path().join(format!("{name}.tmp")).exists(), "{name}.tmp");
+        // And with none left.
+        replace_cache_file(&storage, path, b"newer").expect("again");
+        assert_eq!(std::fs::read(t.path().join(name)).expect("read"), b"newer");
+    }
+}
