@@ -1,19 +1,17 @@
 //! A session as the runtime-event store holds it open for writing: its writer, and its view in
 //! memory with the id table of the sidecar it was loaded from mapped.
 
+use super::sidecar_file::{
+    read_sidecar, recorded_durable, store_sidecar, write_sidecar, BaseIds, SidecarFile,
+};
 use super::stored::stored_event;
 use crate::error::{Error, Result};
-use crate::index::{
-    catch_up, decode_sidecar_header, encode_sidecar, find_ids, id_entries, id_hash, rebuild,
-    resume_point, section, section_unchecked, trusted_sidecar, IdEntry, RuntimeInvocation,
-    SessionIndex, SIDECAR_FILE,
-};
+use crate::index::{catch_up, rebuild, resume_point, IdEntry, RuntimeInvocation, SessionIndex};
 use crate::root::Owner;
 use crate::segment::layout::session_dir;
 use crate::segment::{FramesAt, SegmentWriter, WriterConfig};
-use crate::storage::{replace_cache_file, FileBytes, Storage};
+use crate::storage::Storage;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
 /// A session open for writing.
@@ -25,7 +23,7 @@ pub(crate) struct SessionEvents {
 /// A session's view: in memory, plus the id table of the sidecar it was loaded from.
 pub(crate) struct LiveView {
     pub view: SessionIndex,
-    base: Option<BaseIds>,
+    pub(super) base: Option<BaseIds>,
     /// True when the view holds records the sidecar on disk does not.
     pub dirty: bool,
     /// The invocations as last listed, until an opening or terminal event changes them.
@@ -39,33 +37,8 @@ pub(crate) struct LiveView {
     pub fact_seq: u64,
 }
 
-/// The id section of a mapped sidecar.
-struct BaseIds {
-    path: PathBuf,
-    bytes: FileBytes,
-    start: usize,
-    end: usize,
-    /// The section's CRC, checked on first use.
-    crc: u32,
-    checked: bool,
-}
-
-impl BaseIds {
-    fn body(&self) -> &[u8] {
-        &self.bytes[self.start..self.end]
-    }
-
-    fn find(&self, id: &str) -> Result<Vec<IdEntry>> {
-        find_ids(self.body(), id_hash(id)).map_err(|e| Error::corrupt(&self.path, 0, e.what))
-    }
-}
-
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-pub(crate) fn sidecar_path(session_id: &str) -> PathBuf {
-    session_dir(session_id).join(SIDECAR_FILE)
 }
 
 impl LiveView {
@@ -210,114 +183,6 @@ pub(crate) fn close_session(storage: &dyn Storage, session: SessionEvents) -> Re
     }
     drop(st);
     session.writer.close()
-}
-
-/// Where the session's sidecar, if it decodes and is this session's, says the log was durable,
-/// whether or not its covers still hold.
-fn recorded_durable(bytes: &[u8], session_id: &str) -> Option<crate::segment::Resume> {
-    let header = decode_sidecar_header(bytes).ok()?;
-    let view = crate::index::decode_sidecar_state(bytes, &header).ok()?;
-    (view.session_id == session_id)
-        .then(|| resume_point(&view))
-        .flatten()
-}
-
-/// The session's sidecar, if present, whole, of this session and still true of its segments;
-/// `None` means rebuild.
-pub(crate) fn load_sidecar(storage: &dyn Storage, session_id: &str) -> Result<Option<LiveView>> {
-    Ok(match read_sidecar(storage, session_id)? {
-        SidecarFile::Trusted(live) => Some(*live),
-        SidecarFile::Untrusted(_) | SidecarFile::Absent => None,
-    })
-}
-
-/// What a session's sidecar file came to.
-enum SidecarFile {
-    /// None could be read.
-    Absent,
-    /// Its bytes, which do not vouch for the log as it is now.
-    Untrusted(FileBytes),
-    /// Whole, of this session and still true of its segments.
-    Trusted(Box<LiveView>),
-}
-
-fn read_sidecar(storage: &dyn Storage, session_id: &str) -> Result<SidecarFile> {
-    let path = sidecar_path(session_id);
-    let bytes = match storage.map_file(&path) {
-        Ok(b) => b,
-        Err(_) => return Ok(SidecarFile::Absent),
-    };
-    let Some((view, header)) = trusted_sidecar(storage, session_id, &bytes)? else {
-        return Ok(SidecarFile::Untrusted(bytes));
-    };
-    let ids = section_unchecked(&bytes, &header, 2);
-    let start = ids.as_ptr() as usize - bytes.as_ptr() as usize;
-    let end = start + ids.len();
-    Ok(SidecarFile::Trusted(Box::new(LiveView {
-        view,
-        base: Some(BaseIds {
-            path,
-            bytes,
-            start,
-            end,
-            crc: header.sections[2].crc,
-            checked: false,
-        }),
-        dirty: false,
-        listed: None,
-        pending: HashMap::new(),
-        fact_seq: 0,
-    })))
-}
-
-/// Writes the view's sidecar atomically, merging the mapped sidecar's ids, and maps the new one.
-pub(crate) fn write_sidecar(storage: &dyn Storage, live: &mut LiveView) -> Result<()> {
-    let path = store_sidecar(storage, live)?;
-    let mapped = storage
-        .map_file(&path)
-        .map_err(|e| Error::io(&path, "map", e))?;
-    let header = decode_sidecar_header(&mapped)
-        .map_err(|e| Error::corrupt(&path, e.offset as u64, e.what))?;
-    let ids =
-        section(&mapped, &header, 2).map_err(|e| Error::corrupt(&path, e.offset as u64, e.what))?;
-    let start = ids.as_ptr() as usize - mapped.as_ptr() as usize;
-    let end = start + ids.len();
-    let crc = header.sections[2].crc;
-    live.base = Some(BaseIds {
-        path,
-        bytes: mapped,
-        start,
-        end,
-        crc,
-        checked: true,
-    });
-    live.view.ids = Default::default();
-    live.pending.clear();
-    Ok(())
-}
-
-/// Writes the view's sidecar atomically, merging the mapped sidecar's ids; returns its path.
-/// What a close does: the view is dropped next, so the new file is not mapped.
-fn store_sidecar(storage: &dyn Storage, live: &mut LiveView) -> Result<PathBuf> {
-    let path = sidecar_path(&live.view.session_id);
-    let base_ids = match &live.base {
-        Some(b) if b.checked => {
-            id_entries(b.body()).map_err(|e| Error::corrupt(&path, 0, e.what))?
-        }
-        Some(_) => {
-            return Err(Error::corrupt(
-                &path,
-                0,
-                "the sidecar's ids were not checked",
-            ))
-        }
-        None => Vec::new(),
-    };
-    let bytes =
-        encode_sidecar(&live.view, &base_ids).map_err(|e| Error::corrupt(&path, 0, e.what))?;
-    replace_cache_file(storage, &path, &bytes)?;
-    live.dirty = false;
-    Ok(path)
 }
 
 /// A stored event's bytes as text.

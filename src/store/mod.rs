@@ -17,6 +17,7 @@ mod reads;
 mod runs;
 mod runtime_events;
 mod sessions;
+mod sidecar_file;
 mod stored;
 mod subagents;
 mod terminal;

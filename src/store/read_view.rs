@@ -18,7 +18,8 @@
 //! there is never followed.
 
 use super::first_segment::first_segment_alone;
-use super::live::{caught_up, load_sidecar, sidecar_path};
+use super::live::caught_up;
+use super::sidecar_file::{load_sidecar, sidecar_path};
 use super::vouched::{vouched_view, Vouched};
 use crate::error::{Error, Result};
 use crate::format::{FrameCursor, RecordKind};
