@@ -17,6 +17,7 @@ mod heads;
 #[cfg(feature = "sqlite")]
 mod import;
 mod index;
+mod invocations;
 mod progress;
 mod replay;
 mod report;
@@ -98,7 +99,7 @@ fn main() -> ExitCode {
             root,
             session,
             json,
-        } => index::invocations(&root, &session, json),
+        } => invocations::invocations(&root, &session, json),
         Command::Sessions { root, json } => sessions::list(&root, json),
         Command::Timeline {
             root,

@@ -77,7 +77,7 @@ fn print(at: &PointView<'_>, session: &str) -> makalog::Result<()> {
     say!("\nMESSAGES");
     crate::sessions::print_messages(view, session, None, false);
     say!("\nINVOCATIONS");
-    crate::index::print_invocations(view, session, false);
+    crate::invocations::print_invocations(view, session, false);
     say!("\nCLAIMS KNOWN THEN");
     let claims = claims(view, session);
     for c in &claims {
@@ -159,7 +159,7 @@ fn as_json(at: &PointView<'_>, session: &str) -> makalog::Result<Value> {
         .iter()
         .map(|m| m.value().clone())
         .collect::<Vec<_>>());
-    let index = crate::index::view_of(view, session)?;
+    let index = crate::invocations::view_of(view, session)?;
     let invocations: Vec<Value> = makalog::index::invocations_from_log(view, &index)?
         .iter()
         .map(|i| serde_json::from_str(&i.to_canonical_json()).unwrap_or(Value::Null))

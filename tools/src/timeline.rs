@@ -53,7 +53,7 @@ fn timeline(storage: &makalog::storage::RealStorage, session: &str) -> makalog::
         }
         push(t, "runs", r);
     }
-    let view = crate::index::view_of(storage, session)?;
+    let view = crate::invocations::view_of(storage, session)?;
     for inv in makalog::index::invocations_from_log(storage, &view)? {
         let t = turns.get(&inv.turn_id, inv.opened_at);
         let mut i = json!({"invocationId": inv.invocation_id, "openedAt": inv.opened_at,

@@ -122,7 +122,7 @@ fn read_session(
 ) -> makalog::Result<()> {
     // One view of the session answers everything shown of it; without one, its header is
     // still shown if it can be read.
-    let view = match crate::index::view_of(storage, id) {
+    let view = match crate::invocations::view_of(storage, id) {
         Ok(view) => view,
         Err(e) => {
             s.session.header = reads.read_session(id).ok().flatten();
