@@ -6,6 +6,7 @@ mod log;
 mod record;
 mod replay;
 mod request;
+mod rules;
 mod table;
 
 pub use log::{ClaimsLog, GraphClaimOutcome, SpawnClaimOutcome};
