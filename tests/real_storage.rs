@@ -19,11 +19,14 @@ fn an_exclusive_create_makes_a_new_regular_file_or_fails_on_any_entry_there() {
         std::ffi::CString::new(t.path().join("fifo").as_os_str().as_encoded_bytes()).expect("path");
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "mkfifo");
-    for name in ["target", "link", "dangling", "fifo"] {
-        assert!(
-            storage.open(Path::new(name), OpenMode::CreateNew).is_err(),
-            "{name}"
-        );
+    std::fs::create_dir(t.path().join("dir")).expect("dir");
+    for name in ["target", "link", "dangling", "fifo", "dir"] {
+        // What a replacement by rename relies on to tell a left temporary file.
+        let kind = storage
+            .open(Path::new(name), OpenMode::CreateNew)
+            .err()
+            .map(|e| e.kind());
+        assert_eq!(kind, Some(std::io::ErrorKind::AlreadyExists), "{name}");
     }
     assert_eq!(
         std::fs::read(t.path().join("target")).expect("read"),
@@ -63,4 +66,24 @@ fn a_replacement_takes_the_place_of_a_temporary_file_a_crash_left() {
         replace_cache_file(&storage, path, b"newer").expect("again");
         assert_eq!(std::fs::read(t.path().join(name)).expect("read"), b"newer");
     }
+    // A symlink left there is removed, never written through; a directory is refused with
+    // the live file as it was.
+    std::fs::write(t.path().join("elsewhere"), b"untouched").expect("elsewhere");
+    std::os::unix::fs::symlink(t.path().join("elsewhere"), t.path().join("cache.tmp"))
+        .expect("link");
+    replace_cache_file(&storage, Path::new("cache"), b"linked").expect("replace");
+    assert_eq!(
+        std::fs::read(t.path().join("cache")).expect("read"),
+        b"linked"
+    );
+    assert_eq!(
+        std::fs::read(t.path().join("elsewhere")).expect("read"),
+        b"untouched"
+    );
+    std::fs::create_dir(t.path().join("cache.tmp")).expect("dir");
+    assert!(replace_cache_file(&storage, Path::new("cache"), b"refused").is_err());
+    assert_eq!(
+        std::fs::read(t.path().join("cache")).expect("read"),
+        b"linked"
+    );
 }
