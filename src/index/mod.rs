@@ -7,6 +7,7 @@ mod entries;
 mod facts;
 mod groups;
 mod invocations;
+mod messages;
 mod run_state;
 mod session_record;
 mod session_state;
@@ -25,9 +26,10 @@ pub use invocations::{
     read_order, runtime_invocations_from_session_events, sort_invocations, utf16_cmp,
     RuntimeInvocation,
 };
+pub use messages::{MessageEntry, Messages};
 pub use run_state::{RunEventEntry, RunState, Runs};
 pub use session_record::SessionRecord;
-pub use session_state::{DecodedHeader, MessageEntry, SessionState};
+pub use session_state::{DecodedHeader, SessionState};
 pub use sidecar::{
     decode_sidecar_header, decode_sidecar_state, encode_sidecar, find_ids, id_entries, section,
     section_unchecked, Section, SidecarHeader, ID_ENTRY_LEN, SIDECAR_FILE, SIDECAR_MAGIC,

@@ -4,19 +4,12 @@
 //! start rejection. A pure function of the records, as the rest of the view is.
 
 use super::entries::StoredAt;
+use super::messages::Messages;
 use super::run_state::{apply_run, apply_run_event, check_run, check_run_event, Runs};
 use super::session_record::SessionRecord;
 use crate::format::RecordKind;
 use crate::model::SessionHeader;
 use serde::{Deserialize, Serialize};
-
-/// One stored message: its id and turn, and where its frame lies.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MessageEntry {
-    pub id: String,
-    pub turn_id: Option<String>,
-    pub at: StoredAt,
-}
 
 /// The session records' state.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,7 +21,7 @@ pub struct SessionState {
     #[serde(skip)]
     pub decoded_header: DecodedHeader,
     /// Every stored message in append order.
-    pub messages: Vec<MessageEntry>,
+    pub messages: Messages,
     /// The session's runs by id.
     pub runs: Runs,
     /// The canonical JSON of each admitted root turn's admission, by turn id: the first record
@@ -132,11 +125,9 @@ impl SessionState {
                 self.header = Some(header.canonical_json().to_owned());
                 self.decoded_header = DecodedHeader(header.clone().into());
             }
-            SessionRecord::Message(message) => self.messages.push(MessageEntry {
-                id: message.id().to_owned(),
-                turn_id: message.turn_id().map(str::to_owned),
-                at,
-            }),
+            SessionRecord::Message(message) => {
+                self.messages.push(message.id(), message.turn_id(), at)
+            }
             SessionRecord::Run(run) => apply_run(&mut self.runs, run),
             SessionRecord::RunEvent(event) => {
                 apply_run_event(&mut self.runs, event, at);

@@ -6,7 +6,8 @@
 //! time it is written.
 
 use super::entries::{id_hash, InvocationEntry, KeyedEvent, StoredAt};
-use super::session_state::{MessageEntry, SessionState};
+use super::messages::Messages;
+use super::session_state::SessionState;
 use super::sidecar::{bincode_err, find_ids};
 use crate::format::FormatError;
 use serde::Deserialize;
@@ -78,7 +79,7 @@ pub(super) fn invocations(
 #[derive(Deserialize)]
 struct SessionStateV3 {
     header: Option<String>,
-    messages: Vec<MessageEntry>,
+    messages: Messages,
     runs: super::run_state::Runs,
     admissions: std::collections::BTreeMap<String, String>,
 }

@@ -7,8 +7,8 @@ use crate::segment::FramesAt;
 use crate::storage::Storage;
 
 /// Whether message `m` is one of turn `turn_id`'s, or any when no turn is asked for.
-pub(super) fn in_turn(m: &MessageEntry, turn_id: Option<&str>) -> bool {
-    turn_id.is_none_or(|t| m.turn_id.as_deref() == Some(t))
+pub(super) fn in_turn(m: &MessageEntry<'_>, turn_id: Option<&str>) -> bool {
+    turn_id.is_none_or(|t| m.turn_id == Some(t))
 }
 
 /// Fewer messages than this a core are read on one thread: below it, starting threads costs
@@ -25,10 +25,11 @@ pub(super) fn messages_of(
     state: &SessionState,
     turn_id: Option<&str>,
 ) -> Result<Vec<StoredMessage>> {
-    let at: Vec<&MessageEntry> = state
+    let at: Vec<StoredAt> = state
         .messages
         .iter()
         .filter(|m| in_turn(m, turn_id))
+        .map(|m| m.at)
         .collect();
     let threads = crate::parallel::threads_for(storage, crate::parallel::cores());
     let parts = crate::parallel::map_ranges(threads, at.len(), MESSAGES_A_THREAD, |range| {
@@ -45,14 +46,13 @@ pub(super) fn messages_of(
 fn decode_messages(
     storage: &dyn Storage,
     session_id: &str,
-    at: &[&MessageEntry],
+    at: &[StoredAt],
 ) -> Result<Vec<StoredMessage>> {
-    let at: Vec<StoredAt> = at.iter().map(|m| m.at).collect();
     let mut frames = FramesAt::new(storage, session_id);
     super::stored::decoded_at(
         &mut frames,
         session_id,
-        &at,
+        at,
         "message",
         StoredMessage::decode,
     )

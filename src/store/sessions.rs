@@ -130,12 +130,7 @@ impl SessionStore {
         let placed = self
             .events
             .with_session_state(session_id, |s| SessionState {
-                messages: s
-                    .messages
-                    .iter()
-                    .filter(|m| in_turn(m, turn_id))
-                    .cloned()
-                    .collect(),
+                messages: s.messages.iter().filter(|m| in_turn(m, turn_id)).collect(),
                 ..SessionState::default()
             })?;
         messages_of(self.events.storage(), session_id, &placed, None)
