@@ -458,9 +458,15 @@ fn read_only_views_answer_as_the_session_open_for_writing_and_write_nothing() {
         let store = RuntimeEventStore::open(&owner, config.clone());
         let reads = storage.meter.reads();
         let listings = storage.meter.listings.load(Ordering::SeqCst);
+        let maps = storage.meter.maps_of("sessions/wide/index");
         let read_only = listing(&store);
         let read = storage.meter.reads() - reads;
         let listed_dirs = storage.meter.listings.load(Ordering::SeqCst) - listings;
+        assert_eq!(
+            storage.meter.maps_of("sessions/wide/index"),
+            maps,
+            "{what}: the sidecar read once serves the whole read, never mapped again"
+        );
         assert_eq!(files_of(&root), before, "{what}: a read writes nothing");
         store.open_session_now("wide").expect("open");
         assert_eq!(listing(&store), read_only, "{what}");

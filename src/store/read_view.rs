@@ -19,13 +19,13 @@
 
 use super::first_segment::first_segment_alone;
 use super::live::caught_up;
-use super::sidecar_file::{load_sidecar, sidecar_path};
+use super::sidecar_file::{sidecar_of, sidecar_path, SidecarFile};
 use super::vouched::{vouched_view, Vouched};
 use crate::error::{Error, Result};
 use crate::format::{FrameCursor, RecordKind};
 use crate::index::{invocations_from_log, rebuild, RecordRef, RuntimeInvocation, SessionIndex};
 use crate::segment::layout::session_dir;
-use crate::storage::{EntryKind, OpenMode, Storage, StorageFile};
+use crate::storage::{EntryKind, FileBytes, OpenMode, Storage, StorageFile};
 use std::io::ErrorKind;
 
 /// The first read of a file asks for this many bytes: a small session's sidecar and segment
@@ -85,11 +85,14 @@ fn read_only_view(storage: &dyn Storage, session_id: &str) -> Result<ReadOnly> {
         }
     }
     let path = sidecar_path(session_id);
+    // The sidecar is read once: bytes that do not vouch for the log serve the general way.
+    let mut sidecar = None;
     match read_whole(storage, &path) {
         Ok(bytes) => {
             if let Some(vouched) = vouched_view(storage, session_id, &bytes)? {
                 return Ok(ReadOnly::Vouched(vouched));
             }
+            sidecar = Some(bytes);
         }
         Err(e) if e.kind() == ErrorKind::NotFound => {
             if let Some(first) = first_segment_alone(storage, session_id)? {
@@ -105,12 +108,16 @@ fn read_only_view(storage: &dyn Storage, session_id: &str) -> Result<ReadOnly> {
         }
         Err(_) => {}
     }
-    let view = match load_sidecar(storage, session_id)? {
-        Some(mut live) => {
+    let loaded = match sidecar {
+        Some(bytes) => sidecar_of(storage, session_id, FileBytes::Owned(bytes))?,
+        None => SidecarFile::Absent,
+    };
+    let view = match loaded {
+        SidecarFile::Trusted(mut live) => {
             caught_up(storage, &mut live)?;
             live.view
         }
-        None => rebuild(storage, session_id)?,
+        SidecarFile::Untrusted(_) | SidecarFile::Absent => rebuild(storage, session_id)?,
     };
     Ok(ReadOnly::General(view))
 }

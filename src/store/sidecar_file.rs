@@ -48,15 +48,6 @@ pub(super) fn recorded_durable(bytes: &[u8], session_id: &str) -> Option<crate::
         .flatten()
 }
 
-/// The session's sidecar, if present, whole, of this session and still true of its segments;
-/// `None` means rebuild.
-pub(crate) fn load_sidecar(storage: &dyn Storage, session_id: &str) -> Result<Option<LiveView>> {
-    Ok(match read_sidecar(storage, session_id)? {
-        SidecarFile::Trusted(live) => Some(*live),
-        SidecarFile::Untrusted(_) | SidecarFile::Absent => None,
-    })
-}
-
 /// What a session's sidecar file came to.
 pub(super) enum SidecarFile {
     /// None could be read.
@@ -68,11 +59,19 @@ pub(super) enum SidecarFile {
 }
 
 pub(super) fn read_sidecar(storage: &dyn Storage, session_id: &str) -> Result<SidecarFile> {
+    match storage.map_file(&sidecar_path(session_id)) {
+        Ok(bytes) => sidecar_of(storage, session_id, bytes),
+        Err(_) => Ok(SidecarFile::Absent),
+    }
+}
+
+/// What a session's sidecar comes to, from its bytes already read.
+pub(super) fn sidecar_of(
+    storage: &dyn Storage,
+    session_id: &str,
+    bytes: FileBytes,
+) -> Result<SidecarFile> {
     let path = sidecar_path(session_id);
-    let bytes = match storage.map_file(&path) {
-        Ok(b) => b,
-        Err(_) => return Ok(SidecarFile::Absent),
-    };
     let Some((view, header)) = trusted_sidecar(storage, session_id, &bytes)? else {
         return Ok(SidecarFile::Untrusted(bytes));
     };
