@@ -10,6 +10,7 @@
 
 mod ops;
 mod records;
+mod restart;
 mod state;
 
 use arbitrary::{Arbitrary, Unstructured};

@@ -1,13 +1,13 @@
-//! The operations of the model target and the machine that runs them.
+//! The operations of the model target and the machine that runs them (its faults, crashes
+//! and reopens in `restart.rs`).
 
 use super::records::{claim_request, config, message, run, run_with_id, session_header, OPERATORS};
 use super::state::State;
 use arbitrary::Arbitrary;
 use makalog::index::SIDECAR_FILE;
 use makalog::root::{create_or_open_root, Owner};
-use makalog::storage::{Fault, FaultKind, SimRng, SimStorage, Tear};
-use makalog::store::{open_execution_stores_with, ExecutionStores, ReadOnlySessions};
-use makalog::verify::verify_root;
+use makalog::storage::{SimRng, SimStorage, Tear};
+use makalog::store::{open_execution_stores_with, ExecutionStores};
 use makalog::Error;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -58,15 +58,15 @@ enum Expect {
 }
 
 pub struct Machine {
-    storage: Arc<SimStorage>,
-    live: Option<(Owner, ExecutionStores)>,
-    model: State,
-    next: u32,
+    pub(super) storage: Arc<SimStorage>,
+    pub(super) live: Option<(Owner, ExecutionStores)>,
+    pub(super) model: State,
+    pub(super) next: u32,
     /// A fault or a death is armed: a write may fail, and then may or may not have landed.
-    armed: Option<Tear>,
+    pub(super) armed: Option<Tear>,
     /// Sessions written since the last crash: opened for writing, so recovered.
-    touched: BTreeSet<String>,
-    rng: SimRng,
+    pub(super) touched: BTreeSet<String>,
+    pub(super) rng: SimRng,
 }
 
 impl Machine {
@@ -86,7 +86,7 @@ impl Machine {
         m
     }
 
-    fn open(&mut self) {
+    pub(super) fn open(&mut self) {
         let owner = Owner::try_acquire(self.storage.clone())
             .expect("acquire")
             .expect("the lease is free");
@@ -151,7 +151,7 @@ impl Machine {
 
     /// Compares the stores' answers with the model; under an armed fault a read may fail too,
     /// which ends in a crash like a failed write.
-    fn check(&mut self) {
+    pub(super) fn check(&mut self) {
         match (self.observe(), self.armed) {
             (Ok(seen), _) => assert_eq!(seen, self.model, "the stores against the model"),
             (Err(_), Some(tear)) => {
@@ -162,7 +162,7 @@ impl Machine {
         }
     }
 
-    fn observe(&self) -> Result<State, Error> {
+    pub(super) fn observe(&self) -> Result<State, Error> {
         State::of_stores(self.stores())
     }
 
@@ -248,96 +248,6 @@ impl Machine {
             }
             Op::Reopen | Op::Crash { .. } | Op::Fault { .. } => unreachable!("not a write"),
         }
-    }
-
-    fn arm(&mut self, after: u8, kind: u8) {
-        let kinds = [
-            FaultKind::Eio,
-            FaultKind::ShortWrite,
-            FaultKind::NoSpace,
-            FaultKind::SyncLost,
-        ];
-        match kinds.get(usize::from(kind % 5)) {
-            Some(&kind) => self.storage.inject(Fault {
-                nth: self.storage.operations() + 1 + u64::from(after % 32),
-                forever: false,
-                kind,
-            }),
-            None => self
-                .storage
-                .crash_before_point(self.storage.persistence_points() + 1 + u64::from(after % 16)),
-        }
-        self.armed = Some(Tear::ALL[usize::from(kind / 5) % Tear::ALL.len()]);
-    }
-
-    /// A clean close: the root verifies clean and reads, without the lease, as the model says.
-    fn reopen(&mut self) {
-        if let Some((owner, stores)) = self.live.take() {
-            let closed = stores.close();
-            drop(owner);
-            if let Err(e) = closed {
-                assert!(self.armed.is_some(), "a clean close failed: {e}");
-                let tear = self.armed.take().unwrap_or(Tear::None);
-                return self.crash(tear, &[]);
-            }
-        }
-        if self.armed.is_none() {
-            // A session is recovered when it is opened for writing: one only read since a
-            // crash may still end in what the crash left, which verify reports.
-            let report = verify_root(&*self.storage).expect("verify");
-            for finding in &report.findings {
-                let session = finding
-                    .strip_prefix("sessions/")
-                    .and_then(|f| f.split('/').next());
-                let untouched = session.is_some_and(|s| !self.touched.contains(s));
-                assert!(
-                    untouched && finding.contains("torn"),
-                    "verify after a clean close: {finding}"
-                );
-            }
-        }
-        // The process starts again; an armed fault goes with it.
-        self.storage.restart();
-        self.armed = None;
-        self.expect_files(&[]);
-        self.open();
-        self.check();
-    }
-
-    /// The machine loses power. The root must then read as the model, or as one of `maybe`
-    /// (a write that failed may have landed), which the model adopts.
-    fn crash(&mut self, tear: Tear, maybe: &[State]) {
-        self.live = None;
-        self.touched.clear();
-        self.armed = None;
-        self.storage.crash(tear, &mut self.rng);
-        self.expect_files(maybe);
-        self.open();
-        let seen = self.observe().expect("reading the stores after a crash");
-        self.adopt(seen, maybe, "the stores after a crash");
-    }
-
-    fn expect_files(&mut self, maybe: &[State]) {
-        let seen = State::of_files(&ReadOnlySessions::new(&*self.storage))
-            .expect("reading the files without the lease");
-        let ok = std::iter::once(&self.model)
-            .chain(maybe)
-            .any(|s| s.without_claims() == seen);
-        assert!(
-            ok,
-            "the files read {seen:?}, the model holds {:?} or {maybe:?}",
-            self.model
-        );
-    }
-
-    fn adopt(&mut self, seen: State, maybe: &[State], what: &str) {
-        let ok = seen == self.model || maybe.contains(&seen);
-        assert!(
-            ok,
-            "{what}: {seen:?}, the model holds {:?} or {maybe:?}",
-            self.model
-        );
-        self.model = seen;
     }
 
     /// The end of the input: a last clean reopen checks what it left.
