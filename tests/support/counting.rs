@@ -21,9 +21,9 @@ pub struct Meter {
     /// `list_dir` calls.
     pub listings: AtomicU64,
     /// `map_file` calls by path, those that failed too.
-    pub maps: Mutex<BTreeMap<PathBuf, u64>>,
+    pub maps: Counts,
     /// `sync_dir` calls by directory.
-    pub dir_syncs: Mutex<BTreeMap<PathBuf, u64>>,
+    pub dir_syncs: Counts,
     /// Every `sync_data` sleeps this long first, so concurrent callers pile up behind one.
     pub slow_sync: Mutex<Option<Duration>>,
     /// The next `sync_data` reports on `entered` that it started, then waits on `release`:
@@ -45,13 +45,11 @@ impl Meter {
     }
 
     pub fn dir_syncs_of(&self, dir: &str) -> u64 {
-        let syncs = self.dir_syncs.lock().expect("meter");
-        syncs.get(Path::new(dir)).copied().unwrap_or(0)
+        count_of(&self.dir_syncs, dir)
     }
 
     pub fn maps_of(&self, path: &str) -> u64 {
-        let maps = self.maps.lock().expect("meter");
-        maps.get(Path::new(path)).copied().unwrap_or(0)
+        count_of(&self.maps, path)
     }
 
     pub fn all_dir_syncs(&self) -> u64 {
@@ -118,13 +116,7 @@ impl Storage for CountingStorage {
         }))
     }
     fn map_file(&self, path: &Path) -> io::Result<FileBytes> {
-        *self
-            .meter
-            .maps
-            .lock()
-            .expect("meter")
-            .entry(path.to_owned())
-            .or_default() += 1;
+        count(&self.meter.maps, path);
         self.inner.map_file(path)
     }
     fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
@@ -150,13 +142,7 @@ impl Storage for CountingStorage {
                 std::thread::sleep(pause);
             }
         }
-        *self
-            .meter
-            .dir_syncs
-            .lock()
-            .expect("meter")
-            .entry(path.to_owned())
-            .or_default() += 1;
+        count(&self.meter.dir_syncs, path);
         self.inner.sync_dir(path)
     }
     fn sync_all(&self) -> io::Result<()> {
@@ -178,6 +164,21 @@ impl Storage for CountingStorage {
     fn describe_root(&self) -> PathBuf {
         self.inner.describe_root()
     }
+}
+
+type Counts = Mutex<BTreeMap<PathBuf, u64>>;
+
+fn count(counts: &Counts, path: &Path) {
+    *counts
+        .lock()
+        .expect("meter")
+        .entry(path.to_owned())
+        .or_default() += 1;
+}
+
+fn count_of(counts: &Counts, path: &str) -> u64 {
+    let counts = counts.lock().expect("meter");
+    counts.get(Path::new(path)).copied().unwrap_or(0)
 }
 
 pub fn counting(root: PathBuf, fail_from: u64) -> (Arc<CountingStorage>, Arc<AtomicU64>) {
