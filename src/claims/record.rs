@@ -28,17 +28,18 @@ impl ClaimRecord {
         }
     }
 
-    /// The payload: JSON with keys sorted at every depth (serde_json's map is ordered).
+    /// The payload: JSON with keys sorted at every depth. Each claim's fields are declared in
+    /// the order of their JSON names and a header's members are a sorted map (serde_json's map
+    /// is ordered), so serializing the record directly keeps that order without building a
+    /// JSON value first.
     pub fn encode(&self) -> Result<Vec<u8>> {
-        let value = match self {
-            ClaimRecord::Graph(c) => serde_json::to_value(c),
-            ClaimRecord::Status(s) => serde_json::to_value(s),
-            ClaimRecord::Spawn(c) => serde_json::to_value(c),
-            ClaimRecord::Session(c) => serde_json::to_value(c),
+        let bytes = match self {
+            ClaimRecord::Graph(c) => serde_json::to_vec(c),
+            ClaimRecord::Status(s) => serde_json::to_vec(s),
+            ClaimRecord::Spawn(c) => serde_json::to_vec(c),
+            ClaimRecord::Session(c) => serde_json::to_vec(c),
         };
-        value
-            .map(|v| v.to_string().into_bytes())
-            .map_err(|e| Error::InvalidInput(format!("claim does not encode: {e}")))
+        bytes.map_err(|e| Error::InvalidInput(format!("claim does not encode: {e}")))
     }
 
     /// Decodes and validates a payload of `kind`.
@@ -65,5 +66,91 @@ impl ClaimRecord {
             }
         };
         Ok(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claims::request::AdmissionStatus;
+    use serde_json::json;
+
+    /// What the payload must be: the record as a JSON value, whose maps sort their keys at
+    /// every depth, printed.
+    fn sorted(record: &ClaimRecord) -> Vec<u8> {
+        let value = match record {
+            ClaimRecord::Graph(c) => serde_json::to_value(c),
+            ClaimRecord::Status(s) => serde_json::to_value(s),
+            ClaimRecord::Spawn(c) => serde_json::to_value(c),
+            ClaimRecord::Session(c) => serde_json::to_value(c),
+        };
+        value.unwrap().to_string().into_bytes()
+    }
+
+    fn spawn(child_header: Option<serde_json::Value>) -> ClaimRecord {
+        ClaimRecord::Spawn(SubagentSpawnClaim {
+            child_header,
+            child_session_id: "child".into(),
+            item_id: "item".into(),
+            parent_run_id: "run".into(),
+            parent_session_id: "parent".into(),
+            request_fingerprint: "f".repeat(64),
+            swarm_id: "graph:g".into(),
+            tool_call_id: "tool \"1\" é".into(),
+        })
+    }
+
+    /// Every kind of record encodes with its keys sorted at every depth, byte for byte as its
+    /// JSON value prints, so a field declared out of order fails here.
+    #[test]
+    fn payloads_keep_keys_sorted_at_every_depth() {
+        let records = [
+            ClaimRecord::Graph(AgentGraphIntentClaim {
+                claim_id: format!("graph_claim_{}", "a".repeat(32)),
+                claimed_at: 1_700_000_000_000,
+                graph_id: "g".into(),
+                intent_fingerprint: format!("sha256:{}", "1".repeat(64)),
+                intent_id: format!("graph_intent_{}", "b".repeat(32)),
+                readiness_context_fingerprint: format!("sha256:{}", "2".repeat(64)),
+                schema_version: 1,
+                target_operator_id: "op".into(),
+                target_run_id: "run".into(),
+                target_session_id: "s".into(),
+                target_turn_id: "turn".into(),
+            }),
+            ClaimRecord::Status(AdmissionStatusChange {
+                graph_id: "g".into(),
+                intent_id: "i".into(),
+                status: AdmissionStatus::Executing,
+                reason: Some("started".into()),
+            }),
+            ClaimRecord::Status(AdmissionStatusChange {
+                graph_id: "g".into(),
+                intent_id: "i".into(),
+                status: AdmissionStatus::Cancelled,
+                reason: None,
+            }),
+            spawn(None),
+            spawn(Some(json!({
+                "id": "child", "labels": ["b", "a"], "zeta": 1.5, "alpha": {"z": null, "a": -3},
+                "subagentSpawn": {"schemaVersion": 1, "initialTurnId": "t"},
+            }))),
+            ClaimRecord::Session(SessionCreateClaim {
+                session_id: "s".into(),
+                created_at: 42,
+            }),
+        ];
+        for record in &records {
+            let bytes = record.encode().unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&bytes),
+                String::from_utf8_lossy(&sorted(record)),
+                "{record:?}"
+            );
+            assert_eq!(
+                &ClaimRecord::decode(record.kind(), &bytes),
+                &Ok(record.clone())
+            );
+        }
     }
 }

@@ -20,22 +20,23 @@ pub struct AgentGraphIntentClaimRequest {
     pub target_run_id: String,
 }
 
-/// A stored claim: the request plus when the store took it.
+/// A stored claim: the request plus when the store took it. Its fields are declared in the
+/// order of their JSON names, which is the order the log's payload keeps them in (keys sorted).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentGraphIntentClaim {
-    pub schema_version: u32,
     pub claim_id: String,
-    pub graph_id: String,
-    pub intent_id: String,
-    pub intent_fingerprint: String,
-    pub readiness_context_fingerprint: String,
-    pub target_operator_id: String,
-    pub target_session_id: String,
-    pub target_turn_id: String,
-    pub target_run_id: String,
     /// Milliseconds since the Unix epoch.
     pub claimed_at: u64,
+    pub graph_id: String,
+    pub intent_fingerprint: String,
+    pub intent_id: String,
+    pub readiness_context_fingerprint: String,
+    pub schema_version: u32,
+    pub target_operator_id: String,
+    pub target_run_id: String,
+    pub target_session_id: String,
+    pub target_turn_id: String,
 }
 
 impl AgentGraphIntentClaim {
@@ -92,36 +93,38 @@ pub enum AdmissionStatus {
     Cancelled,
 }
 
-/// An admission status change, as appended to the log.
+/// An admission status change, as appended to the log (fields in the order of their JSON
+/// names, as in the payload).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AdmissionStatusChange {
     pub graph_id: String,
     pub intent_id: String,
-    pub status: AdmissionStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    pub status: AdmissionStatus,
 }
 
-/// A subagent-spawn claim (§5): one child per spawn key.
+/// A subagent-spawn claim (§5): one child per spawn key. Fields in the order of their JSON
+/// names, as in the payload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SubagentSpawnClaim {
-    pub parent_session_id: String,
-    pub parent_run_id: String,
-    pub tool_call_id: String,
-    /// Empty when the spawn is not part of a swarm (`graph:<graphId>` for graph operators).
-    pub swarm_id: String,
-    /// Empty when the spawn is not part of a swarm (the workId for graph operators).
-    pub item_id: String,
-    /// 64 lowercase hex digits.
-    pub request_fingerprint: String,
-    pub child_session_id: String,
     /// The child's session header, written after the claim: kept here so that a crash between
     /// the claim and the header is completed when the stores open again. Absent in claims made
     /// without a session store (and in version 1 logs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child_header: Option<serde_json::Value>,
+    pub child_session_id: String,
+    /// Empty when the spawn is not part of a swarm (the workId for graph operators).
+    pub item_id: String,
+    pub parent_run_id: String,
+    pub parent_session_id: String,
+    /// 64 lowercase hex digits.
+    pub request_fingerprint: String,
+    /// Empty when the spawn is not part of a swarm (`graph:<graphId>` for graph operators).
+    pub swarm_id: String,
+    pub tool_call_id: String,
 }
 
 impl SubagentSpawnClaim {
@@ -137,13 +140,14 @@ impl SubagentSpawnClaim {
     }
 }
 
-/// A session-create claim: the id is taken for good, so a retry must use a fresh one.
+/// A session-create claim: the id is taken for good, so a retry must use a fresh one. Fields in
+/// the order of their JSON names, as in the payload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionCreateClaim {
-    pub session_id: String,
     /// Milliseconds since the Unix epoch.
     pub created_at: u64,
+    pub session_id: String,
 }
 
 /// Checks an agent-graph intent claim request (§9). The message names the field.
