@@ -8,18 +8,21 @@
 //! cases whose name holds it).
 
 mod common;
+#[path = "stores/raw_floor.rs"]
+mod raw_floor;
 #[path = "stores/sqlite.rs"]
 mod sqlite;
 
 use common::{group, owner, parse_args, run_threads, scratch, BenchResult, ROUNDS};
 use makalog::event::RuntimeEvent;
 use makalog::storage::RealStorage;
-use makalog::store::{open_execution_stores_for_write, ExecutionStores, ReadOnlySessions};
+use makalog::store::{
+    open_execution_stores_for_write, ExecutionStores, ReadOnlySessions, DEFAULT_MAX_OPEN_SESSIONS,
+};
+use raw_floor::RawFloor;
 use rusqlite::Connection;
 use serde_json::{json, Value};
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -81,96 +84,48 @@ fn stores(dir: &Path) -> BenchResult<(makalog::root::Owner, ExecutionStores)> {
     Ok((owner, stores))
 }
 
-/// The raw floor of create_subagent: makalog's file-system steps with plain system calls. Two
-/// claim records appended to a preallocated claims file, synced together; the child's directory
-/// made and `sessions/` synced; its segment created exclusively with its header, synced, its
-/// directory synced; the header record written and synced.
-struct RawFloor {
-    claims: File,
-    pos: u64,
-    sessions: PathBuf,
-    seg_header: Vec<u8>,
-}
-
-impl RawFloor {
-    fn new(dir: &Path) -> BenchResult<RawFloor> {
-        let sessions = dir.join("sessions");
-        std::fs::create_dir_all(&sessions)?;
-        let claims = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(dir.join("claims.log"))?;
-        claims.set_len(64 << 20)?;
-        claims.sync_all()?;
-        Ok(RawFloor {
-            claims,
-            pos: 0,
-            sessions,
-            seg_header: vec![0; 4096],
-        })
-    }
-
-    fn create(&mut self, header: &[u8], i: usize) -> BenchResult<()> {
-        for record in [&header[..64], header] {
-            self.claims.write_all_at(record, self.pos)?;
-            self.pos += record.len() as u64;
-        }
-        self.claims.sync_data()?;
-        let dir = self.sessions.join(format!("child-{i:06}"));
-        std::fs::create_dir(&dir)?;
-        File::open(&self.sessions)?.sync_all()?;
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(dir.join("00000000000000000001.seg"))?;
-        f.write_all_at(&self.seg_header, 0)?;
-        f.sync_data()?;
-        File::open(&dir)?.sync_all()?;
-        f.write_all_at(header, 256)?;
-        f.sync_data()?;
-        Ok(())
-    }
-}
-
-/// create_subagent, one caller: makalog, the raw floor and SQLite, in turn one child at a time
-/// (starting with the next engine each child), each timed alone, their files under one
-/// directory. Rates in children a second.
+/// create_subagent, one caller: makalog, the raw floor with the store's cap, the raw floor of
+/// the creation steps alone, and SQLite, in turn one child at a time (starting with the next
+/// engine each child), each timed alone, their files under one directory. Rates in children a
+/// second.
 ///
 /// Creating a file or a directory is most of a child's cost, and on a file system without a
 /// journal ext4 skips every inode freed in the last minutes when it picks one for a new file:
 /// how long that takes depends on how many were freed near where each engine's files land.
 /// Taking turns a child at a time in one directory puts that cost on the engines alike.
-fn subagent_case(n: usize) -> BenchResult<[f64; 3]> {
+fn subagent_case(n: usize) -> BenchResult<[f64; 4]> {
     let dir = scratch()?;
     for engine in ["makalog", "sqlite"] {
         std::fs::create_dir(dir.path().join(engine))?;
     }
     let (_owner, m) = stores(&dir.path().join("makalog"))?;
     m.sessions.create(header("parent", 1))?;
-    let mut raw = RawFloor::new(&dir.path().join("raw"))?;
+    let cap = Some(DEFAULT_MAX_OPEN_SESSIONS);
+    let mut raw = RawFloor::new(&dir.path().join("raw"), cap)?;
+    let mut bare = RawFloor::new(&dir.path().join("bare"), None)?;
     let mut conn = sqlite::db(&dir.path().join("sqlite").join("state.db"))?;
     let children: Vec<Value> = (0..n).map(child).collect();
     let bytes: Vec<Vec<u8>> = children
         .iter()
         .map(|c| c.to_string().into_bytes())
         .collect();
-    let mut took = [Duration::ZERO; 3];
+    let mut took = [Duration::ZERO; 4];
     for i in 0..n {
-        for k in 0..3 {
-            let engine = (k + i) % 3;
+        for k in 0..4 {
+            let engine = (k + i) % 4;
             let start = Instant::now();
             match engine {
                 0 => drop(m.sessions.create_subagent(children[i].clone())?),
                 1 => raw.create(&bytes[i], i)?,
+                2 => bare.create(&bytes[i], i)?,
                 _ => sqlite::create_subagent(&mut conn, &children[i])?,
             }
             took[engine] += start.elapsed();
         }
     }
     m.close()?;
+    raw.finish()?;
+    bare.finish()?;
     Ok(took.map(|d| n as f64 / d.as_secs_f64()))
 }
 
@@ -386,14 +341,18 @@ fn main() -> BenchResult<()> {
     if args.runs("create_subagent") {
         let n = if q { 30 } else { 300 };
         println!("create_subagent with its claims, {n} children, 1 caller");
-        let [m, raw, s] = subagent_case(n)?;
+        let [m, raw, bare, s] = subagent_case(n)?;
         println!(
-            "  makalog {} /s   raw floor {} /s   SQLite {} /s   makalog/raw {:.2}   makalog/SQLite {:.2}",
+            "  makalog {} /s   raw floor {} /s   SQLite {} /s   makalog/raw {:.2} (bar ≥ 0.9)   makalog/SQLite {:.2}",
             group(m), group(raw), group(s), m / raw, m / s
         );
+        println!(
+            "  the raw floor's creation steps alone, without the cap's closes: {} /s   makalog/that {:.2}",
+            group(bare), m / bare
+        );
         table.push(format!(
-            "| create_subagent with its claims | {} /s | {} /s | {:.2} | raw floor {} /s, makalog/raw {:.2} (bar ≥ 0.9) |",
-            group(m), group(s), m / s, group(raw), m / raw
+            "| create_subagent with its claims | {} /s | {} /s | {:.2} | raw floor {} /s, makalog/raw {:.2} (bar ≥ 0.9); creation steps alone {} /s, {:.2} |",
+            group(m), group(s), m / s, group(raw), m / raw, group(bare), m / bare
         ));
     }
 
