@@ -7,7 +7,7 @@
 //! `tests/crash_sim.rs` to keep it reproduced.
 
 #[allow(dead_code)]
-#[path = "../tests/support/crash.rs"]
+#[path = "../tests/support/crash/mod.rs"]
 mod crash;
 #[allow(dead_code)]
 #[path = "../tests/support/events.rs"]
