@@ -141,6 +141,7 @@ pub fn append_frame_after(
 pub mod child;
 pub mod counting;
 pub mod crash;
+pub mod event_store;
 pub mod events;
 pub mod runtime_crash;
 pub mod scenario;
