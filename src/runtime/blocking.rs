@@ -5,8 +5,15 @@
 //! on this machine, where the sync took about 130. So a wait runs in place while the
 //! other workers are free, and hands its worker on only when it would leave none free: at most
 //! `workers - 1` workers wait in place at once, so as many syncs are still in flight as
-//! sessions write. On a current-thread runtime (tests) there is no other worker and the call
-//! runs in place.
+//! sessions write. On a current-thread runtime (tests), and on a thread that is no worker
+//! (`block_on`'s, the blocking pool's), there is no worker to keep free and the call runs in
+//! place.
+//!
+//! What waiting in place leaves behind: the other workers take over only the tasks they can
+//! steal, so a task woken on this worker just before the wait (in its next-task slot) runs
+//! after it, one sync late; and a closure given here must never wait for a task of the
+//! runtime. Store calls made outside `on_disk` (a queued append that reopens an evicted
+//! session) hold their worker as they always did.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::runtime::{Handle, RuntimeFlavor};
@@ -26,7 +33,8 @@ fn on_disk_counted<T>(in_place: &AtomicUsize, wait: impl FnOnce() -> T) -> T {
     let Ok(h) = Handle::try_current() else {
         return wait();
     };
-    if h.runtime_flavor() != RuntimeFlavor::MultiThread {
+    if h.runtime_flavor() != RuntimeFlavor::MultiThread || tokio::runtime::worker_index().is_none()
+    {
         return wait();
     }
     let free = h.metrics().num_workers().saturating_sub(1);
@@ -80,11 +88,18 @@ mod tests {
                 done_tx.send(ended.is_ok()).unwrap();
             });
         }
+        // Spawned from outside once both wait: it goes to the runtime's shared queue, which a
+        // worker with its core free takes from.
+        let since = std::time::Instant::now();
+        while waiting.load(Ordering::Acquire) < 2 {
+            assert!(
+                since.elapsed() < Duration::from_secs(60),
+                "the waits never began"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let releaser = ends.clone();
         rt.spawn(async move {
-            while waiting.load(Ordering::Acquire) < 2 {
-                tokio::task::yield_now().await;
-            }
             for end in &releaser {
                 end.send(()).unwrap();
             }
@@ -100,9 +115,14 @@ mod tests {
                 panic!("both workers waited in place and the releasing task never ran");
             });
         assert_eq!(ended, [true, true]);
+        assert_eq!(
+            IN_PLACE.load(Ordering::Acquire),
+            0,
+            "every place given back"
+        );
     }
 
-    /// A wait that panics gives its place back, and the panic reaches the caller.
+    /// A wait that panics in place gives its place back, and the panic reaches the caller.
     #[test]
     fn a_panicking_wait_gives_its_place_back() {
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -110,20 +130,19 @@ mod tests {
             .build()
             .unwrap();
         static IN_PLACE: AtomicUsize = AtomicUsize::new(0);
+        static SEEN: AtomicUsize = AtomicUsize::new(usize::MAX);
         let caught = rt.block_on(async {
             tokio::spawn(async {
                 on_disk_counted(&IN_PLACE, || {
-                    assert_eq!(
-                        IN_PLACE.load(Ordering::Acquire),
-                        1,
-                        "the wait runs in place"
-                    );
+                    SEEN.store(IN_PLACE.load(Ordering::Acquire), Ordering::Release);
                     panic!("disk wait failed")
                 })
             })
             .await
         });
-        assert!(caught.unwrap_err().is_panic());
+        let payload = caught.unwrap_err().into_panic();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"disk wait failed"));
+        assert_eq!(SEEN.load(Ordering::Acquire), 1, "the wait ran in place");
         assert_eq!(IN_PLACE.load(Ordering::Acquire), 0);
     }
 }

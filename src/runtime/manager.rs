@@ -161,20 +161,25 @@ impl SessionManager {
         };
         let guard = turn_lock.lock_owned().await;
         let inner = self.inner.clone();
-        // One wait off the workers for the header read and the opening's sync. The backend
-        // first: a session whose backend cannot be made gets no run.
-        let (backend, begun) = on_disk(|| -> Result<_> {
-            let header = inner
+        // The backend first: a session whose backend cannot be made gets no run. It is made
+        // outside the disk waits (its factory is the host's, and a wait in place must never
+        // wait for a task), so a session's first turn reads its header once more.
+        let read_header = || -> Result<SessionHeader> {
+            inner
                 .stores
                 .sessions
                 .read_session(session_id)?
                 .ok_or_else(|| Error::NotFound {
                     what: format!("session {session_id} to send a message to"),
-                })?;
-            let backend = self.backend(session_id, &header)?;
-            let begun = super::begin::begin(&inner, session_id, header, &input)?;
-            Ok((backend, begun))
-        })?;
+                })
+        };
+        let made = lock(&inner.backends)?.get(session_id).cloned();
+        let backend = match made {
+            Some(backend) => backend,
+            None => self.backend(session_id, &on_disk(read_header)?)?,
+        };
+        // One disk wait for the header read and the opening's sync.
+        let begun = on_disk(|| super::begin::begin(&inner, session_id, read_header()?, &input))?;
         lock(&inner.stops)?.remove(session_id);
         let from_backend = backend.send(SendInput {
             session_id: session_id.to_owned(),

@@ -2,8 +2,8 @@
 //! and `SessionManager`, which runs turns through backends and writes them to the stores in
 //! the order of §12.
 //!
-//! Store calls are synchronous; made from a task, they wait for their syncs off the runtime's
-//! workers (`blocking`).
+//! Store calls are synchronous; made from a task, they wait for their syncs in place while
+//! another worker stays free, and hand their worker on otherwise (`blocking`).
 
 mod abort;
 mod agents;

@@ -259,7 +259,7 @@ impl<'a> Writer<'a> {
     /// terminal commit's, covered them); a failed sync counts each of them.
     pub(super) fn settle(&mut self) {
         if let Some(batch) = self.unsynced.take() {
-            // Handing the worker on costs a thread switch: not for a wait that cannot block.
+            // `on_disk` may hand the worker on: not for a wait that cannot block.
             let durable = if batch.is_durable() {
                 batch.wait()
             } else {
