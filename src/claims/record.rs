@@ -29,9 +29,9 @@ impl ClaimRecord {
     }
 
     /// The payload: JSON with keys sorted at every depth. Each claim's fields are declared in
-    /// the order of their JSON names and a header's members are a sorted map (serde_json's map
-    /// is ordered), so serializing the record directly keeps that order without building a
-    /// JSON value first.
+    /// the order of their JSON names and a header's members are a sorted map (serde_json's
+    /// map is a `BTreeMap` without its `preserve_order` feature), so serializing the record
+    /// directly keeps that order without building a JSON value first.
     pub fn encode(&self) -> Result<Vec<u8>> {
         let bytes = match self {
             ClaimRecord::Graph(c) => serde_json::to_vec(c),
@@ -152,5 +152,16 @@ mod tests {
                 &Ok(record.clone())
             );
         }
+        // Written out, so a map that kept insertion order would fail here too.
+        let header = json!({"zeta": 1.5, "id": "child", "alpha": {"z": null, "a": -3}});
+        let bytes = spawn(Some(header)).encode().unwrap();
+        let want = concat!(
+            r#"{"childHeader":{"alpha":{"a":-3,"z":null},"id":"child","zeta":1.5},"#,
+            r#""childSessionId":"child","itemId":"item","parentRunId":"run","#,
+            r#""parentSessionId":"parent","requestFingerprint":"FP","swarmId":"graph:g","#,
+            r#""toolCallId":"tool \"1\" é"}"#,
+        );
+        let want = want.replace("FP", &"f".repeat(64));
+        assert_eq!(String::from_utf8(bytes).unwrap(), want);
     }
 }
