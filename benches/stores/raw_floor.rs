@@ -6,7 +6,8 @@
 //! With the store's cap, the floor also keeps each child's segment open, as the store keeps a
 //! session open for writing, and closes the one the cap pushes out as the store's closer
 //! threads do, on a thread of its own and without a sync: its sidecar written to a new
-//! temporary file and renamed into place, its zeros cut, its file closed.
+//! temporary file and renamed into place, its zeros cut, its file closed. (The store lets two
+//! closes run at once and makes the next eviction wait for one; the floor queues them all.)
 
 use super::common::BenchResult;
 use std::collections::VecDeque;
@@ -57,11 +58,16 @@ impl RawFloor {
         claims.sync_all()?;
         let cap = cap.map(|cap| {
             let (closes, queue) = channel::<OpenChild>();
+            // A failed close is kept and the others still run, so the error reaches `finish`.
             let closer = std::thread::spawn(move || {
+                let mut first = Ok(());
                 for child in queue {
-                    close(child)?;
+                    let closed = close(child);
+                    if first.is_ok() {
+                        first = closed;
+                    }
                 }
-                Ok(())
+                first
             });
             Cap {
                 cap,
