@@ -115,3 +115,18 @@ pub fn terminal(
         }),
     )
 }
+
+/// The text of a minimal valid event with `extra` members appended (`,"key":value...`).
+pub fn minimal(extra: &str) -> String {
+    format!(
+        r#"{{"id":"e","invocationId":"i","runId":"r","sessionId":"s","turnId":"t","ts":1,"partial":false,"role":"model","author":"agent"{extra}}}"#
+    )
+}
+
+/// The four canonical vectors of MAKA-MODEL §2, byte for byte.
+pub const VECTORS: [&str; 4] = [
+    r#"{"actions":{"endInvocation":true,"stateDelta":{"failureClass":"app_restarted","lastEventType":"model_stream_started","recovered":true,"recoveryReason":"run_interrupted"}},"author":"system","content":{"code":"app_restarted","kind":"error","message":"app_restarted","reason":"app_restarted"},"id":"rt-recovered-1","invocationId":"inv-1","partial":false,"role":"system","runId":"run-1","sessionId":"session-1","status":"failed","ts":1000,"turnId":"turn-1"}"#,
+    r#"{"author":"system","id":"evt-1","invocationId":"inv-1","partial":false,"role":"system","runId":"run-1","sessionId":"sess-1","ts":100,"turnId":"turn-1"}"#,
+    r#"{"actions":{"stateDelta":{"displayName":"Read file","intent":"inspect"}},"author":"agent","content":{"args":{"path":"/tmp/a.txt"},"id":"tool-1","kind":"function_call","name":"Read"},"id":"evt-tool-call","invocationId":"inv-1","partial":false,"refs":{"toolCallId":"tool-1"},"role":"model","runId":"run-1","sessionId":"sess-1","ts":1800000000002,"turnId":"turn-1"}"#,
+    r#"{"author":"system","content":{"configuration":{"collaborationMode":"agent","cwd":"/tmp","orchestrationMode":"default","orchestrationSource":"session","permissionMode":"ask","toolMode":"direct"},"kind":"invocation_opened","protocol":"invocation_opened_v1","root":{"kind":"user"},"route":{"backendKind":"fake","llmConnectionId":"fake-connection","llmConnectionSlug":"fake","modelId":"fake-model","provenance":"runtime"},"source":{"kind":"fresh"}},"id":"invocation_opened:run-1","invocationId":"run-1","modelVisibility":"hidden","partial":false,"role":"system","runId":"run-1","sessionId":"session-1","ts":1,"turnId":"turn-1"}"#,
+];
