@@ -74,7 +74,9 @@ impl BackendRegistry {
         registry
     }
 
-    /// Registers (or replaces) the factory of backend `kind`.
+    /// Registers (or replaces) the factory of backend `kind`. A factory is called on a runtime
+    /// worker, when a session's first turn needs its backend: it must not wait for a task of
+    /// the runtime.
     pub fn register(
         &mut self,
         kind: &str,
