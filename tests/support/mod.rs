@@ -139,6 +139,7 @@ pub fn append_frame_after(
 }
 
 pub mod child;
+pub mod claims;
 pub mod counting;
 pub mod crash;
 pub mod event_store;
