@@ -140,6 +140,7 @@ pub fn append_frame_after(
 
 pub mod child;
 pub mod claims;
+pub mod cost;
 pub mod counting;
 pub mod crash;
 pub mod event_store;
