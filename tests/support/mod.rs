@@ -150,5 +150,6 @@ pub mod runtime_crash;
 pub mod scenario;
 pub mod store_crash;
 pub mod stores;
+pub mod turns;
 pub mod vector_files;
 pub mod vectors;
