@@ -248,3 +248,55 @@ async fn slots_of_an_earlier_life_are_reused_once_a_recovery_ended_their_runs() 
     );
     assert_eq!(len(), 2 * SLOT_LEN as u64, "no third slot");
 }
+
+/// Recovery passes archived sessions (§12), but an archived session's interrupted run is not
+/// forgotten: it is reported, its slot stays in the file, and once the session is unarchived
+/// the next start's recovery ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archived_sessions_interrupted_run_is_ended_by_a_start_after_unarchiving() {
+    use makalog::runtime::{read_open_runs, Listing};
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let manager = manager_over(&stores);
+    manager
+        .create_session(json!({"id": "s", "backend": "fake", "model": "m"}))
+        .expect("session");
+    manager.recover_interrupted_sessions().expect("recover");
+    leave_waiting(&manager, "s").await;
+    let run = stores.runs.list_session_runs("s").expect("runs")[0]
+        .run_id()
+        .to_owned();
+    let archived = |on: bool| {
+        let header = stores.sessions.read_session("s").expect("read").expect("s");
+        let mut next = header.value().clone();
+        next["isArchived"] = json!(on);
+        stores.sessions.update_session(next).expect("update");
+    };
+    archived(true);
+    let listed = || read_open_runs(&*storage).expect("read");
+    let report = manager_over(&stores)
+        .recover_interrupted_sessions()
+        .expect("recover");
+    assert!(report.recovered.is_empty(), "an archived session is passed");
+    let skipped: Vec<&str> = report.skipped.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(skipped, [format!("s/{run}")], "and its run reported");
+    assert_eq!(
+        stores.runs.list_unfinished_runs("s").expect("runs").len(),
+        1
+    );
+    assert_eq!(listed(), Listing::Open(vec![("s".into(), run.clone())]));
+    // Unarchived, the next start ends the run, and the file is emptied.
+    archived(false);
+    let report = manager_over(&stores)
+        .recover_interrupted_sessions()
+        .expect("recover");
+    assert_eq!(report.recovered.len(), 1);
+    assert!(report.skipped.is_empty());
+    assert!(stores
+        .runs
+        .list_unfinished_runs("s")
+        .expect("runs")
+        .is_empty());
+    assert_eq!(listed(), Listing::Open(vec![]));
+}

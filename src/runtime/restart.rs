@@ -23,7 +23,9 @@ pub struct RecoveryReport {
     pub scanned_all: bool,
     /// The runs ended, in session order.
     pub recovered: Vec<RecoveredRun>,
-    /// Sessions or runs that could not be read or ended, with why.
+    /// Sessions or runs that could not be read or ended, with why; also the interrupted runs
+    /// of archived sessions, left as they are until the session is unarchived (the open-runs
+    /// file keeps naming them, so a later start finds them).
     pub skipped: Vec<(String, String)>,
 }
 
@@ -105,11 +107,12 @@ impl SessionManager {
             },
         };
         // A session the file names that is not there (its creation failed) has nothing to
-        // end; an archived one is left as it is.
-        match header {
-            Some(h) if h.value()["isArchived"] != json!(true) => {}
-            _ => return Visit::Passed,
-        }
+        // end; an archived one is left as it is, its interrupted runs reported (which keeps
+        // the file, and them in it, for a start after it is unarchived).
+        let archived = match header {
+            Some(h) => h.value()["isArchived"] == json!(true),
+            None => return Visit::Passed,
+        };
         let runs = match stores.runs.list_unfinished_runs(id) {
             Ok(runs) => runs,
             Err(e) => {
@@ -119,6 +122,20 @@ impl SessionManager {
                 }
             }
         };
+        if archived {
+            if runs.is_empty() {
+                return Visit::Passed;
+            }
+            let left = "the session is archived: its interrupted run is left until it is not";
+            let skipped = runs
+                .iter()
+                .map(|run| (format!("{id}/{}", run.run_id()), left.to_owned()))
+                .collect();
+            return Visit::Looked {
+                recovered: Vec::new(),
+                skipped,
+            };
+        }
         let (mut recovered, mut skipped) = (Vec::new(), Vec::new());
         for run in runs {
             match recover_run(&self.inner, &run) {
