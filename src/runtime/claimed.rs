@@ -12,6 +12,7 @@ use super::manager::{lock, SessionManager, TurnInput};
 use super::recover::recover_run;
 use crate::claims::{AdmissionStatus, AgentGraphIntentClaim};
 use crate::error::{Error, Result};
+use crate::model::RunHeader;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -121,30 +122,10 @@ impl SessionManager {
         let agent = |k: &str| runtime[k].as_str().unwrap_or_default().to_owned();
         let (agent_id, agent_name) = (agent("agentId"), agent("agentName"));
         match on_disk(|| stores.runs.read_run(child, &claim.target_run_id)) {
-            Ok(existing) => on_disk(|| -> Result<()> {
-                let v = existing.value();
-                let same = v["turnId"] == json!(claim.target_turn_id)
-                    && v["agentId"] == json!(agent_id)
-                    && v["agentName"] == json!(agent_name);
-                let users: Vec<_> = stores
-                    .sessions
-                    .read_messages(child, Some(&claim.target_turn_id))?
-                    .into_iter()
-                    .filter(|m| m.message_type() == "user")
-                    .collect();
-                if !same || users.len() != 1 || users[0].value()["text"] != json!(run.prompt) {
-                    return Err(conflict(format!(
-                        "run {} does not match claim {}",
-                        claim.target_run_id, claim.claim_id
-                    )));
-                }
-                if !existing.is_terminal() {
-                    // No turn of this claim is live (calls for it are joined): a restart
-                    // interrupted it.
-                    recover_run(&self.inner, &existing)?;
-                }
-                Ok(())
-            })?,
+            Ok(existing) => {
+                self.answer_existing(claim, &run.prompt, existing, (&agent_id, &agent_name))
+                    .await?
+            }
             Err(Error::NotFound { .. }) => {
                 self.start_claim(claim, run, &agent_id, &agent_name, h)
                     .await?
@@ -152,6 +133,51 @@ impl SessionManager {
             Err(e) => return Err(e),
         }
         on_disk(|| self.stored_result(claim, runtime))
+    }
+
+    /// Step 4 of §12: the run exists. It must match the claim; while it is live (a turn of the
+    /// child holds the session's turn lock, also one whose call was dropped) it is waited for,
+    /// and one still open once no turn holds the lock was interrupted by a restart, so it is
+    /// recovered, under the lock, so no turn starts meanwhile.
+    async fn answer_existing(
+        &self,
+        claim: &AgentGraphIntentClaim,
+        prompt: &str,
+        existing: RunHeader,
+        (agent_id, agent_name): (&str, &str),
+    ) -> Result<()> {
+        let stores = self.stores();
+        let child = &claim.target_session_id;
+        on_disk(|| -> Result<()> {
+            let v = existing.value();
+            let same = v["turnId"] == json!(claim.target_turn_id)
+                && v["agentId"] == json!(agent_id)
+                && v["agentName"] == json!(agent_name);
+            let users: Vec<_> = stores
+                .sessions
+                .read_messages(child, Some(&claim.target_turn_id))?
+                .into_iter()
+                .filter(|m| m.message_type() == "user")
+                .collect();
+            if !same || users.len() != 1 || users[0].value()["text"] != json!(prompt) {
+                return Err(conflict(format!(
+                    "run {} does not match claim {}",
+                    claim.target_run_id, claim.claim_id
+                )));
+            }
+            Ok(())
+        })?;
+        if existing.is_terminal() {
+            return Ok(());
+        }
+        let _idle = self.turn_lock(child)?.lock_owned().await;
+        on_disk(|| {
+            let now = stores.runs.read_run(child, &claim.target_run_id)?;
+            if !now.is_terminal() {
+                recover_run(&self.inner, &now)?;
+            }
+            Ok(())
+        })
     }
 
     async fn start_claim(

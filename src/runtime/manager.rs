@@ -155,11 +155,7 @@ impl SessionManager {
     /// streams it in a task that writes the rest. A second turn of the same session waits for
     /// the first.
     pub async fn send_message(&self, session_id: &str, input: TurnInput) -> Result<Turn> {
-        let turn_lock = {
-            let mut turns = lock(&self.inner.turns)?;
-            turns.entry(session_id.to_owned()).or_default().clone()
-        };
-        let guard = turn_lock.lock_owned().await;
+        let guard = self.turn_lock(session_id)?.lock_owned().await;
         let inner = self.inner.clone();
         // The backend first: a session whose backend cannot be made gets no run. It is made
         // outside the disk waits (its factory is the host's, and a wait in place must never
@@ -235,6 +231,13 @@ impl SessionManager {
             backend.dispose();
         }
         Ok(())
+    }
+
+    /// The lock a turn of `session_id` holds while it runs, also when the call that started it
+    /// was dropped: whoever holds it knows no turn of the session is live.
+    pub(crate) fn turn_lock(&self, session_id: &str) -> Result<Arc<tokio::sync::Mutex<()>>> {
+        let mut turns = lock(&self.inner.turns)?;
+        Ok(turns.entry(session_id.to_owned()).or_default().clone())
     }
 
     /// The session's backend, made on first use from its header's `backend` kind.

@@ -145,6 +145,7 @@ pub mod counting;
 pub mod crash;
 pub mod event_store;
 pub mod events;
+pub mod graph;
 pub mod messages;
 pub mod runtime_crash;
 pub mod scenario;

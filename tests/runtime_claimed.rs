@@ -1,0 +1,83 @@
+//! Claimed graph intents whose first call did not see the run through (MAKA-MODEL §12,
+//! runClaimedAgentGraphIntent step 4): a retry waits while the run is live and answers with
+//! what it came to; only a run no turn holds any more is recovered.
+
+mod support;
+
+use makalog::runtime::{BackendRegistry, ClaimedIntentRun, SessionManager, Sources};
+use makalog::storage::Storage;
+use makalog::store::open_execution_stores_for_write;
+use std::sync::Arc;
+use std::time::Duration;
+use support::graph::{claimed_graph_child, parent_header};
+
+/// A call dropped while its run streams (a caller's timeout) leaves the turn running in its
+/// task; a retry of the claim must not take that live run for one a restart interrupted: it
+/// waits for it and returns its result, completed, with one run_started and one terminal.
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_a_dropped_call_waits_for_the_live_run_instead_of_failing_it() {
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let root = storage.describe_root().display().to_string();
+    stores
+        .sessions
+        .create(parent_header(&root))
+        .expect("parent");
+    let prompt = "stream long enough to outlive the first call's patience";
+    let (request, intent) = claimed_graph_child(&stores, &root, "a", prompt);
+    let claim = stores
+        .claims
+        .claim_agent_graph_intent(request)
+        .expect("claim")
+        .claim;
+    // The fake with its delays: 45 ms a chunk of the echo, on tokio's paused clock.
+    let manager = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_fake(),
+        Sources::system(),
+    );
+    let call = || ClaimedIntentRun {
+        intent: intent.clone(),
+        graph_id: claim.graph_id.clone(),
+        intent_id: claim.intent_id.clone(),
+        prompt: prompt.into(),
+        abort: None,
+        on_ready: None,
+    };
+    let first = tokio::time::timeout(
+        Duration::from_millis(200),
+        manager.run_claimed_agent_graph_intent(call()),
+    )
+    .await;
+    assert!(
+        first.is_err(),
+        "the first call gave up while the run streamed"
+    );
+    let run = stores
+        .runs
+        .read_run(&claim.target_session_id, &claim.target_run_id)
+        .expect("the run exists");
+    assert_eq!(run.status(), "running", "and the run still streams");
+    let retry = manager
+        .run_claimed_agent_graph_intent(call())
+        .await
+        .expect("retry");
+    assert_eq!(retry.status, "completed");
+    assert_eq!(retry.failure_class, None);
+    assert!(retry.summary.contains(prompt), "{}", retry.summary);
+    let events = stores
+        .runs
+        .read_events(&claim.target_session_id, &claim.target_run_id)
+        .expect("events");
+    let count = |kind: &str| events.iter().filter(|e| e.1.event_type() == kind).count();
+    assert_eq!(count("run_started"), 1);
+    assert_eq!(count("run_completed"), 1);
+    assert_eq!(count("run_failed"), 0);
+    // A second retry answers the same from the ledger.
+    let again = manager
+        .run_claimed_agent_graph_intent(call())
+        .await
+        .expect("again");
+    assert_eq!(again, retry);
+}
