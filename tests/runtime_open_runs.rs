@@ -300,3 +300,40 @@ async fn an_archived_sessions_interrupted_run_is_ended_by_a_start_after_unarchiv
         .is_empty());
     assert_eq!(listed(), Listing::Open(vec![]));
 }
+
+/// Recovery visits idle sessions only (§12): a turn in flight in this process is not an
+/// interrupted run. Its session is reported as skipped (so the file keeps naming it), and the
+/// turn ends as it would have.
+#[tokio::test(start_paused = true)]
+async fn recovery_leaves_a_turn_in_flight_alone() {
+    use makalog::runtime::TurnInput;
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let manager = manager_over(&stores);
+    manager
+        .create_session(json!({"id": "s", "backend": "fake", "model": "m"}))
+        .expect("session");
+    manager.recover_interrupted_sessions().expect("recover");
+    let input = TurnInput {
+        text: "hello there".into(),
+        ..TurnInput::default()
+    };
+    let mut turn = manager.send_message("s", input).await.expect("send");
+    turn.events
+        .recv()
+        .await
+        .expect("a first delta: the turn streams");
+    let report = manager.recover_interrupted_sessions().expect("recover");
+    assert!(report.recovered.is_empty(), "{report:?}");
+    let skipped: Vec<&str> = report.skipped.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(skipped, ["s"]);
+    let outcome = turn.finish().await.expect("the turn ends");
+    assert_eq!(outcome.status, "completed");
+    let runs = stores.runs.list_session_runs("s").expect("runs");
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status(), "completed");
+    // Idle again, the session is passed: nothing is left to end.
+    let report = manager.recover_interrupted_sessions().expect("recover");
+    assert!(report.recovered.is_empty() && report.skipped.is_empty());
+}

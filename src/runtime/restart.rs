@@ -99,6 +99,19 @@ impl SessionManager {
     /// already read it).
     fn visit(&self, id: &str, listed: Option<&SessionHeader>) -> Visit {
         let stores = self.stores();
+        // Only idle sessions (§12): a turn in flight here is not interrupted. Its lock is held
+        // through the visit, so no turn starts while the session's runs are ended.
+        let turn_lock = match self.turn_lock(id) {
+            Ok(l) => l,
+            Err(e) => return Visit::Unreadable(id.to_owned(), e.to_string()),
+        };
+        let Ok(_idle) = turn_lock.try_lock_owned() else {
+            let busy = "a turn is in flight: its session is left for a later recovery";
+            return Visit::Looked {
+                recovered: Vec::new(),
+                skipped: vec![(id.to_owned(), busy.to_owned())],
+            };
+        };
         let header = match listed {
             Some(h) => Some(h.clone()),
             None => match self.open_named(id) {
