@@ -1,5 +1,6 @@
 //! Recovery at start (MAKA-MODEL §12): every run a restart left without its terminal commit,
-//! in every session that is not archived, is ended as `recover_run` says. The sessions visited
+//! in every idle session that is not archived, is ended as `recover_run` says, and a turn
+//! whose end a crash cut short after its run's terminal event gets the rest of its end. The sessions visited
 //! are those the open-runs file names (state that stays as small as the runs in flight), or
 //! every session when the file is missing or damaged. Sessions are read through their views
 //! (a session not open is read from its files, nothing written); a session that cannot be read
@@ -10,7 +11,7 @@ use super::manager::SessionManager;
 use super::open_runs::{read_open_runs, Listing};
 use super::recover::{recover_run, RecoveredRun};
 use crate::error::Result;
-use crate::model::SessionHeader;
+use crate::model::{RunHeader, SessionHeader};
 use serde_json::json;
 use std::collections::BTreeSet;
 
@@ -98,7 +99,6 @@ impl SessionManager {
     /// Ends every interrupted run of session `id` (whose header `listed` is, when a listing
     /// already read it).
     fn visit(&self, id: &str, listed: Option<&SessionHeader>) -> Visit {
-        let stores = self.stores();
         // Only idle sessions (§12): a turn in flight here is not interrupted. Its lock is held
         // through the visit, so no turn starts while the session's runs are ended.
         let turn_lock = match self.turn_lock(id) {
@@ -122,11 +122,11 @@ impl SessionManager {
         // A session the file names that is not there (its creation failed) has nothing to
         // end; an archived one is left as it is, its interrupted runs reported (which keeps
         // the file, and them in it, for a start after it is unarchived).
-        let archived = match header {
-            Some(h) => h.value()["isArchived"] == json!(true),
-            None => return Visit::Passed,
+        let Some(header) = header else {
+            return Visit::Passed;
         };
-        let runs = match stores.runs.list_unfinished_runs(id) {
+        let archived = header.value()["isArchived"] == json!(true);
+        let runs = match self.runs_to_end(id, &header) {
             Ok(runs) => runs,
             Err(e) => {
                 return Visit::Looked {
@@ -157,6 +157,21 @@ impl SessionManager {
             }
         }
         Visit::Looked { recovered, skipped }
+    }
+
+    /// The runs of idle session `id` (whose header is `header`) recovery ends: those without
+    /// their terminal commit, or else, when the header still says a turn runs, the last run,
+    /// whose end a crash cut short after its terminal run event (its turn's `turn_state` and
+    /// the session's status were queued behind it): `recover_run` keeps its terminal and
+    /// writes what is missing.
+    fn runs_to_end(&self, id: &str, header: &SessionHeader) -> Result<Vec<RunHeader>> {
+        let runs = &self.stores().runs;
+        let unfinished = runs.list_unfinished_runs(id)?;
+        let status = header.value()["status"].as_str();
+        if !unfinished.is_empty() || !matches!(status, Some("running" | "waiting_for_user")) {
+            return Ok(unfinished);
+        }
+        Ok(runs.list_session_runs(id)?.pop().into_iter().collect())
     }
 
     /// A session the open-runs file names: opened for writing at once when it exists (ending a

@@ -5,7 +5,8 @@ use super::{RuntimeModel, RuntimeView};
 /// Every run ended by exactly one terminal run event and one terminal RuntimeEvent; every
 /// acknowledged turn ended as acknowledged; every started run there; nothing that was not
 /// asked for; a run not acknowledged as ended either completed, was cancelled, or failed with
-/// `app_restarted`; and one run per claimed turn, ended as acknowledged.
+/// `app_restarted`; one run per claimed turn, ended as acknowledged; every run's turn in the
+/// state its run ended in; and no session left running or waiting.
 pub fn check(model: &RuntimeModel, got: &RuntimeView) -> Result<(), String> {
     if got.unfinished != 0 {
         return Err(format!(
@@ -13,7 +14,22 @@ pub fn check(model: &RuntimeModel, got: &RuntimeView) -> Result<(), String> {
             got.unfinished
         ));
     }
+    for (session, status) in &got.session_status {
+        if status == "running" || status == "waiting_for_user" {
+            return Err(format!("session {session} is left {status}"));
+        }
+    }
     for (key, run) in &got.runs {
+        let turn = match run.status.as_str() {
+            "cancelled" => "aborted",
+            other => other,
+        };
+        if run.turn_state.as_deref() != Some(turn) {
+            return Err(format!(
+                "run {key:?} ended {}, its turn's last state is {:?}",
+                run.status, run.turn_state
+            ));
+        }
         if !model.asked.contains(key) {
             return Err(format!("run {key:?} was never asked for"));
         }

@@ -1,5 +1,6 @@
 //! What a recovered root holds, as the runtime's checks read it: every run of every session
-//! with its status and terminal facts, and the runs left unfinished.
+//! with its status, terminal facts and its turn's last state, the runs left unfinished, and
+//! each session's status.
 
 use super::composition;
 use makalog::root::{create_or_open_root, Owner};
@@ -17,6 +18,8 @@ pub struct RunView {
     pub terminal_run_events: usize,
     /// Non-partial terminal RuntimeEvents.
     pub terminal_events: usize,
+    /// The status of its turn's latest `turn_state` message, if any.
+    pub turn_state: Option<String>,
 }
 
 /// A recovered root: runs by (session, run), and how many the recovery left unfinished.
@@ -24,6 +27,8 @@ pub struct RunView {
 pub struct RuntimeView {
     pub runs: BTreeMap<(String, String), RunView>,
     pub unfinished: usize,
+    /// Each session's header status.
+    pub session_status: BTreeMap<String, String>,
 }
 
 fn err(what: &str) -> impl Fn(makalog::Error) -> String + '_ {
@@ -48,6 +53,8 @@ pub fn recover(storage: &Arc<SimStorage>) -> Result<RuntimeView, String> {
     let mut view = RuntimeView::default();
     for header in stores.sessions.list_sessions().map_err(err("list"))? {
         let s = header.id();
+        let status = header.value()["status"].as_str().unwrap_or_default();
+        view.session_status.insert(s.to_owned(), status.to_owned());
         view.unfinished += stores
             .runs
             .list_unfinished_runs(s)
@@ -56,6 +63,15 @@ pub fn recover(storage: &Arc<SimStorage>) -> Result<RuntimeView, String> {
         for run in stores.runs.list_session_runs(s).map_err(err("runs"))? {
             let id = run.run_id();
             let events = stores.runs.read_events(s, id).map_err(err("run events"))?;
+            let turn_id = run.value()["turnId"].as_str().unwrap_or_default();
+            let turn_state = stores
+                .sessions
+                .read_messages(s, Some(turn_id))
+                .map_err(err("messages"))?
+                .iter()
+                .rev()
+                .find(|m| m.message_type() == "turn_state")
+                .map(|m| m.value()["status"].as_str().unwrap_or_default().to_owned());
             let runtime = stores
                 .runtime_events
                 .read_immutable_runtime_events(s, id)
@@ -65,15 +81,13 @@ pub fn recover(storage: &Arc<SimStorage>) -> Result<RuntimeView, String> {
                 RunView {
                     status: run.status().to_owned(),
                     failure_class: run.value()["failureClass"].as_str().map(str::to_owned),
-                    turn_id: run.value()["turnId"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
+                    turn_id: turn_id.to_owned(),
                     terminal_run_events: events.iter().filter(|(_, e)| e.is_terminal()).count(),
                     terminal_events: runtime
                         .iter()
                         .filter(|e| !e.partial() && e.is_terminal())
                         .count(),
+                    turn_state,
                 },
             );
         }
