@@ -68,7 +68,7 @@ pub fn read_segment_tail(
         .map_err(|e| Error::io(path, "open", e))?;
     let len = file.size().map_err(|e| Error::io(path, "stat", e))?;
     let read = |at: u64, n: u64| -> Result<Vec<u8>> {
-        let mut buf = vec![0u8; n as usize];
+        let mut buf = crate::storage::buffer::zeroed(n).map_err(|e| Error::io(path, "read", e))?;
         let done = file
             .read_full_at(&mut buf, at)
             .map_err(|e| Error::io(path, "read", e))?;

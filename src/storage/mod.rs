@@ -6,6 +6,7 @@
 //! and volatile bytes apart, for crash tests) must keep the same contract, stated on each method.
 
 mod atomic;
+pub(crate) mod buffer;
 mod cut;
 mod mem;
 mod real;

@@ -146,13 +146,8 @@ impl Storage for RealStorage {
         let mut file = self.open_regular(path, OpenMode::Read)?;
         let size = file.metadata()?.len();
         let mut out = Vec::new();
-        out.try_reserve_exact(usize::try_from(size).map_err(io::Error::other)?)
-            .map_err(|_| {
-                io::Error::new(
-                    io::ErrorKind::OutOfMemory,
-                    "the file does not fit in memory",
-                )
-            })?;
+        // The room the file says it needs, asked for (not assumed), then the file read into it.
+        super::buffer::reserve(&mut out, size)?;
         io::Read::read_to_end(&mut file, &mut out)?;
         Ok(out)
     }

@@ -140,8 +140,9 @@ pub(super) fn read_from(file: &dyn StorageFile, at: u64) -> std::io::Result<Vec<
         if done < buf.len() {
             break;
         }
-        let more = buf.len();
-        buf.resize(buf.len() + more, 0);
+        // A sparse file may claim any length: memory that cannot be had is an error.
+        let more = buf.len() as u64;
+        crate::storage::buffer::grow(&mut buf, more)?;
     }
     buf.truncate(done);
     Ok(buf)
