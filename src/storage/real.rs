@@ -2,10 +2,12 @@
 
 use super::{DirEntry, EntryKind, FileBytes, OpenMode, Storage, StorageFile, StorageLock};
 use fs2::FileExt as _;
+use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Real files under one root directory.
 #[derive(Debug, Clone)]
@@ -13,6 +15,9 @@ pub struct RealStorage {
     root: PathBuf,
     /// Whether [`Storage::map_file`] maps files or reads them.
     map: bool,
+    /// Directories under the root already found to be directories, not symlinks: a path
+    /// through them is not checked again.
+    dirs: Arc<Mutex<HashSet<PathBuf>>>,
 }
 
 impl RealStorage {
@@ -22,6 +27,7 @@ impl RealStorage {
         RealStorage {
             root: root.into(),
             map: true,
+            dirs: Arc::default(),
         }
     }
 
@@ -33,15 +39,54 @@ impl RealStorage {
         RealStorage {
             root: root.into(),
             map: false,
+            dirs: Arc::default(),
         }
     }
 
-    fn full(&self, path: &Path) -> PathBuf {
-        if path.as_os_str().is_empty() {
+    /// `path` under the root. Every directory on the way must be one: a symlink there (say
+    /// `sessions` itself) would lead out of the root, and the last component's own checks
+    /// (`O_NOFOLLOW`, `lstat`) cannot see it. Only plain names are taken.
+    fn full(&self, path: &Path) -> io::Result<PathBuf> {
+        let mut dir = PathBuf::new();
+        let mut names = path.components().peekable();
+        while let Some(name) = names.next() {
+            if !matches!(name, Component::Normal(_)) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a path under the root holds only plain names",
+                ));
+            }
+            dir.push(name);
+            if names.peek().is_some() {
+                self.check_dir(&dir)?;
+            }
+        }
+        Ok(if dir.as_os_str().is_empty() {
             self.root.clone()
         } else {
-            self.root.join(path)
+            self.root.join(dir)
+        })
+    }
+
+    /// Fails unless `dir` (under the root) is a directory itself, not a symlink to one.
+    fn check_dir(&self, dir: &Path) -> io::Result<()> {
+        let known = |dirs: &HashSet<PathBuf>| dirs.contains(dir);
+        if self.dirs.lock().is_ok_and(|d| known(&d)) {
+            return Ok(());
         }
+        if !fs::symlink_metadata(self.root.join(dir))?.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is not a directory (a symlink is never followed)",
+                    dir.display()
+                ),
+            ));
+        }
+        if let Ok(mut d) = self.dirs.lock() {
+            d.insert(dir.to_path_buf());
+        }
+        Ok(())
     }
 }
 
@@ -57,7 +102,7 @@ impl RealStorage {
             OpenMode::Read => o.read(true),
         };
         o.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-        let file = o.open(self.full(path)).map_err(refused_symlink)?;
+        let file = o.open(self.full(path)?).map_err(refused_symlink)?;
         // An exclusive create makes a new regular file or fails (even on a symlink): only an
         // existing entry needs the check.
         if mode != OpenMode::CreateNew {
@@ -153,7 +198,7 @@ impl Storage for RealStorage {
     }
 
     fn create_dir(&self, path: &Path) -> io::Result<()> {
-        let full = self.full(path);
+        let full = self.full(path)?;
         fs::DirBuilder::new().mode(0o700).create(&full)?;
         if path.as_os_str().is_empty() {
             if let Some(parent) = full.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -164,19 +209,19 @@ impl Storage for RealStorage {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        fs::rename(self.full(from), self.full(to))
+        fs::rename(self.full(from)?, self.full(to)?)
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
-        fs::remove_file(self.full(path))
+        fs::remove_file(self.full(path)?)
     }
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        File::open(self.full(path))?.sync_all()
+        File::open(self.full(path)?)?.sync_all()
     }
 
     fn sync_all(&self) -> io::Result<()> {
-        let root = File::open(self.full(Path::new("")))?;
+        let root = File::open(self.full(Path::new(""))?)?;
         #[cfg(target_os = "linux")]
         {
             use std::os::fd::AsRawFd;
@@ -196,14 +241,14 @@ impl Storage for RealStorage {
 
     fn list_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
         // A symlink to a directory is not listed: nothing outside the root is read.
-        if !fs::symlink_metadata(self.full(path))?.is_dir() {
+        if !fs::symlink_metadata(self.full(path)?)?.is_dir() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "not a directory (a symlink is never followed)",
             ));
         }
         let mut out = Vec::new();
-        for entry in fs::read_dir(self.full(path))? {
+        for entry in fs::read_dir(self.full(path)?)? {
             let entry = entry?;
             let ft = entry.file_type()?;
             let kind = if ft.is_file() {
@@ -223,7 +268,12 @@ impl Storage for RealStorage {
     }
 
     fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
-        match fs::symlink_metadata(self.full(path)) {
+        let full = match self.full(path) {
+            Ok(full) => full,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match fs::symlink_metadata(full) {
             Ok(m) if m.is_file() => Ok(Some(EntryKind::File)),
             Ok(m) if m.is_dir() => Ok(Some(EntryKind::Dir)),
             Ok(_) => Ok(Some(EntryKind::Other)),
@@ -240,7 +290,7 @@ impl Storage for RealStorage {
             .truncate(false)
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(self.full(path))
+            .open(self.full(path)?)
             .map_err(refused_symlink)?;
         regular(&file)?;
         match file.try_lock_exclusive() {
@@ -252,7 +302,7 @@ impl Storage for RealStorage {
 
     fn is_locked(&self, path: &Path) -> io::Result<bool> {
         use std::os::unix::fs::MetadataExt;
-        let meta = match fs::symlink_metadata(self.full(path)) {
+        let meta = match self.full(path).and_then(fs::symlink_metadata) {
             Ok(m) => m,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(e),

@@ -178,6 +178,36 @@ fn a_session_directory_that_is_a_symlink_out_of_the_root_is_not_followed() {
     assert_eq!(snapshot(&root), before, "nothing written");
 }
 
+/// `sessions` itself a symlink out of the root: the last component's checks (`O_NOFOLLOW`,
+/// `lstat`) cannot see a symlink on the way, so every directory on a path is checked.
+#[test]
+fn a_sessions_directory_that_is_a_symlink_out_of_the_root_is_not_followed() {
+    let (t, root) = demo_root();
+    let outside = t.path().join("outside");
+    std::fs::rename(root.join("sessions"), &outside).expect("move out");
+    symlink(&outside, root.join("sessions")).expect("symlink");
+    let r = root.to_str().expect("utf8");
+    let before = snapshot(&root);
+    for args in [
+        vec!["runs", r, "--session", "demo-1"],
+        vec!["messages", r, "--session", "demo-1"],
+        vec!["timeline", r, "--session", "demo-1"],
+        vec!["invocations", r, "--session", "demo-1"],
+        vec!["dump", r, "--session", "demo-1"],
+        vec!["sessions", r],
+        vec!["verify", r],
+    ] {
+        let (code, out) = makalog(&args);
+        assert_ne!(code, Some(0), "{args:?}: {out}");
+        assert!(out.contains("sessions"), "{args:?}: {out}");
+        assert!(
+            !out.contains("run_started"),
+            "nothing read out there: {out}"
+        );
+    }
+    assert_eq!(snapshot(&root), before, "nothing written");
+}
+
 #[test]
 fn an_oversized_marker_is_refused_without_reading_it_whole() {
     let (_t, root) = demo_root();
