@@ -155,6 +155,42 @@ fn a_sync_held_in_one_session_stops_no_other_sessions_turn() {
     assert_eq!(outcome.status, "completed");
 }
 
+/// A stop asked while a turn's opening syncs stops that turn: it is in flight (it holds the
+/// session), so the stop is neither lost nor left for the next turn. It ends cancelled.
+#[test]
+fn a_stop_during_a_turns_opening_stops_that_turn() {
+    let f = Arc::new(fixture());
+    session(&f, "s");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .expect("runtime");
+    // A first turn makes the session's backend, so a stop reaches it.
+    let first = rt.block_on(turn(&f.manager, "s"));
+    assert_eq!(first.status, "completed");
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    *f.storage.meter.gate.lock().expect("meter") = Some(SyncGate {
+        entered: entered_tx,
+        release: release_rx,
+    });
+    let second = {
+        let f = f.clone();
+        rt.spawn(async move { turn(&f.manager, "s").await })
+    };
+    entered
+        .recv()
+        .expect("the second turn's opening is syncing");
+    assert!(f.manager.stop("s", "stop_button").expect("stop"));
+    release.send(true).expect("let the sync go");
+    let outcome = rt.block_on(second).expect("task");
+    assert_eq!(outcome.status, "cancelled", "{outcome:?}");
+    // The stop was that turn's: the next one runs to its end.
+    let third = rt.block_on(turn(&f.manager, "s"));
+    assert_eq!(third.status, "completed");
+}
+
 #[tokio::test]
 async fn a_sessions_open_runs_slot_is_synced_once_and_freed_after_the_64_sessions_used_since() {
     use makalog::runtime::{read_open_runs, Listing};

@@ -24,7 +24,8 @@ pub trait Backend: Send + Sync {
     /// The backend kind (`fake`, `ai-sdk`).
     fn kind(&self) -> &str;
     /// Starts a turn: its events arrive on the returned channel, which closes after the last.
-    /// Called from within a tokio runtime.
+    /// Called from within a tokio runtime. `send` and `stop` are called under a lock of the
+    /// runtime's, so a stop and a turn's start are ordered: neither may call the runtime.
     fn send(&self, input: SendInput) -> mpsc::Receiver<SessionEvent>;
     /// Stops the turn in flight: its stream ends with `abort{user_stop}` and
     /// `complete{user_stop}`, and a pending question resolves unanswered.

@@ -156,6 +156,8 @@ impl SessionManager {
     /// the first.
     pub async fn send_message(&self, session_id: &str, input: TurnInput) -> Result<Turn> {
         let guard = self.turn_lock(session_id)?.lock_owned().await;
+        // A stop asked before this turn held the session was for an earlier one.
+        lock(&self.inner.stops)?.remove(session_id);
         let inner = self.inner.clone();
         // The backend first: a session whose backend cannot be made gets no run. It is made
         // outside the disk waits (its factory is the host's, and a wait in place must never
@@ -176,13 +178,22 @@ impl SessionManager {
         };
         // One disk wait for the header read and the opening's sync.
         let begun = on_disk(|| super::begin::begin(&inner, session_id, read_header()?, &input))?;
-        lock(&inner.stops)?.remove(session_id);
-        let from_backend = backend.send(SendInput {
-            session_id: session_id.to_owned(),
-            turn_id: begun.ids.turn_id.clone(),
-            text: input.text.clone(),
-            attachments: input.attachments.clone(),
-        });
+        let from_backend = {
+            // A stop asked while the opening was written is this turn's (it holds the
+            // session): the backend gets it once it has started the turn. Under the lock
+            // `stop` holds, so no stop lands between the two.
+            let stops = lock(&inner.stops)?;
+            let events = backend.send(SendInput {
+                session_id: session_id.to_owned(),
+                turn_id: begun.ids.turn_id.clone(),
+                text: input.text.clone(),
+                attachments: input.attachments.clone(),
+            });
+            if stops.contains_key(session_id) {
+                backend.stop();
+            }
+            events
+        };
         let (to_caller, events) = mpsc::channel(super::turn_events::BURSTS);
         let session = session_id.to_owned();
         let done = tokio::spawn(async move {
@@ -209,7 +220,10 @@ impl SessionManager {
         let Some(backend) = backend else {
             return Ok(false);
         };
-        lock(&self.inner.stops)?.insert(session_id.to_owned(), source.to_owned());
+        // Both under the lock a turn's start takes: the stop reaches the turn in flight, or
+        // (if none holds the session) none, never the next one.
+        let mut stops = lock(&self.inner.stops)?;
+        stops.insert(session_id.to_owned(), source.to_owned());
         backend.stop();
         Ok(true)
     }
