@@ -180,3 +180,43 @@ fn frames_read_at_impossible_offsets_are_an_error_not_an_overflow() {
         .expect_err("no frame there");
     assert!(err.to_string().contains(".seg"), "{err}");
 }
+
+/// A sidecar is a cache, and a crafted one must not make a read cost more than the log holds:
+/// one whose lists name a record twice (here one message a thousand times, its covers and
+/// CRCs intact) is not trusted, and the messages come from the log, once each.
+#[test]
+fn a_sidecar_naming_one_record_twice_is_not_trusted() {
+    use makalog::index::{decode_sidecar_header, decode_sidecar_state, encode_sidecar};
+    use makalog::index::{id_entries, section};
+    let (_t, storage) = temp_root();
+    let (_owner, s) = stores::open(&storage);
+    s.sessions.create(session_header("s", 1)).expect("session");
+    let sent: Vec<String> = (0..3)
+        .map(|i| appended(&s, user(&format!("m{i}"), "t", i)))
+        .collect();
+    s.close().expect("close");
+    let path = storage.describe_root().join("sessions/s/index");
+    let good = std::fs::read(&path).expect("sidecar");
+    let header = decode_sidecar_header(&good).expect("header");
+    let mut view = decode_sidecar_state(&good, &header).expect("state");
+    let first = view.session.messages.iter().next().expect("a message");
+    let (id, turn, at) = (
+        first.id.to_owned(),
+        first.turn_id.map(str::to_owned),
+        first.at,
+    );
+    for _ in 0..1_000 {
+        view.session.messages.push(&id, turn.as_deref(), at);
+    }
+    let ids = section(&good, &header, 2)
+        .and_then(id_entries)
+        .expect("ids");
+    let crafted = encode_sidecar(&view, &ids).expect("encode");
+    let crafted_header = decode_sidecar_header(&crafted).expect("its header is sound");
+    assert!(decode_sidecar_state(&crafted, &crafted_header).is_err());
+    std::fs::write(&path, &crafted).expect("write");
+    let read = makalog::store::ReadOnlySessions::new(&*storage)
+        .read_messages("s", None)
+        .expect("read");
+    assert_eq!(texts(read), sent);
+}

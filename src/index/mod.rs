@@ -8,6 +8,7 @@ mod facts;
 mod groups;
 mod invocations;
 mod messages;
+mod positions;
 mod run_state;
 mod session_record;
 mod session_state;

@@ -244,14 +244,16 @@ pub fn decode_sidecar_state(
         Some(_) => bincode::deserialize(section(bytes, header, 4)?).map_err(bincode_err)?,
         None => SessionState::default(),
     };
-    Ok(SessionIndex {
+    let view = SessionIndex {
         session_id,
         covers: header.covers.clone(),
         runs: runs.into_iter().collect::<BTreeMap<_, _>>(),
         invocations: invocations.into_iter().collect::<BTreeMap<_, _>>(),
         ids: Default::default(),
         session,
-    })
+    };
+    super::positions::check_positions(&view)?;
+    Ok(view)
 }
 
 /// Every id entry of an ids section.
