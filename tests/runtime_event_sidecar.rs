@@ -166,6 +166,47 @@ fn damage_in_the_sidecars_id_table_is_found_on_first_use_and_the_index_rebuilt()
     );
 }
 
+/// An id table piling entries on one hash (its CRC intact) would make every lookup of that
+/// hash read each entry's event back, so a crafted one could make catching up quadratic: at
+/// most 16 entries may share a hash, a lookup past that is refused, and such a table is damage
+/// found on first use, the index rebuilt.
+#[test]
+fn an_id_table_piling_entries_on_one_hash_is_damage_and_the_index_rebuilt() {
+    use makalog::index::{
+        decode_sidecar_header, decode_sidecar_state, find_ids, id_entries, section,
+    };
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    turn(&store, "run-1", 1.0, 3, "completed");
+    store.close().expect("close");
+    let good = sidecar_bytes(&storage);
+    let header = decode_sidecar_header(&good).expect("header");
+    let view = decode_sidecar_state(&good, &header).expect("state");
+    let mut ids = section(&good, &header, 2)
+        .and_then(id_entries)
+        .expect("ids");
+    let first = ids[0];
+    ids.extend(std::iter::repeat_n(first, 100_000));
+    let crafted = encode_sidecar(&view, &ids).expect("encode");
+    let crafted_header = decode_sidecar_header(&crafted).expect("header");
+    let body = section(&crafted, &crafted_header, 2).expect("its CRC holds");
+    assert!(
+        find_ids(body, first.hash).is_err(),
+        "a lookup stops past 16"
+    );
+    let path = storage
+        .describe_root()
+        .join("sessions")
+        .join(S)
+        .join("index");
+    std::fs::write(&path, &crafted).expect("craft");
+    let store = self::store(&storage);
+    let repeat = user(S, "run-1", "turn-of-run-1", "run-1-user", 2.0, "hello");
+    let again = store.append(&repeat, Durability::Durable).expect("repeat");
+    assert!(!again.created, "identity answered after the rebuild");
+    assert_eq!(sidecar_bytes(&storage), good, "rebuilt and rewritten");
+}
+
 #[test]
 fn a_sidecar_with_covers_at_the_end_of_their_range_is_untrusted_never_a_panic() {
     use makalog::index::{decode_sidecar_header, decode_sidecar_state, id_entries, section};

@@ -32,8 +32,8 @@ pub use run_state::{RunEventEntry, RunState, Runs};
 pub use session_record::SessionRecord;
 pub use session_state::{DecodedHeader, SessionState};
 pub use sidecar::{
-    decode_sidecar_header, decode_sidecar_state, encode_sidecar, find_ids, id_entries, section,
-    section_unchecked, Section, SidecarHeader, ID_ENTRY_LEN, SIDECAR_FILE, SIDECAR_MAGIC,
-    SIDECAR_VERSION,
+    decode_sidecar_header, decode_sidecar_state, encode_sidecar, find_ids, id_entries,
+    ids_within_bounds, section, section_unchecked, Section, SidecarHeader, ID_ENTRY_LEN,
+    SIDECAR_FILE, SIDECAR_MAGIC, SIDECAR_VERSION,
 };
 pub use view::{RecordRef, SessionIndex};

@@ -296,8 +296,29 @@ pub fn find_ids(body: &[u8], hash: u64) -> Result<Vec<IdEntry>, FormatError> {
     }
     let mut out = Vec::new();
     while lo < n && key(lo) == hash {
+        if out.len() == MAX_SAME_HASH {
+            return Err(FormatError::new(
+                8 + lo * ID_ENTRY_LEN,
+                format!("more than {MAX_SAME_HASH} sidecar id entries share a hash"),
+            ));
+        }
         out.push(id_entry(body, lo)?);
         lo += 1;
     }
     Ok(out)
+}
+
+/// The most id entries one hash may have: each stored id has one entry, and ids of one session
+/// colliding on 64 bits are not expected, while a table crafted to pile entries on one hash
+/// would make every lookup of it read each entry's event back.
+pub const MAX_SAME_HASH: usize = 16;
+
+/// Whether no more than [`MAX_SAME_HASH`] entries of the ids section `body` share a hash (it
+/// is sorted by hash, so they are consecutive).
+pub fn ids_within_bounds(body: &[u8]) -> bool {
+    let Ok(n) = ids_count(body) else {
+        return false;
+    };
+    let key = |i: usize| u64_at(body, 8 + i * ID_ENTRY_LEN);
+    (MAX_SAME_HASH..n).all(|i| key(i) != key(i - MAX_SAME_HASH))
 }

@@ -55,7 +55,8 @@ impl LiveView {
             })
     }
 
-    /// Checks the mapped id table once; a damaged one means the sidecar cannot be trusted, so
+    /// Checks the mapped id table once (its CRC, and no more than `MAX_SAME_HASH` entries on
+    /// one hash); a damaged one means the sidecar cannot be trusted, so
     /// the view is rebuilt from the segments and its sidecar rewritten. The caller holds the
     /// session's state lock, so nothing new is queued while `writer` is synced for the rebuild.
     pub fn check_base(&mut self, storage: &dyn Storage, writer: &SegmentWriter) -> Result<()> {
@@ -65,7 +66,8 @@ impl LiveView {
         if base.checked {
             return Ok(());
         }
-        if crc32fast::hash(base.body()) == base.crc {
+        if crc32fast::hash(base.body()) == base.crc && crate::index::ids_within_bounds(base.body())
+        {
             base.checked = true;
             return Ok(());
         }
