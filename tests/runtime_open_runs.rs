@@ -249,20 +249,42 @@ async fn slots_of_an_earlier_life_are_reused_once_a_recovery_ended_their_runs() 
     assert_eq!(len(), 2 * SLOT_LEN as u64, "no third slot");
 }
 
+/// A root whose open-runs file exists (a first recovery made it), with one session `id` and a
+/// manager over the fake backend with its delays.
+struct Tracked {
+    _t: tempfile::TempDir,
+    storage: Arc<makalog::storage::RealStorage>,
+    _owner: makalog::root::Owner,
+    stores: Arc<makalog::store::ExecutionStores>,
+    manager: SessionManager,
+}
+
+fn tracked_session(id: &str) -> Tracked {
+    let (t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let manager = manager_over(&stores);
+    manager
+        .create_session(json!({"id": id, "backend": "fake", "model": "m"}))
+        .expect("session");
+    manager.recover_interrupted_sessions().expect("recover");
+    Tracked {
+        _t: t,
+        storage,
+        _owner: owner,
+        stores,
+        manager,
+    }
+}
+
 /// Recovery passes archived sessions (§12), but an archived session's interrupted run is not
 /// forgotten: it is reported, its slot stays in the file, and once the session is unarchived
 /// the next start's recovery ends it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_archived_sessions_interrupted_run_is_ended_by_a_start_after_unarchiving() {
     use makalog::runtime::{read_open_runs, Listing};
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let manager = manager_over(&stores);
-    manager
-        .create_session(json!({"id": "s", "backend": "fake", "model": "m"}))
-        .expect("session");
-    manager.recover_interrupted_sessions().expect("recover");
+    let f = tracked_session("s");
+    let (storage, stores, manager) = (&f.storage, &f.stores, &f.manager);
     leave_waiting(&manager, "s").await;
     let run = stores.runs.list_session_runs("s").expect("runs")[0]
         .run_id()
@@ -274,7 +296,7 @@ async fn an_archived_sessions_interrupted_run_is_ended_by_a_start_after_unarchiv
         stores.sessions.update_session(next).expect("update");
     };
     archived(true);
-    let listed = || read_open_runs(&*storage).expect("read");
+    let listed = || read_open_runs(&**storage).expect("read");
     let report = manager_over(&stores)
         .recover_interrupted_sessions()
         .expect("recover");
@@ -307,14 +329,8 @@ async fn an_archived_sessions_interrupted_run_is_ended_by_a_start_after_unarchiv
 #[tokio::test(start_paused = true)]
 async fn recovery_leaves_a_turn_in_flight_alone() {
     use makalog::runtime::TurnInput;
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let manager = manager_over(&stores);
-    manager
-        .create_session(json!({"id": "s", "backend": "fake", "model": "m"}))
-        .expect("session");
-    manager.recover_interrupted_sessions().expect("recover");
+    let f = tracked_session("s");
+    let (stores, manager) = (&f.stores, &f.manager);
     let input = TurnInput {
         text: "hello there".into(),
         ..TurnInput::default()

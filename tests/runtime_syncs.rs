@@ -114,22 +114,33 @@ fn a_read_of_facts_nobody_waited_for_makes_them_durable_itself() {
     assert_eq!(f.syncs.load(Ordering::SeqCst) - before, 1, "no second sync");
 }
 
-#[test]
-fn a_sync_held_in_one_session_stops_no_other_sessions_turn() {
-    let f = Arc::new(fixture());
-    session(&f, "held");
-    session(&f, "free");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_time()
-        .build()
-        .expect("runtime");
+/// Holds the storage's next `sync_data`: it reports on the first channel once it started, then
+/// waits for the second (`true` lets it sync, `false` fails it).
+fn gate_next_sync(f: &Fixture) -> (std::sync::mpsc::Receiver<()>, std::sync::mpsc::Sender<bool>) {
     let (entered_tx, entered) = std::sync::mpsc::channel();
     let (release, release_rx) = std::sync::mpsc::channel();
     *f.storage.meter.gate.lock().expect("meter") = Some(SyncGate {
         entered: entered_tx,
         release: release_rx,
     });
+    (entered, release)
+}
+
+fn runtime(workers: usize) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_time()
+        .build()
+        .expect("runtime")
+}
+
+#[test]
+fn a_sync_held_in_one_session_stops_no_other_sessions_turn() {
+    let f = Arc::new(fixture());
+    session(&f, "held");
+    session(&f, "free");
+    let rt = runtime(1);
+    let (entered, release) = gate_next_sync(&f);
     let held = {
         let f = f.clone();
         rt.spawn(async move { turn(&f.manager, "held").await })
@@ -161,20 +172,11 @@ fn a_sync_held_in_one_session_stops_no_other_sessions_turn() {
 fn a_stop_during_a_turns_opening_stops_that_turn() {
     let f = Arc::new(fixture());
     session(&f, "s");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .build()
-        .expect("runtime");
+    let rt = runtime(2);
     // A first turn makes the session's backend, so a stop reaches it.
     let first = rt.block_on(turn(&f.manager, "s"));
     assert_eq!(first.status, "completed");
-    let (entered_tx, entered) = std::sync::mpsc::channel();
-    let (release, release_rx) = std::sync::mpsc::channel();
-    *f.storage.meter.gate.lock().expect("meter") = Some(SyncGate {
-        entered: entered_tx,
-        release: release_rx,
-    });
+    let (entered, release) = gate_next_sync(&f);
     let second = {
         let f = f.clone();
         rt.spawn(async move { turn(&f.manager, "s").await })
