@@ -285,7 +285,7 @@ async fn an_archived_sessions_interrupted_run_is_ended_by_a_start_after_unarchiv
     use makalog::runtime::{read_open_runs, Listing};
     let f = tracked_session("s");
     let (storage, stores, manager) = (&f.storage, &f.stores, &f.manager);
-    leave_waiting(&manager, "s").await;
+    leave_waiting(manager, "s").await;
     let run = stores.runs.list_session_runs("s").expect("runs")[0]
         .run_id()
         .to_owned();
@@ -297,7 +297,7 @@ async fn an_archived_sessions_interrupted_run_is_ended_by_a_start_after_unarchiv
     };
     archived(true);
     let listed = || read_open_runs(&**storage).expect("read");
-    let report = manager_over(&stores)
+    let report = manager_over(stores)
         .recover_interrupted_sessions()
         .expect("recover");
     assert!(report.recovered.is_empty(), "an archived session is passed");
@@ -310,7 +310,7 @@ async fn an_archived_sessions_interrupted_run_is_ended_by_a_start_after_unarchiv
     assert_eq!(listed(), Listing::Open(vec![("s".into(), run.clone())]));
     // Unarchived, the next start ends the run, and the file is emptied.
     archived(false);
-    let report = manager_over(&stores)
+    let report = manager_over(stores)
         .recover_interrupted_sessions()
         .expect("recover");
     assert_eq!(report.recovered.len(), 1);
