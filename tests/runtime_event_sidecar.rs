@@ -166,6 +166,29 @@ fn damage_in_the_sidecars_id_table_is_found_on_first_use_and_the_index_rebuilt()
     );
 }
 
+/// An invocation may be opened and ended by one event (an `invocation_opened` event that is
+/// also terminal): its opening and its terminal name the same record, which the sidecar's
+/// position rule allows, so the sidecar stays trusted.
+#[test]
+fn an_invocation_opened_and_ended_by_one_event_keeps_its_sidecar_trusted() {
+    use makalog::index::{decode_sidecar_header, decode_sidecar_state};
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    let mut v = opening(S, "run-1", "turn-1", 1.0).value().clone();
+    v["status"] = serde_json::json!("completed");
+    let e = makalog::event::RuntimeEvent::from_value(v).expect("an opening that ends it");
+    assert!(e.is_terminal());
+    store.append(&e, Durability::Durable).expect("append");
+    store.close().expect("close");
+    let bytes = sidecar_bytes(&storage);
+    let header = decode_sidecar_header(&bytes).expect("header");
+    let view = decode_sidecar_state(&bytes, &header).expect("trusted");
+    let invocation = &view.invocations["run-1"];
+    let at = |k: &Option<makalog::index::KeyedEvent>| k.as_ref().map(|k| k.at);
+    assert!(at(&invocation.opening).is_some());
+    assert_eq!(at(&invocation.opening), at(&invocation.terminal));
+}
+
 /// An id table piling entries on one hash (its CRC intact) would make every lookup of that
 /// hash read each entry's event back, so a crafted one could make catching up quadratic: at
 /// most 16 entries may share a hash, a lookup past that is refused, and such a table is damage

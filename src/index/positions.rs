@@ -1,6 +1,7 @@
 //! What a sidecar's lists may point at (FORMAT.md, "The index sidecar"): each message, run event
-//! and invocation opening or terminal is a record of its own, so no two entries name the same
-//! record, and each names one the covers vouch for. A sidecar is a cache read before the log:
+//! and invocation opening or terminal is a record of its own (save that one event may both open
+//! and end its invocation), so no two entries name the same record, and each names one the
+//! covers vouch for. A sidecar is a cache read before the log:
 //! without this rule a crafted one could name one large record a thousand times over and make
 //! a read cost a thousand times what the log holds.
 
@@ -17,12 +18,15 @@ pub fn check_positions(view: &SessionIndex) -> Result<(), FormatError> {
         .runs
         .values()
         .flat_map(|r| r.events.iter().map(|e| e.at));
-    let invocations = view
-        .invocations
-        .values()
-        .flat_map(|i| [&i.opening, &i.terminal])
-        .flatten()
-        .map(|k| k.at);
+    // One event may both open and end its invocation: its opening and terminal are one
+    // record, named once here.
+    let invocations = view.invocations.values().flat_map(|i| {
+        let opening = i.opening.as_ref().map(|k| k.at);
+        let terminal = i.terminal.as_ref().map(|k| k.at);
+        [opening, terminal.filter(|t| Some(*t) != opening)]
+            .into_iter()
+            .flatten()
+    });
     let mut seqs: Vec<u64> = messages
         .chain(events)
         .chain(invocations)
