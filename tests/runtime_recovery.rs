@@ -339,3 +339,47 @@ fn the_intent_hashes_match_the_models_derived_vector() {
     );
     assert!(intent.derived_id().starts_with("graph_intent_") && intent.derived_id().len() == 45);
 }
+
+/// Recovery finishes only a turn's end a crash cut short, which stored its terminal
+/// RuntimeEvent first: a session whose header says `running` for another reason (a host set
+/// it, or an import copied it) and whose last run was ended without one is not given a made-up
+/// failure.
+#[test]
+fn a_running_header_over_runs_ended_without_a_terminal_event_is_left_as_it_is() {
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let s = "hosted";
+    let mut header = session_header(s, 1);
+    header["status"] = json!("running");
+    stores.sessions.create(header).expect("session");
+    interrupted(
+        &stores,
+        s,
+        "r-1",
+        "running",
+        &["run_started", "run_completed"],
+    );
+    assert!(stores
+        .runs
+        .list_unfinished_runs(s)
+        .expect("runs")
+        .is_empty());
+    let manager = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_fake(),
+        Sources::system(),
+    );
+    let report = manager.recover_interrupted_sessions().expect("recover");
+    assert!(report.recovered.is_empty(), "{report:?}");
+    assert!(report.skipped.is_empty(), "{report:?}");
+    let events = stores
+        .runtime_events
+        .read_immutable_runtime_events(s, "r-1")
+        .expect("events");
+    assert!(events.is_empty(), "no terminal event made up");
+    assert_eq!(
+        stores.runs.read_run(s, "r-1").expect("run").status(),
+        "running"
+    );
+}

@@ -48,7 +48,8 @@ pub fn recovery_reason(status: &str, last: Option<&str>, has_terminal_event: boo
     }
 }
 
-/// Ends `run` of `session_id`, which has no terminal commit yet.
+/// Ends `run`, whose terminal commit is missing, or whose turn's end a crash cut short after
+/// its terminal RuntimeEvent (that event is kept and the rest written).
 pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun> {
     let stores = &inner.stores;
     let (session_id, run_id) = (run.session_id(), run.run_id());

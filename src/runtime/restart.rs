@@ -36,7 +36,7 @@ const RECOVERY_WORKERS: usize = 16;
 
 /// What recovery found in one session.
 enum Visit {
-    /// Nothing to look at: absent, or archived.
+    /// Nothing to end: absent, idle with no run interrupted, or archived with none.
     Passed,
     /// Looked at: the runs it ended and those it could not.
     Looked {
@@ -160,18 +160,27 @@ impl SessionManager {
     }
 
     /// The runs of idle session `id` (whose header is `header`) recovery ends: those without
-    /// their terminal commit, or else, when the header still says a turn runs, the last run,
-    /// whose end a crash cut short after its terminal run event (its turn's `turn_state` and
-    /// the session's status were queued behind it): `recover_run` keeps its terminal and
-    /// writes what is missing.
+    /// their terminal commit, or else, when the header still says a turn runs, the last run if
+    /// a turn's end a crash cut short left it: its terminal RuntimeEvent stored (the end's
+    /// first record) and its `turn_state` or the session's status, queued behind it, not.
+    /// `recover_run` keeps that terminal and writes what is missing. A header that says
+    /// `running` for another reason (a host's, an import's) over a run ended without a
+    /// terminal event is left as it is.
     fn runs_to_end(&self, id: &str, header: &SessionHeader) -> Result<Vec<RunHeader>> {
-        let runs = &self.stores().runs;
-        let unfinished = runs.list_unfinished_runs(id)?;
+        let stores = self.stores();
+        let unfinished = stores.runs.list_unfinished_runs(id)?;
         let status = header.value()["status"].as_str();
         if !unfinished.is_empty() || !matches!(status, Some("running" | "waiting_for_user")) {
             return Ok(unfinished);
         }
-        Ok(runs.list_session_runs(id)?.pop().into_iter().collect())
+        let Some(last) = stores.runs.list_session_runs(id)?.pop() else {
+            return Ok(Vec::new());
+        };
+        let events = stores
+            .runtime_events
+            .read_immutable_runtime_events(id, last.run_id())?;
+        let cut_short = events.iter().any(|e| !e.partial() && e.is_terminal());
+        Ok(if cut_short { vec![last] } else { Vec::new() })
     }
 
     /// A session the open-runs file names: opened for writing at once when it exists (ending a
