@@ -282,7 +282,7 @@ fn tracked_session(id: &str) -> Tracked {
 /// the next start's recovery ends it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_archived_sessions_interrupted_run_is_ended_by_a_start_after_unarchiving() {
-    use makalog::runtime::{read_open_runs, Listing};
+    use makalog::runtime::{read_open_runs, Listing, OPEN_RUNS_FILE};
     let f = tracked_session("s");
     let (storage, stores, manager) = (&f.storage, &f.stores, &f.manager);
     leave_waiting(manager, "s").await;
@@ -307,6 +307,14 @@ async fn an_archived_sessions_interrupted_run_is_ended_by_a_start_after_unarchiv
         stores.runs.list_unfinished_runs("s").expect("runs").len(),
         1
     );
+    assert_eq!(listed(), Listing::Open(vec![("s".into(), run.clone())]));
+    // Without the file (every session scanned), the recovery makes it, the run in it: the
+    // archived session does not leave every later start scanning every session.
+    std::fs::remove_file(storage.describe_root().join(OPEN_RUNS_FILE)).expect("remove");
+    let report = manager_over(stores)
+        .recover_interrupted_sessions()
+        .expect("recover");
+    assert!(report.scanned_all && report.recovered.is_empty());
     assert_eq!(listed(), Listing::Open(vec![("s".into(), run.clone())]));
     // Unarchived, the next start ends the run, and the file is emptied.
     archived(false);

@@ -24,11 +24,17 @@ pub struct RecoveryReport {
     pub scanned_all: bool,
     /// The runs ended, in session order.
     pub recovered: Vec<RecoveredRun>,
-    /// Sessions or runs that could not be read or ended, with why; also the interrupted runs
-    /// of archived sessions, left as they are until the session is unarchived (the open-runs
-    /// file keeps naming them, so a later start finds them).
+    /// Sessions or runs that could not be read or ended, with why (the open-runs file then
+    /// keeps naming what it named); also sessions passed because a turn is in flight in them,
+    /// and the interrupted runs of archived sessions, left as they are until the session is
+    /// unarchived (the file goes on naming them, so a later start finds them).
     pub skipped: Vec<(String, String)>,
 }
+
+/// Why a session with a turn in flight was passed.
+const BUSY: &str = "a turn is in flight: its session is left for a later recovery";
+/// Why an archived session's interrupted run was left open.
+const ARCHIVED: &str = "the session is archived: its interrupted run is left until it is not";
 
 /// How many sessions recovery ends at once: each mostly waits for its one sync, and the disk
 /// serves concurrent syncs together.
@@ -38,6 +44,10 @@ const RECOVERY_WORKERS: usize = 16;
 enum Visit {
     /// Nothing to end: absent, idle with no run interrupted, or archived with none.
     Passed,
+    /// A turn is in flight in it: left alone.
+    Busy(String),
+    /// Archived, with these interrupted runs: left as they are, and kept in the file.
+    Archived(String, Vec<String>),
     /// Looked at: the runs it ended and those it could not.
     Looked {
         recovered: Vec<RecoveredRun>,
@@ -78,20 +88,47 @@ impl SessionManager {
         let visits = crate::parallel::map_on(workers, &sessions, |(id, listed)| {
             self.visit(id, listed.as_ref())
         });
+        // `held`: a session the file must go on naming as it does (one that could not be read
+        // or ended); `kept`: runs left open on purpose, named again once it is emptied.
+        let (mut held, mut kept) = (false, Vec::new());
         for visit in visits {
             match visit {
                 Visit::Passed => {}
+                Visit::Busy(id) => {
+                    report.sessions += 1;
+                    // Its turn holds a slot of this process's, which emptying keeps; with no
+                    // file to begin with, that turn is not tracked, so none is made.
+                    held |= report.scanned_all;
+                    report.skipped.push((id, BUSY.to_owned()));
+                }
+                Visit::Archived(id, runs) => {
+                    report.sessions += 1;
+                    for run in runs {
+                        report
+                            .skipped
+                            .push((format!("{id}/{run}"), ARCHIVED.to_owned()));
+                        kept.push((id.clone(), run));
+                    }
+                }
                 Visit::Looked { recovered, skipped } => {
                     report.sessions += 1;
                     report.recovered.extend(recovered);
+                    held |= !skipped.is_empty();
                     report.skipped.extend(skipped);
                 }
-                Visit::Unreadable(id, why) => report.skipped.push((id, why)),
+                Visit::Unreadable(id, why) => {
+                    held = true;
+                    report.skipped.push((id, why));
+                }
             }
         }
         // What the file named is ended (or reported): only then is it emptied.
-        if report.skipped.is_empty() {
-            lock(&self.inner.open_runs)?.reset(storage)?;
+        if !held {
+            let mut open_runs = lock(&self.inner.open_runs)?;
+            open_runs.reset(storage)?;
+            for (session, run) in &kept {
+                open_runs.mark(storage, session, run)?;
+            }
         }
         Ok(report)
     }
@@ -106,11 +143,7 @@ impl SessionManager {
             Err(e) => return Visit::Unreadable(id.to_owned(), e.to_string()),
         };
         let Ok(_idle) = turn_lock.try_lock_owned() else {
-            let busy = "a turn is in flight: its session is left for a later recovery";
-            return Visit::Looked {
-                recovered: Vec::new(),
-                skipped: vec![(id.to_owned(), busy.to_owned())],
-            };
+            return Visit::Busy(id.to_owned());
         };
         let header = match listed {
             Some(h) => Some(h.clone()),
@@ -120,8 +153,8 @@ impl SessionManager {
             },
         };
         // A session the file names that is not there (its creation failed) has nothing to
-        // end; an archived one is left as it is, its interrupted runs reported (which keeps
-        // the file, and them in it, for a start after it is unarchived).
+        // end; an archived one is left as it is, its interrupted runs reported and kept in the
+        // file for a start after it is unarchived.
         let Some(header) = header else {
             return Visit::Passed;
         };
@@ -139,15 +172,8 @@ impl SessionManager {
             if runs.is_empty() {
                 return Visit::Passed;
             }
-            let left = "the session is archived: its interrupted run is left until it is not";
-            let skipped = runs
-                .iter()
-                .map(|run| (format!("{id}/{}", run.run_id()), left.to_owned()))
-                .collect();
-            return Visit::Looked {
-                recovered: Vec::new(),
-                skipped,
-            };
+            let runs = runs.iter().map(|run| run.run_id().to_owned()).collect();
+            return Visit::Archived(id.to_owned(), runs);
         }
         let (mut recovered, mut skipped) = (Vec::new(), Vec::new());
         for run in runs {
