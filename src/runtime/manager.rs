@@ -156,7 +156,8 @@ impl SessionManager {
     /// the first.
     pub async fn send_message(&self, session_id: &str, input: TurnInput) -> Result<Turn> {
         let guard = self.turn_lock(session_id)?.lock_owned().await;
-        // A stop asked before this turn held the session was for an earlier one.
+        // A stop recorded by now was an earlier turn's (or came as this one took the session,
+        // a window of a few instructions, and is dropped with it).
         lock(&self.inner.stops)?.remove(session_id);
         let inner = self.inner.clone();
         // The backend first: a session whose backend cannot be made gets no run. It is made
@@ -254,6 +255,19 @@ impl SessionManager {
         Ok(turns.entry(session_id.to_owned()).or_default().clone())
     }
 
+    /// Drops the session's turn lock from the map when nobody holds or waits on it: a caller
+    /// that only looked (recovery visiting every session) leaves no entry behind.
+    pub(crate) fn forget_turn_lock(&self, session_id: &str) -> Result<()> {
+        let mut turns = lock(&self.inner.turns)?;
+        if turns
+            .get(session_id)
+            .is_some_and(|l| Arc::strong_count(l) == 1)
+        {
+            turns.remove(session_id);
+        }
+        Ok(())
+    }
+
     /// The session's backend, made on first use from its header's `backend` kind.
     fn backend(&self, session_id: &str, header: &SessionHeader) -> Result<Arc<dyn Backend>> {
         let mut backends = lock(&self.inner.backends)?;
@@ -274,4 +288,30 @@ impl SessionManager {
 pub(crate) fn lock<T>(m: &Mutex<T>) -> Result<std::sync::MutexGuard<'_, T>> {
     m.lock()
         .map_err(|_| Error::InvalidInput("a runtime lock was poisoned by a panic".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A turn lock only looked at is dropped from the map; one held, or waited on, stays.
+    #[test]
+    fn a_turn_lock_nobody_holds_is_forgotten() {
+        let t = tempfile::tempdir().expect("tmp");
+        let owner = crate::root::try_acquire_owner(t.path())
+            .expect("root")
+            .expect("lease");
+        let stores =
+            Arc::new(crate::store::open_execution_stores_for_write(&owner).expect("stores"));
+        let m = SessionManager::new(stores, BackendRegistry::with_fake(), Sources::system());
+        let held = m.turn_lock("held").expect("lock");
+        drop(m.turn_lock("looked").expect("lock"));
+        m.forget_turn_lock("held").expect("forget");
+        m.forget_turn_lock("looked").expect("forget");
+        let names: Vec<String> = lock(&m.inner.turns).expect("map").keys().cloned().collect();
+        assert_eq!(names, ["held"]);
+        drop(held);
+        m.forget_turn_lock("held").expect("forget");
+        assert!(lock(&m.inner.turns).expect("map").is_empty());
+    }
 }

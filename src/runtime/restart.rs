@@ -86,7 +86,12 @@ impl SessionManager {
         // disk one at a time, so a crash scenario's seed replays the same writes and ids.
         let workers = crate::parallel::threads_for(storage, RECOVERY_WORKERS);
         let visits = crate::parallel::map_on(workers, &sessions, |(id, listed)| {
-            self.visit(id, listed.as_ref())
+            let visit = self.visit(id, listed.as_ref());
+            // A session only looked at keeps no turn lock in memory.
+            match self.forget_turn_lock(id) {
+                Ok(()) => visit,
+                Err(e) => Visit::Unreadable(id.clone(), e.to_string()),
+            }
         });
         // `held`: a session the file must go on naming as it does (one that could not be read
         // or ended); `kept`: runs left open on purpose, named again once it is emptied.

@@ -9,6 +9,9 @@ use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+/// Directories found to be directories that are remembered at most (see `RealStorage::dirs`).
+const DIRS_KEPT: usize = 1024;
+
 /// Real files under one root directory.
 #[derive(Debug, Clone)]
 pub struct RealStorage {
@@ -84,6 +87,11 @@ impl RealStorage {
             ));
         }
         if let Ok(mut d) = self.dirs.lock() {
+            // Bounded: a host touching many sessions checks their directories again rather
+            // than keeping one entry for each forever.
+            if d.len() >= DIRS_KEPT {
+                d.clear();
+            }
             d.insert(dir.to_path_buf());
         }
         Ok(())
@@ -326,5 +334,26 @@ impl Storage for RealStorage {
 
     fn describe_root(&self) -> PathBuf {
         self.root.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Directories checked on the way to a path are remembered, but no more than `DIRS_KEPT`:
+    /// a host touching ever more sessions does not keep one entry for each forever.
+    #[test]
+    fn the_directories_remembered_stay_bounded() {
+        let t = tempfile::tempdir().expect("tmp");
+        let storage = RealStorage::new(t.path());
+        let n = DIRS_KEPT + 10;
+        for i in 0..n {
+            std::fs::create_dir_all(t.path().join(format!("sessions/s{i}"))).expect("mkdir");
+            let path = PathBuf::from(format!("sessions/s{i}/index"));
+            assert_eq!(storage.entry_kind(&path).expect("kind"), None);
+        }
+        let kept = storage.dirs.lock().expect("dirs").len();
+        assert!(kept > 0 && kept <= DIRS_KEPT, "{kept}");
     }
 }
