@@ -1,10 +1,10 @@
 //! Recovery at start (MAKA-MODEL §12): every run a restart left without its terminal commit,
 //! in every idle session that is not archived, is ended as `recover_run` says, and a turn
-//! whose end a crash cut short after its run's terminal event gets the rest of its end. The sessions visited
-//! are those the open-runs file names (state that stays as small as the runs in flight), or
-//! every session when the file is missing or damaged. Sessions are read through their views
-//! (a session not open is read from its files, nothing written); a session that cannot be read
-//! is reported and skipped, never guessed at.
+//! whose end a crash cut short after its run's terminal event gets the rest of its end. The
+//! sessions visited are those the open-runs file names (state that stays as small as the runs
+//! in flight), or every session when the file is missing or damaged. Sessions are read
+//! through their views (a session not open is read from its files, nothing written); a
+//! session that cannot be read is reported and skipped, never guessed at.
 
 use super::manager::lock;
 use super::manager::SessionManager;
@@ -127,11 +127,19 @@ impl SessionManager {
                 }
             }
         }
-        // What the file named is ended (or reported): only then is it emptied.
+        // What the file named is ended (or reported): only then is it emptied. The runs kept
+        // open are named first, so the emptying keeps them and a failure anywhere leaves them
+        // named; with no file to name them in, once the emptying has made it.
         if !held {
             let mut open_runs = lock(&self.inner.open_runs)?;
-            open_runs.reset(storage)?;
+            let mut unnamed = Vec::new();
             for (session, run) in &kept {
+                if !open_runs.mark(storage, session, run)? {
+                    unnamed.push((session, run));
+                }
+            }
+            open_runs.reset(storage)?;
+            for (session, run) in unnamed {
                 open_runs.mark(storage, session, run)?;
             }
         }
