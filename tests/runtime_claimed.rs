@@ -4,12 +4,12 @@
 
 mod support;
 
-use makalog::runtime::{BackendRegistry, ClaimedIntentRun, SessionManager, Sources};
+use makalog::runtime::{BackendRegistry, SessionManager, Sources};
 use makalog::storage::Storage;
 use makalog::store::open_execution_stores_for_write;
 use std::sync::Arc;
 use std::time::Duration;
-use support::graph::{claimed_graph_child, parent_header};
+use support::graph::{claimed_graph_child, claimed_run, parent_header};
 
 /// A call dropped while its run streams (a caller's timeout) leaves the turn running in its
 /// task; a retry of the claim must not take that live run for one a restart interrupted: it
@@ -37,14 +37,7 @@ async fn a_retry_after_a_dropped_call_waits_for_the_live_run_instead_of_failing_
         BackendRegistry::with_fake(),
         Sources::system(),
     );
-    let call = || ClaimedIntentRun {
-        intent: intent.clone(),
-        graph_id: claim.graph_id.clone(),
-        intent_id: claim.intent_id.clone(),
-        prompt: prompt.into(),
-        abort: None,
-        on_ready: None,
-    };
+    let call = || claimed_run(&claim, &intent, prompt);
     let first = tokio::time::timeout(
         Duration::from_millis(200),
         manager.run_claimed_agent_graph_intent(call()),

@@ -11,13 +11,13 @@ mod support;
 use makalog::claims::AgentGraphIntentClaim;
 use makalog::root::Owner;
 use makalog::runtime::{
-    AbortController, AgentGraphRunnableIntent, BackendRegistry, ClaimedIntentRun,
-    ExecutionComposition, Sources, FAKE_ASK_USER_QUESTION_PROMPT, LOCAL_READ_AGENT_DEFINITION,
+    AbortController, AgentGraphRunnableIntent, BackendRegistry, ExecutionComposition, Sources,
+    FAKE_ASK_USER_QUESTION_PROMPT, LOCAL_READ_AGENT_DEFINITION,
 };
 use makalog::storage::Storage;
 use makalog::store::{open_execution_stores_for_write, ExecutionStores};
 use serde_json::{json, Value};
-use support::graph::{claimed_graph_child, parent_header};
+use support::graph::{claimed_graph_child, claimed_run, parent_header};
 
 fn graph_execution_descriptor(claim: &AgentGraphIntentClaim) -> Value {
     json!({
@@ -141,16 +141,7 @@ async fn journey(
     (aborted_claim, aborted_intent): (&AgentGraphIntentClaim, &AgentGraphRunnableIntent),
 ) -> makalog::Result<()> {
     let (manager, stores) = (composition.manager(), composition.stores());
-    let run = |claim: &AgentGraphIntentClaim, intent: &AgentGraphRunnableIntent, prompt: &str| {
-        ClaimedIntentRun {
-            intent: intent.clone(),
-            graph_id: claim.graph_id.clone(),
-            intent_id: claim.intent_id.clone(),
-            prompt: prompt.into(),
-            abort: None,
-            on_ready: None,
-        }
-    };
+    let run = claimed_run;
     let first = manager
         .run_claimed_agent_graph_intent(run(completed_claim, completed_intent, completed_prompt))
         .await?;

@@ -1,8 +1,8 @@
 //! A parent session and linked children with a claimed graph intent for one turn of each, as
 //! the seed 000 port and the claimed-run tests use them.
 
-use makalog::claims::AgentGraphIntentClaimRequest;
-use makalog::runtime::{AgentGraphRunnableIntent, LOCAL_READ_AGENT_DEFINITION};
+use makalog::claims::{AgentGraphIntentClaim, AgentGraphIntentClaimRequest};
+use makalog::runtime::{AgentGraphRunnableIntent, ClaimedIntentRun, LOCAL_READ_AGENT_DEFINITION};
 use makalog::store::ExecutionStores;
 use serde_json::{json, Value};
 
@@ -83,4 +83,20 @@ pub fn claimed_graph_child(
         target_run_id: run_id,
     };
     (request, intent)
+}
+
+/// A call running `claim`'s `intent` with `prompt`, with no abort and no readiness callback.
+pub fn claimed_run(
+    claim: &AgentGraphIntentClaim,
+    intent: &AgentGraphRunnableIntent,
+    prompt: &str,
+) -> ClaimedIntentRun {
+    ClaimedIntentRun {
+        intent: intent.clone(),
+        graph_id: claim.graph_id.clone(),
+        intent_id: claim.intent_id.clone(),
+        prompt: prompt.into(),
+        abort: None,
+        on_ready: None,
+    }
 }
