@@ -9,8 +9,8 @@
 mod common;
 
 use common::{
-    group, owner, parse_args, round_share, run_threads, scratch, sqlite_connection, Args,
-    BenchResult, Tally, INSERT_EVENT, ROUNDS, RUNTIME_EVENTS_SCHEMA, SQLITE_CONCURRENT_SHARE,
+    group, owner, parse_args, preallocated, round_share, run_threads, scratch, sqlite_connection,
+    Args, BenchResult, Tally, INSERT_EVENT, ROUNDS, RUNTIME_EVENTS_SCHEMA, SQLITE_CONCURRENT_SHARE,
 };
 use makalog::format::{FrameLayout, RecordKind};
 
@@ -19,9 +19,7 @@ const FRAME_OVERHEAD: usize = FrameLayout::NEW.overhead();
 use makalog::root::Owner;
 use makalog::segment::{Durability, SegmentWriter, WriterConfig};
 use okaywal::{LogVoid, WriteAheadLog};
-use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
-use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -230,25 +228,6 @@ fn raw_durable(threads: usize, per_thread: usize, payload: &[u8]) -> BenchResult
         file.sync_data()?;
         Ok(())
     })
-}
-
-/// A file of `len` zero bytes, synced, so later overwrites change no metadata.
-fn preallocated(path: &Path, len: usize) -> BenchResult<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(path)?;
-    let zeros = vec![0u8; 1 << 20];
-    let mut at = 0;
-    while at < len {
-        let n = (len - at).min(zeros.len());
-        file.write_all_at(&zeros[..n], at as u64)?;
-        at += n;
-    }
-    file.sync_data()?;
-    File::open(path.parent().ok_or("no parent")?)?.sync_all()?;
-    Ok(file)
 }
 
 /// okaywal 0.3: every thread commits to one shared log, one chunk per entry.

@@ -1,7 +1,7 @@
 //! The session and agent-run stores side by side with SQLite (the original's tables, one shared
 //! connection, WAL, `synchronous=FULL`): create_subagent with its claims (and the raw floor of
 //! the same file-system steps), append message and create run + terminal commit with 1 and 16
-//! writers, list_sessions over 10,000 sessions, read_messages of a session of 10,000 messages.
+//! writers (and the floor of their durable writes), list_sessions over 10,000 sessions, read_messages of a session of 10,000 messages.
 //! Engines take turns in rounds, so drift on a noisy machine falls on all alike.
 //!
 //! Run: `cargo bench --bench stores` (`-- --quick` for a smoke run, `-- --only WORD` for the
@@ -12,8 +12,10 @@ mod common;
 mod raw_floor;
 #[path = "stores/sqlite.rs"]
 mod sqlite;
+#[path = "stores/writes.rs"]
+mod writes;
 
-use common::{group, owner, parse_args, run_threads, scratch, BenchResult, ROUNDS};
+use common::{group, owner, parse_args, run_threads, scratch, BenchResult};
 use makalog::event::RuntimeEvent;
 use makalog::storage::RealStorage;
 use makalog::store::{
@@ -23,8 +25,8 @@ use raw_floor::RawFloor;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use writes::{run_and_terminal, sqlite_run_and_terminal, write_case, WriteOp};
 
 fn header(id: &str, created: u64) -> Value {
     json!({
@@ -127,63 +129,6 @@ fn subagent_case(n: usize) -> BenchResult<[f64; 4]> {
     raw.finish()?;
     bare.finish()?;
     Ok(took.map(|d| n as f64 / d.as_secs_f64()))
-}
-
-/// One of the write cases: `op` run by `writers` threads, each on a session of its own, on
-/// makalog and on SQLite's one connection (which runs a share of the operations: its writers
-/// queue one commit at a time). Rates in operations a second.
-fn write_case(
-    writers: usize,
-    per_writer: usize,
-    m_op: &(dyn Fn(&ExecutionStores, &str, usize) -> BenchResult<()> + Sync),
-    s_op: &(dyn Fn(&mut Connection, &str, usize) -> BenchResult<()> + Sync),
-) -> BenchResult<(f64, f64)> {
-    let m_dir = scratch()?;
-    let (_owner, m) = stores(m_dir.path())?;
-    let s_dir = scratch()?;
-    let conn = Mutex::new(sqlite::db(&s_dir.path().join("state.db"))?);
-    let names: Vec<String> = (0..writers).map(|t| format!("writer-{t:02}")).collect();
-    for name in &names {
-        m.sessions.create(header(name, 1))?;
-        let c = conn.lock().map_err(|_| "sqlite lock")?;
-        sqlite::insert_session(&c, &header(name, 1))?;
-    }
-    let share = if writers > 1 {
-        common::SQLITE_CONCURRENT_SHARE
-    } else {
-        1
-    };
-    let per = per_writer / ROUNDS;
-    let s_per = (per / share).max(1);
-    let mut took = [Duration::ZERO; 2];
-    for round in 0..ROUNDS {
-        for k in 0..2 {
-            let engine = (k + round) % 2;
-            let threads: Vec<usize> = (0..writers).collect();
-            took[engine] += match engine {
-                0 => run_threads(threads, per, |t, j| m_op(&m, &names[*t], round * per + j))?,
-                _ => run_threads(threads, s_per, |t, j| {
-                    let mut c = conn.lock().map_err(|_| "sqlite lock")?;
-                    s_op(&mut c, &names[*t], round * per + j)
-                })?,
-            };
-        }
-    }
-    m.close()?;
-    let rate = |count: usize, d: Duration| (count * writers * ROUNDS) as f64 / d.as_secs_f64();
-    Ok((rate(per, took[0]), rate(s_per, took[1])))
-}
-
-fn run_and_terminal(s: &ExecutionStores, session: &str, i: usize) -> BenchResult<()> {
-    s.runs.create_run(run(session, i))?;
-    s.runs
-        .commit_terminal(session, &run_id(session, i), &terminal(session, i)?, None)?;
-    Ok(())
-}
-
-fn sqlite_run_and_terminal(c: &mut Connection, session: &str, i: usize) -> BenchResult<()> {
-    sqlite::create_run(c, &run(session, i))?;
-    sqlite::commit_terminal(c, session, &run_id(session, i), &terminal(session, i)?)
 }
 
 /// The best of three timings of `f`.
@@ -363,38 +308,50 @@ fn main() -> BenchResult<()> {
     let s_append = |c: &mut Connection, session: &str, i: usize| {
         sqlite::append_message(c, session, &message(i))
     };
-    type Case<'a> = (
-        &'a str,
-        &'a (dyn Fn(&ExecutionStores, &str, usize) -> BenchResult<()> + Sync),
-        &'a (dyn Fn(&mut Connection, &str, usize) -> BenchResult<()> + Sync),
-    );
-    let cases: [Case; 2] = [
-        ("append message", &append, &s_append),
+    let cases = [
+        (
+            "append message",
+            WriteOp {
+                makalog: &append,
+                sqlite: &s_append,
+                durable_writes: 1,
+            },
+        ),
         (
             "create run + terminal commit",
-            &run_and_terminal,
-            &sqlite_run_and_terminal,
+            WriteOp {
+                makalog: &run_and_terminal,
+                sqlite: &sqlite_run_and_terminal,
+                durable_writes: 2,
+            },
         ),
     ];
-    for (name, m_op, s_op) in cases.into_iter().filter(|c| args.runs(c.0)) {
+    for (name, op) in cases.iter().filter(|c| args.runs(c.0)) {
         for (writers, per) in [
             (1, if q { 60 } else { 1_500 }),
             (16, if q { 12 } else { 240 }),
         ] {
             println!("{name}, {writers} writer(s), a session each");
-            let (m, s) = write_case(writers, per, m_op, s_op)?;
+            let r = write_case(writers, per, op)?;
             let bar = if writers == 1 { 1.3 } else { 5.0 };
             println!(
-                "  makalog {} /s   SQLite {} /s   makalog/SQLite {:.2} (bar ≥ {bar})",
-                group(m),
-                group(s),
-                m / s
+                "  makalog {} /s   SQLite {} /s   floor {} /s   makalog/SQLite {:.2} (bar ≥ {bar})   makalog/floor {:.2}   floor/SQLite {:.2}",
+                group(r.makalog),
+                group(r.sqlite),
+                group(r.floor),
+                r.makalog / r.sqlite,
+                r.makalog / r.floor,
+                r.floor / r.sqlite
             );
             table.push(format!(
-                "| {name}, {writers} writer(s) | {} /s | {} /s | {:.2} | bar ≥ {bar} × |",
-                group(m),
-                group(s),
-                m / s
+                "| {name}, {writers} writer(s) | {} /s | {} /s | {:.2} | bar ≥ {bar} ×; floor of its {} durable write(s) {} /s: makalog/floor {:.2}, floor/SQLite {:.2} |",
+                group(r.makalog),
+                group(r.sqlite),
+                r.makalog / r.sqlite,
+                op.durable_writes,
+                group(r.floor),
+                r.makalog / r.floor,
+                r.floor / r.sqlite
             ));
         }
     }

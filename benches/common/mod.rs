@@ -8,6 +8,8 @@ use makalog::root::{try_acquire_owner, Owner};
 use rusqlite::Connection;
 use serde_json::json;
 use std::error::Error;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Barrier;
 use std::thread;
@@ -316,4 +318,23 @@ pub fn sqlite_list(conn: &Connection, session: &str) -> BenchResult<usize> {
         }
     }
     Ok(out.len())
+}
+
+/// A file of `len` zero bytes, synced, so later overwrites change no metadata.
+pub fn preallocated(path: &Path, len: usize) -> BenchResult<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    let zeros = vec![0u8; 1 << 20];
+    let mut at = 0;
+    while at < len {
+        let n = (len - at).min(zeros.len());
+        file.write_all_at(&zeros[..n], at as u64)?;
+        at += n;
+    }
+    file.sync_data()?;
+    File::open(path.parent().ok_or("no parent")?)?.sync_all()?;
+    Ok(file)
 }
