@@ -132,7 +132,27 @@ impl SessionManager {
             }
             Err(e) => return Err(e),
         }
-        on_disk(|| self.stored_result(claim, runtime))
+        let result = on_disk(|| self.stored_result(claim, runtime))?;
+        if result.status == "cancelled" {
+            // Checked on every answer, not only the first: a crash or a failed write between
+            // the run's terminal commit and this leaves the claim `executing`, and the retry
+            // an orchestrator makes then moves it on.
+            on_disk(|| {
+                let now = stores
+                    .claims
+                    .read_agent_graph_intent_claim(&claim.graph_id, &claim.intent_id)?;
+                if now.is_some_and(|c| c.status != AdmissionStatus::Cancelled) {
+                    stores.claims.set_agent_graph_intent_status(
+                        &claim.graph_id,
+                        &claim.intent_id,
+                        AdmissionStatus::Cancelled,
+                        Some("run cancelled"),
+                    )?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(result)
     }
 
     /// Step 4 of §12: the run exists. It must match the claim; while it is live (a turn of the
@@ -238,16 +258,6 @@ impl SessionManager {
         }
         let outcome = turn.finish().await;
         drop(done_tx);
-        if outcome.as_ref().is_ok_and(|o| o.status == "cancelled") {
-            on_disk(|| {
-                stores.claims.set_agent_graph_intent_status(
-                    &claim.graph_id,
-                    &claim.intent_id,
-                    AdmissionStatus::Cancelled,
-                    Some("run cancelled"),
-                )
-            })?;
-        }
         outcome.map(|_| ())
     }
 

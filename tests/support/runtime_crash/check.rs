@@ -1,12 +1,14 @@
 //! Which recovered roots a runtime workload's model allows.
 
 use super::{RuntimeModel, RuntimeView};
+use makalog::claims::AdmissionStatus;
 
 /// Every run ended by exactly one terminal run event and one terminal RuntimeEvent; every
 /// acknowledged turn ended as acknowledged; every started run there; nothing that was not
 /// asked for; a run not acknowledged as ended either completed, was cancelled, or failed with
-/// `app_restarted`; one run per claimed turn, ended as acknowledged; every run's turn in the
-/// state its run ended in; and no session left running or waiting.
+/// `app_restarted`; one run per claimed turn, ended as acknowledged, its claim `executing`, or
+/// `cancelled` once its run was answered cancelled; every run's turn in the state its run ended
+/// in; and no session left running or waiting.
 pub fn check(model: &RuntimeModel, got: &RuntimeView) -> Result<(), String> {
     if got.unfinished != 0 {
         return Err(format!(
@@ -78,6 +80,16 @@ pub fn check(model: &RuntimeModel, got: &RuntimeView) -> Result<(), String> {
             return Err(format!(
                 "claimed run of {child} ended {status}, recovered {}",
                 runs[0].1.status
+            ));
+        }
+        let admission = match status.as_str() {
+            "cancelled" => AdmissionStatus::Cancelled,
+            _ => AdmissionStatus::Executing,
+        };
+        if got.claim_status.get(child) != Some(&admission) {
+            return Err(format!(
+                "the claim of {child}, answered {status}, is {:?}",
+                got.claim_status.get(child)
             ));
         }
     }

@@ -1,8 +1,9 @@
 //! What a recovered root holds, as the runtime's checks read it: every run of every session
-//! with its status, terminal facts and its turn's last state, the runs left unfinished, and
-//! each session's status.
+//! with its status, terminal facts and its turn's last state, the runs left unfinished, each
+//! session's status, and each claimed intent's admission status.
 
 use super::composition;
+use makalog::claims::AdmissionStatus;
 use makalog::root::{create_or_open_root, Owner};
 use makalog::storage::SimStorage;
 use std::collections::BTreeMap;
@@ -29,6 +30,8 @@ pub struct RuntimeView {
     pub unfinished: usize,
     /// Each session's header status.
     pub session_status: BTreeMap<String, String>,
+    /// Each graph intent claim's admission status, by its target session.
+    pub claim_status: BTreeMap<String, AdmissionStatus>,
 }
 
 fn err(what: &str) -> impl Fn(makalog::Error) -> String + '_ {
@@ -91,6 +94,14 @@ pub fn recover(storage: &Arc<SimStorage>) -> Result<RuntimeView, String> {
                 },
             );
         }
+    }
+    for stored in stores
+        .claims
+        .list_agent_graph_intent_claims(None)
+        .map_err(err("claims"))?
+    {
+        view.claim_status
+            .insert(stored.claim.target_session_id.clone(), stored.status);
     }
     c.close().map_err(err("close"))?;
     Ok(view)
