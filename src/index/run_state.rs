@@ -23,6 +23,38 @@ pub struct RunState {
     pub events: Vec<RunEventEntry>,
     /// True once a run_completed, run_failed or run_cancelled event is stored.
     pub terminal: bool,
+    /// The latest header decoded, while its status is not terminal.
+    #[serde(skip)]
+    pub open_header: OpenHeader,
+}
+
+/// An open run's latest header decoded, kept beside its text so the run's terminal commit (and
+/// every read of it meanwhile) need not decode it again: set when a header is applied, dropped
+/// once one ends the run, so a session keeps whole values only for its open runs. A cache, not
+/// state: never written to a sidecar, and equal to any other.
+#[derive(Debug, Clone, Default)]
+pub struct OpenHeader(Option<RunHeader>);
+
+impl PartialEq for OpenHeader {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for OpenHeader {}
+
+impl RunState {
+    /// The latest header decoded, if this state applied it and it does not end the run; `None`
+    /// means decode [`RunState::header`].
+    pub fn open_header(&self) -> Option<&RunHeader> {
+        let decoded = self.open_header.0.as_ref()?;
+        debug_assert_eq!(
+            decoded.canonical_json(),
+            self.header,
+            "the cache is the header"
+        );
+        Some(decoded)
+    }
 }
 
 /// The runs of a session, by run id.
@@ -58,8 +90,12 @@ pub fn check_run_event(event: &RunEvent, runs: &Runs) -> Result<(), String> {
 
 /// Applies a checked run header: a new run, or a new version of one.
 pub fn apply_run(runs: &mut Runs, run: &RunHeader) {
+    let open = OpenHeader((!run.is_terminal()).then(|| run.clone()));
     match runs.get_mut(run.run_id()) {
-        Some(state) => state.header = run.canonical_json().to_owned(),
+        Some(state) => {
+            state.header = run.canonical_json().to_owned();
+            state.open_header = open;
+        }
         None => {
             runs.insert(
                 run.run_id().to_owned(),
@@ -67,6 +103,7 @@ pub fn apply_run(runs: &mut Runs, run: &RunHeader) {
                     header: run.canonical_json().to_owned(),
                     events: Vec::new(),
                     terminal: false,
+                    open_header: open,
                 },
             );
         }

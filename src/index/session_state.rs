@@ -168,6 +168,7 @@ impl SessionState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::RunHeader;
     use serde_json::json;
 
     fn header(name: &str) -> SessionHeader {
@@ -179,6 +180,15 @@ mod tests {
             "permissionMode": "ask"
         }))
         .expect("header")
+    }
+
+    fn run(status: &str) -> RunHeader {
+        RunHeader::from_value(json!({
+            "runId": "r", "sessionId": "s", "turnId": "t", "llmConnectionSlug": "fake",
+            "modelId": "m", "cwd": "/w", "status": status, "backendKind": "fake",
+            "permissionMode": "ask", "createdAt": 1, "updatedAt": 1
+        }))
+        .expect("run")
     }
 
     fn at(seq: u64) -> StoredAt {
@@ -236,5 +246,30 @@ mod tests {
         };
         other.keep_decoded_header(&header("h"));
         assert!(other.cached_header().is_none());
+    }
+
+    #[test]
+    fn an_open_run_is_kept_decoded_until_a_header_ends_it_and_never_written() {
+        let mut state = SessionState::default();
+        state.apply_checked(&SessionRecord::Header(header("h")), at(1));
+        state.apply_checked(&SessionRecord::Run(run("running")), at(2));
+        let kept = state.runs["r"].open_header().expect("kept").clone();
+        assert_eq!(
+            kept,
+            RunHeader::decode(&state.runs["r"].header).expect("decodes")
+        );
+        let bytes = bincode::serialize(&state).expect("encodes");
+        let loaded: SessionState = bincode::deserialize(&bytes).expect("decodes");
+        assert_eq!(loaded, state);
+        assert!(
+            loaded.runs["r"].open_header().is_none(),
+            "loaded: decoded on read"
+        );
+        state.apply_checked(&SessionRecord::Run(run("completed")), at(3));
+        assert!(
+            state.runs["r"].open_header().is_none(),
+            "an ended run is not kept"
+        );
+        assert_eq!(bincode::serialize(&loaded).expect("encodes"), bytes);
     }
 }

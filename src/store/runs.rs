@@ -89,13 +89,21 @@ impl AgentRunStore {
         run_id: &str,
         seen: Seen,
     ) -> Result<(RunHeader, bool)> {
+        // An open run's header is kept decoded; another is decoded outside the view's lock.
         let (header, ended) = self
             .events
             .session_state(session_id, seen, |s| {
-                s.runs.get(run_id).map(|r| (r.header.clone(), r.terminal))
+                s.runs.get(run_id).map(|r| {
+                    let header = r.open_header().cloned().ok_or_else(|| r.header.clone());
+                    (header, r.terminal)
+                })
             })?
             .ok_or_else(|| not_found(session_id, run_id))?;
-        Ok((RunHeader::decode(&header)?, ended))
+        let header = match header {
+            Ok(decoded) => decoded,
+            Err(text) => RunHeader::decode(&text)?,
+        };
+        Ok((header, ended))
     }
 
     /// The types of a run's events in sequence order, from the session's view, with no event
