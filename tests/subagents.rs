@@ -7,28 +7,9 @@ mod support;
 use makalog::claims::SubagentSpawnClaim;
 use makalog::storage::Storage;
 use makalog::Error;
-use serde_json::{json, Value};
-use support::stores::{self, session_header};
+use serde_json::json;
+use support::stores::{self, session_header, subagent_header as child};
 use support::{snapshot, temp_root};
-
-fn child(id: &str, tool_call: &str, fingerprint: char) -> Value {
-    let mut h = session_header(id, 1);
-    h["subagentParent"] = json!({
-        "kind": "subagent", "parentSessionId": "parent",
-        "spawnedBy": {"parentRunId": "run-1", "parentTurnId": "turn-1", "toolCallId": tool_call},
-        "lifecycle": "foreground"
-    });
-    h["subagentRuntime"] = json!({
-        "schemaVersion": 1, "definitionVersion": 1, "agentId": "agent-1", "agentName": "Helper",
-        "profile": "default", "systemPrompt": "Help.", "toolNames": ["read"],
-        "categoryPolicy": {"filesystem": "allow"}
-    });
-    h["subagentSpawn"] = json!({
-        "schemaVersion": 1, "requestFingerprint": fingerprint.to_string().repeat(64),
-        "initialTurnId": "turn-c", "initialRunId": "run-c"
-    });
-    h
-}
 
 fn conflict<T: std::fmt::Debug>(r: makalog::Result<T>) -> String {
     match r {

@@ -7,6 +7,7 @@ mod record;
 mod replay;
 mod request;
 mod rules;
+mod spawn_header;
 mod table;
 
 pub use log::{ClaimsLog, GraphClaimOutcome, SpawnClaimOutcome};
@@ -15,6 +16,7 @@ pub use request::{
     validate_graph_request, validate_spawn_claim, AdmissionStatus, AdmissionStatusChange,
     AgentGraphIntentClaim, AgentGraphIntentClaimRequest, SessionCreateClaim, SubagentSpawnClaim,
 };
+pub use spawn_header::spawn_claim_of;
 pub use table::{
     ClaimRecord, ClaimTables, Decision, StoredGraphIntentClaim, StoredSessionClaim,
     StoredSpawnClaim,

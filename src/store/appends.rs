@@ -144,6 +144,15 @@ impl RuntimeEventStore {
         // Checked by the rules the view applies it with: one it would refuse is refused here,
         // with nothing written (and no session opened for one naming another session).
         SessionState::check_session(record, session_id).map_err(Error::InvalidInput)?;
+        let len = record.canonical_json().len();
+        if len > self.max_payload() {
+            // Before the session is opened (or made) for it.
+            return Err(Error::InvalidInput(format!(
+                "a {} record of {len} bytes exceeds the bound of {} bytes",
+                record.kind().name(),
+                self.max_payload()
+            )));
+        }
         let session = self.session(session_id)?;
         // What depends on the session's state (a run event's run) is checked under its lock.
         let mut st = lock(&session.state);

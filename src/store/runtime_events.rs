@@ -112,6 +112,11 @@ impl RuntimeEventStore {
         self.session(session_id).map(|_| ())
     }
 
+    /// The most bytes a record's payload may hold in this store's segments.
+    pub(super) fn max_payload(&self) -> usize {
+        self.config.max_payload as usize
+    }
+
     pub(super) fn session(&self, session_id: &str) -> Result<Arc<SessionEvents>> {
         self.sessions.get_or_open(
             session_id,

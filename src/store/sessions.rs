@@ -42,6 +42,8 @@ impl SessionStore {
                 why: "a subagent is created with create_subagent, under its spawn claim".into(),
             });
         }
+        // A header no segment can hold is refused before its id is taken.
+        self.check_fits(&header)?;
         if self.read_session(header.id())?.is_some() {
             return Err(Error::ClaimConflict {
                 what: format!("session {} already exists", header.id()),
@@ -79,6 +81,20 @@ impl SessionStore {
     /// The claims log sessions and spawns are claimed in.
     pub(super) fn claims(&self) -> &ClaimsLog {
         &self.claims
+    }
+
+    /// Refuses a header whose canonical JSON is over the bound of a segment's record, naming
+    /// its size: what a creation checks before it claims anything.
+    pub(super) fn check_fits(&self, header: &SessionHeader) -> Result<()> {
+        let (len, bound) = (header.canonical_json().len(), self.events.max_payload());
+        if len > bound {
+            return Err(Error::InvalidRecord {
+                record: "session header",
+                field: "<record>".into(),
+                why: format!("its canonical JSON is {len} bytes, over the bound of {bound} bytes a record may hold"),
+            });
+        }
+        Ok(())
     }
 
     pub(super) fn write_header(&self, header: &SessionHeader) -> Result<()> {

@@ -6,7 +6,7 @@
 //! its session.
 
 use super::sessions::SessionStore;
-use crate::claims::SubagentSpawnClaim;
+use crate::claims::{spawn_claim_of, SubagentSpawnClaim};
 use crate::error::{Error, Result};
 use crate::model::SessionHeader;
 use serde_json::Value;
@@ -32,23 +32,6 @@ fn conflict(what: String) -> Error {
     Error::ClaimConflict { what }
 }
 
-/// The spawn claim a subagent header asks for.
-fn spawn_claim_of(header: &SessionHeader) -> SubagentSpawnClaim {
-    let v = header.value();
-    let parent = &v["subagentParent"];
-    let s = |x: &Value| x.as_str().unwrap_or_default().to_owned();
-    SubagentSpawnClaim {
-        parent_session_id: s(&parent["parentSessionId"]),
-        parent_run_id: s(&parent["spawnedBy"]["parentRunId"]),
-        tool_call_id: s(&parent["spawnedBy"]["toolCallId"]),
-        swarm_id: s(&parent["swarm"]["swarmId"]),
-        item_id: s(&parent["swarm"]["itemId"]),
-        request_fingerprint: s(&v["subagentSpawn"]["requestFingerprint"]),
-        child_session_id: header.id().to_owned(),
-        child_header: Some(v.clone()),
-    }
-}
-
 impl SessionStore {
     /// Creates a subagent session (§5): the header must carry `subagentParent` (not a graph
     /// parent), `subagentRuntime` and `subagentSpawn`. A new id whose spawn key is free is
@@ -70,6 +53,8 @@ impl SessionStore {
                 "create_subagent refuses graph parents",
             ));
         }
+        // A header no segment can hold is refused before anything is claimed for it.
+        self.check_fits(&header)?;
         let id = header.id();
         if self.read_session(id)?.is_some() || self.claims().is_session_id_taken(id)? {
             return Err(conflict(format!(
@@ -82,7 +67,7 @@ impl SessionStore {
         }
         // The id is taken for good first, as for any session, then the spawn is claimed: both
         // records made durable by one sync of the claims log.
-        let outcome = self.claims().claim_session_and_spawn(claim)?;
+        let outcome = self.claims().claim_own_spawn(claim)?;
         if !outcome.created {
             // Another call claimed the key first.
             return self.existing_child(outcome.claim, &header);
@@ -157,13 +142,20 @@ impl SessionStore {
     }
 
     /// Completes every spawn whose claim was made but whose child's header was not written (a
-    /// crash between the two); returns how many. The stores run it when they open.
+    /// crash between the two); returns how many. The stores run it when they open. A child
+    /// that cannot be read or completed (its session damaged, the header its claim carries
+    /// refused) is passed: one session's damage refuses that session, not the root's stores,
+    /// and its first use reports why.
     pub fn complete_spawns(&self) -> Result<usize> {
         let mut completed = 0;
         for claim in self.claims().list_subagent_spawn_claims()? {
-            if self.read_session(&claim.child_session_id)?.is_none()
-                && self.complete_spawn(&claim)?.is_some()
-            {
+            let done = self
+                .read_session(&claim.child_session_id)
+                .and_then(|child| match child {
+                    Some(_) => Ok(None),
+                    None => self.complete_spawn(&claim),
+                });
+            if matches!(done, Ok(Some(_))) {
                 completed += 1;
             }
         }

@@ -32,3 +32,24 @@ pub fn session_bytes(root: &Path, session: &str) -> u64 {
         .map(|e| e.expect("entry").metadata().expect("meta").len())
         .sum()
 }
+
+/// A valid subagent header (§5) of session `id`, spawned by tool call `tool_call` of run `run-1`
+/// of session `parent`, its request fingerprint 64 × `fingerprint`.
+pub fn subagent_header(id: &str, tool_call: &str, fingerprint: char) -> Value {
+    let mut h = session_header(id, 1);
+    h["subagentParent"] = json!({
+        "kind": "subagent", "parentSessionId": "parent",
+        "spawnedBy": {"parentRunId": "run-1", "parentTurnId": "turn-1", "toolCallId": tool_call},
+        "lifecycle": "foreground"
+    });
+    h["subagentRuntime"] = json!({
+        "schemaVersion": 1, "definitionVersion": 1, "agentId": "agent-1", "agentName": "Helper",
+        "profile": "default", "systemPrompt": "Help.", "toolNames": ["read"],
+        "categoryPolicy": {"filesystem": "allow"}
+    });
+    h["subagentSpawn"] = json!({
+        "schemaVersion": 1, "requestFingerprint": fingerprint.to_string().repeat(64),
+        "initialTurnId": "turn-c", "initialRunId": "run-c"
+    });
+    h
+}

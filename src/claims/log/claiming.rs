@@ -7,6 +7,7 @@ use crate::claims::request::{
     AdmissionStatusChange, AgentGraphIntentClaim, AgentGraphIntentClaimRequest, SessionCreateClaim,
     SubagentSpawnClaim,
 };
+use crate::claims::spawn_header::check_child_header;
 use crate::claims::table::{ClaimRecord, StoredGraphIntentClaim, StoredSpawnClaim};
 use crate::error::{Error, Result};
 
@@ -70,6 +71,7 @@ impl ClaimsLog {
     /// (`created: false`); another fingerprint, or a child already spawned elsewhere, conflicts.
     pub fn claim_subagent_spawn(&self, claim: SubagentSpawnClaim) -> Result<SpawnClaimOutcome> {
         validate_spawn_claim(&claim)?;
+        check_child_header(&claim)?;
         let key = claim.key();
         let (st, created) = self.commit_record(ClaimRecord::Spawn(claim))?;
         let stored: Option<&StoredSpawnClaim> = st.log.tables.spawn_claim(&key);
@@ -89,6 +91,22 @@ impl ClaimsLog {
     /// [`ClaimsLog::claim_session_and_spawn`] with the id claim's time given (an import keeps
     /// the original's claim time).
     pub fn claim_session_and_spawn_at(
+        &self,
+        claim: SubagentSpawnClaim,
+        created_at: u64,
+    ) -> Result<SpawnClaimOutcome> {
+        check_child_header(&claim)?;
+        self.take_id_and_spawn(claim, created_at)
+    }
+
+    /// [`ClaimsLog::claim_session_and_spawn`] of a claim [`spawn_claim_of`](crate::claims::spawn_claim_of) made from a decoded
+    /// header: it carries its own child's header by construction, which is not decoded again.
+    pub(crate) fn claim_own_spawn(&self, claim: SubagentSpawnClaim) -> Result<SpawnClaimOutcome> {
+        debug_assert!(check_child_header(&claim).is_ok());
+        self.take_id_and_spawn(claim, now_ms())
+    }
+
+    fn take_id_and_spawn(
         &self,
         claim: SubagentSpawnClaim,
         created_at: u64,

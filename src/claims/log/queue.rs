@@ -10,22 +10,28 @@ impl ClaimsLog {
     /// Decides `record` against the tables and, if it is new, appends it; in both cases waits
     /// until the record that answers is durable. Returns whether a record was appended.
     pub(super) fn commit_record(&self, record: ClaimRecord) -> Result<(Guard<'_>, bool)> {
+        let payload = self.encode_bounded(&record)?;
         let st = self.commit.lock()?;
-        let (st, answer) = self.queue_record(st, record)?;
+        let (st, answer) = self.queue_record(st, record, payload)?;
         Ok((self.commit.wait_durable(st, answer.seq)?, answer.appended))
     }
 
     /// Decides each record in turn and queues the new ones, then waits once until every record
-    /// that answers is durable: records taken together cost one sync. Stops at the first
-    /// conflict (what was queued before it stays queued, and is waited for).
+    /// that answers is durable: records taken together cost one sync. Every record is encoded
+    /// and bounded before any is queued, so one too big to append leaves nothing queued. Stops
+    /// at the first conflict (what was queued before it stays queued, and is waited for).
     pub(super) fn commit_records(
         &self,
         records: Vec<ClaimRecord>,
     ) -> Result<(Guard<'_>, Vec<bool>)> {
+        let encoded = records
+            .into_iter()
+            .map(|r| Ok((self.encode_bounded(&r)?, r)))
+            .collect::<Result<Vec<_>>>()?;
         let mut st = self.commit.lock()?;
-        let (mut last, mut appended) = (0, Vec::with_capacity(records.len()));
-        for record in records {
-            let (next, answer) = self.queue_record(st, record)?;
+        let (mut last, mut appended) = (0, Vec::with_capacity(encoded.len()));
+        for (payload, record) in encoded {
+            let (next, answer) = self.queue_record(st, record, payload)?;
             st = next;
             last = last.max(answer.seq);
             appended.push(answer.appended);
@@ -33,13 +39,27 @@ impl ClaimsLog {
         Ok((self.commit.wait_durable(st, last)?, appended))
     }
 
-    /// Decides `record` against the tables and, if it is new, queues it (applied to the tables,
-    /// not yet durable); returns the sequence number of the record that answers. A conflict is
-    /// returned once everything queued is durable.
+    /// The payload `record` is appended as, refused if it is over the log's bound.
+    fn encode_bounded(&self, record: &ClaimRecord) -> Result<Vec<u8>> {
+        let payload = record.encode()?;
+        if payload.len() > self.max_payload as usize {
+            return Err(Error::InvalidInput(format!(
+                "claim of {} bytes exceeds the bound of {} bytes",
+                payload.len(),
+                self.max_payload
+            )));
+        }
+        Ok(payload)
+    }
+
+    /// Decides `record` (encoded as `payload`) against the tables and, if it is new, queues it
+    /// (applied to the tables, not yet durable); returns the sequence number of the record
+    /// that answers. A conflict is returned once everything queued is durable.
     fn queue_record<'a>(
         &'a self,
         mut st: Guard<'a>,
         record: ClaimRecord,
+        payload: Vec<u8>,
     ) -> Result<(Guard<'a>, Answer)> {
         let decision = match st.log.tables.decide(&record) {
             Ok(d) => d,
@@ -60,14 +80,6 @@ impl ClaimsLog {
                 },
             )),
             Decision::Append => {
-                let payload = record.encode()?;
-                if payload.len() > self.max_payload as usize {
-                    return Err(Error::InvalidInput(format!(
-                        "claim of {} bytes exceeds the bound of {} bytes",
-                        payload.len(),
-                        self.max_payload
-                    )));
-                }
                 let kind = record.kind();
                 let seq = st.next_seq();
                 if seq == u64::MAX {
