@@ -211,3 +211,69 @@ fn a_graph_operators_spawn_is_imported_under_its_graph_key() {
     assert_eq!(spawn["claim"]["swarmId"], "graph:graph-fixture-b");
     assert_eq!(spawn["claim"]["itemId"], "work-b");
 }
+
+/// A child whose header fits a segment's record while its spawn claim, which carries that
+/// header, does not fit the claims log's: the spawn row is refused by its key, the child is
+/// imported under a plain id claim, and everything else is imported (it was a failure midway,
+/// after the other sessions were written, that no rerun could get past).
+#[test]
+fn a_spawn_claim_too_big_for_the_claims_log_is_refused_by_its_key() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let db = fixture_copy(t.path());
+    let child = "977fab16-13dd-4a4e-9e7b-dd0c28714231";
+    let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
+    let payload: String = conn
+        .query_row(
+            "SELECT payload_json FROM session_metadata WHERE session_id = ?1",
+            [child],
+            |r| r.get(0),
+        )
+        .expect("the child's header");
+    let header =
+        makalog::model::SessionHeader::from_value(serde_json::from_str(&payload).expect("json"))
+            .expect("header");
+    let name = header.value()["name"].as_str().expect("name").len();
+    let max = makalog::format::DEFAULT_MAX_PAYLOAD as usize;
+    let pad = max - 100 - (header.canonical_json().len() - name);
+    conn.execute(
+        "UPDATE session_metadata SET payload_json = json_set(payload_json, '$.name', printf('%.*c', ?1, 'x')) WHERE session_id = ?2",
+        rusqlite::params![pad as i64, child],
+    )
+    .expect("a long name");
+    drop(conn);
+    let root = t.path().join("root");
+    let (code, report, err) = import(&db, &root);
+    assert_eq!(code, 1, "a row was refused: {err}");
+    assert!(report.is_object(), "a report: {err}");
+    let spawns = find(&report["tables"], "table", "subagent_spawns");
+    assert_eq!(spawns["imported"], 2, "{spawns}");
+    let refused = &spawns["refused"][0];
+    assert!(
+        refused["key"]
+            .as_str()
+            .is_some_and(|k| k.contains("fixture-graph-tool-b")),
+        "{spawns}"
+    );
+    assert!(
+        refused["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("claim")),
+        "{spawns}"
+    );
+    let storage = makalog::storage::RealStorage::unmapped(&root);
+    let reader = makalog::store::ReadOnlySessions::new(&storage);
+    let imported = reader
+        .read_session(child)
+        .expect("read")
+        .expect("the child");
+    assert_eq!(imported.canonical_json().len(), max - 100);
+    for args in [vec!["verify", s(&root)], vec!["index", "check", s(&root)]] {
+        let out = makalog(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stdout)
+        );
+    }
+}
