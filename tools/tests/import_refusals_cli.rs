@@ -42,6 +42,34 @@ fn a_database_of_another_schema_is_refused_with_nothing_written() {
     assert!(!root.exists());
 }
 
+/// A view where the original has a table passes a check of columns alone; one over an endless
+/// recursive query made the import read rows until memory ran out. Every table it reads must
+/// be a table.
+#[test]
+fn a_view_in_place_of_a_table_is_refused_before_a_row_is_read() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let db = fixture_copy(t.path());
+    let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
+    conn.execute_batch(
+        "DROP TABLE subagent_spawns;
+         CREATE VIEW subagent_spawns(parent_session_id, parent_run_id, tool_call_id, swarm_id,
+             item_id, request_fingerprint, child_session_id, initial_turn_id, initial_run_id,
+             claimed_at)
+         AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n)
+         SELECT 'p', 'r', 't' || i, '', '', 'f', 'c' || i, 't', 'r', 0 FROM n;",
+    )
+    .expect("a view");
+    drop(conn);
+    let root = t.path().join("root");
+    let (code, _, err) = import(&db, &root);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("subagent_spawns") && err.contains("not a table"),
+        "{err}"
+    );
+    assert!(!root.exists(), "no root was created");
+}
+
 #[test]
 fn a_root_another_process_owns_is_refused_with_nothing_written() {
     let other = tempfile::tempdir().expect("tempdir");

@@ -3,7 +3,7 @@
 //! anything is written, since its tables may mean otherwise.
 
 use super::source::SourceError;
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 use std::path::Path;
 
 /// The migration scopes and versions of the runtime database this importer reads (the
@@ -126,9 +126,30 @@ const READ_COLUMNS: [(&str, &[&str]); 15] = [
     ),
 ];
 
-/// Refuses a runtime database missing a column the importer reads.
+/// Refuses a runtime database where a table the importer reads is not a table (a view may
+/// compute rows without end) or lacks a column it reads.
 pub fn check_columns(conn: &Connection, path: &Path) -> Result<(), SourceError> {
     for (table, columns) in READ_COLUMNS {
+        let kind: Option<String> = conn
+            .query_row(
+                "SELECT type FROM sqlite_master WHERE name = ?1",
+                [table],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| SourceError::Sqlite {
+                file: path.to_owned(),
+                what: e.to_string(),
+            })?;
+        if kind.as_deref() != Some("table") {
+            return Err(SourceError::Schema {
+                file: path.to_owned(),
+                what: format!(
+                    "{table} is not a table (it is {})",
+                    kind.as_deref().unwrap_or("missing")
+                ),
+            });
+        }
         let mut stmt = conn
             .prepare("SELECT name FROM pragma_table_info(?1)")
             .map_err(|e| SourceError::Sqlite {
