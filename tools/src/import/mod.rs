@@ -26,6 +26,7 @@ use makalog::store::{open_execution_stores_for_write, ExecutionStores};
 use report::Report;
 use serde_json::json;
 use source::Source;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -160,18 +161,33 @@ fn write(
         .map_err(failed)?;
     let planned: std::collections::HashSet<&String> = ids.iter().collect();
     session::refuse_orphan_spawns(claims, &planned, report);
-    let mut valid: Vec<(String, u64)> = Vec::new();
-    for (id, at) in claims
-        .creates
-        .iter()
-        .filter(|(id, _)| !planned.contains(id))
-    {
-        match makalog::format::validate_session_id(id) {
-            Ok(()) => valid.push((id.clone(), *at)),
-            Err(why) => report.refused("session_create_claims", id.clone(), why),
+    // Ids without a session: create claims, and deleted sessions' ids (claimed when first
+    // taken: a create claim's time when there is one, else the deletion's).
+    let mut bare: BTreeMap<&String, u64> = BTreeMap::new();
+    for (table, ids) in [
+        ("session_create_claims", &claims.creates),
+        ("session_metadata_tombstones", &claims.tombstones),
+    ] {
+        let mut taken = 0;
+        for (id, at) in ids {
+            if planned.contains(id) {
+                // Its session's own id claim takes it.
+                if table == "session_metadata_tombstones" {
+                    taken += 1;
+                }
+                continue;
+            }
+            match makalog::format::validate_session_id(id) {
+                Ok(()) => {
+                    bare.entry(id).or_insert(*at);
+                    taken += 1;
+                }
+                Err(why) => report.refused(table, id.clone(), why),
+            }
         }
+        report.imported(table, taken);
     }
-    report.imported("session_create_claims", valid.len() as u64);
+    let valid: Vec<(String, u64)> = bare.into_iter().map(|(id, at)| (id.clone(), at)).collect();
     target
         .write_bare_ids(&valid, &mut outcome)
         .map_err(failed)?;

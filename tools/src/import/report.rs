@@ -63,6 +63,9 @@ fn imported_as(table: &str) -> Option<&'static str> {
             "session headers (each session's latest; the original keeps no earlier version)"
         }
         "session_create_claims" => "session id claims",
+        "session_metadata_tombstones" => {
+            "id claims without a session: a deleted session's id is never used again"
+        }
         "subagent_spawns" => "subagent spawn claims, each with its child's id claim",
         "core_agent_runs" => "run headers (each run's latest version)",
         "core_agent_run_events" => "run events, in sequence order",

@@ -19,12 +19,13 @@ pub const KNOWN_MIGRATIONS: [(&str, i64); 7] = [
 ];
 
 /// The columns the importer reads, by table: a database missing one is of another schema.
-const READ_COLUMNS: [(&str, &[&str]); 15] = [
+const READ_COLUMNS: [(&str, &[&str]); 16] = [
     (
         "session_metadata",
         &["session_id", "payload_json", "created_at"],
     ),
     ("session_create_claims", &["session_id", "claimed_at"]),
+    ("session_metadata_tombstones", &["session_id", "deleted_at"]),
     (
         "subagent_spawns",
         &[

@@ -28,6 +28,8 @@ pub struct Claims {
     /// By id, so the ids without a session are claimed in one order.
     pub creates: BTreeMap<String, u64>,
     pub spawns: HashMap<String, SpawnRow>,
+    /// Deleted sessions' ids, by id, with when each was deleted.
+    pub tombstones: BTreeMap<String, u64>,
 }
 
 /// The sessions of `session_metadata`, by id.
@@ -279,5 +281,24 @@ pub fn claims(conn: &Connection, report: &mut Report) -> rusqlite::Result<Claims
             }
         }
     }
-    Ok(Claims { creates, spawns })
+    let mut tombstones = BTreeMap::new();
+    for r in select(
+        conn,
+        "SELECT session_id, deleted_at FROM session_metadata_tombstones",
+        [],
+    )? {
+        match (text(&r[0]), claim_time(&r[1])) {
+            (Ok(id), Ok(at)) => {
+                tombstones.insert(id.to_owned(), at);
+            }
+            (Err(why), _) | (_, Err(why)) => {
+                report.refused("session_metadata_tombstones", key_part(&r[0]), why)
+            }
+        }
+    }
+    Ok(Claims {
+        creates,
+        spawns,
+        tombstones,
+    })
 }
