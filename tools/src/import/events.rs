@@ -1,8 +1,8 @@
 //! A session's runtime events as planned records: the sealed rows in the session's order, each
 //! keeping its sequence number in its invocation, and the live partial snapshots, each placed
 //! after the event it followed. A row the canonical decoder, the store's identity and sealing
-//! rules or its record size would refuse is reported, never altered, and so is every later
-//! event of its invocation, whose sequence number could not be kept.
+//! rules, its one event per id or its record size would refuse is reported, never altered, and
+//! so is every later event of its invocation, whose sequence number could not be kept.
 
 use super::order::{fits, Rank, Timed};
 use super::report::Report;
@@ -87,6 +87,8 @@ pub fn runtime_events(
         records: 0,
     };
     let mut broken: HashSet<String> = HashSet::new();
+    // The ids of the events taken: the store keeps one event per id in a session.
+    let mut ids: HashSet<String> = HashSet::new();
     let mut out = Vec::new();
     let rows = select(
         conn,
@@ -96,7 +98,13 @@ pub fn runtime_events(
     for r in &rows {
         let id = key_part(&r[0]);
         let invocation = key_part(&r[1]);
+        // A row under a taken id (a source without its primary key) joined the taken one's
+        // ordinal, which is not its own to refuse.
+        let duplicate = ids.contains(&id);
         let checked = decode_row(r, sid).and_then(|(event, seq)| {
+            if duplicate {
+                return Err("its id is another event's of the session, which keeps one event per id".into());
+            }
             if broken.contains(&invocation) {
                 return Err("follows an event of its invocation that was not imported: its sequence number cannot be kept".into());
             }
@@ -107,9 +115,11 @@ pub fn runtime_events(
             view.check(&event)?;
             Ok((event, expected))
         });
-        let ordinal = (!matches!(r[7], rusqlite::types::Value::Null)).then(|| key_part(&r[7]));
+        let ordinal =
+            (!duplicate && !matches!(r[7], rusqlite::types::Value::Null)).then(|| key_part(&r[7]));
         match checked {
             Ok((event, seq)) => {
+                ids.insert(id.clone());
                 report.imported("runtime_events", 1);
                 if ordinal.is_some() {
                     report.imported("runtime_session_event_ordinals", 1);

@@ -1,0 +1,44 @@
+//! `makalog import-sqlite` on sources rebuilt without the original's unique keys: rows the
+//! stores would refuse for a key another row holds are reported by key before anything is
+//! written, never a failure midway that no rerun could get past.
+#![cfg(feature = "sqlite")]
+
+mod common;
+
+use common::{assert_clean, find, fixture_copy, import};
+
+/// A second runtime event under an id the session already holds (in another invocation):
+/// the store keeps one event per id, so the row is refused, and the rest imported.
+#[test]
+fn a_runtime_event_reusing_an_id_of_its_session_is_refused_by_its_key() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let db = fixture_copy(t.path());
+    let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
+    let first = "9849081c-0bfc-4ba4-87de-6891cc4a1832";
+    conn.execute_batch(&format!(
+        "ALTER TABLE runtime_events RENAME TO keyed;
+         CREATE TABLE runtime_events AS SELECT * FROM keyed;
+         DROP TABLE keyed;
+         INSERT INTO runtime_events
+             SELECT event_id, session_id, 'inv-dup', 'run-dup', turn_id, 1, event_kind,
+                 json_set(payload_json, '$.invocationId', 'inv-dup', '$.runId', 'run-dup'),
+                 committed_at + 1
+             FROM runtime_events WHERE event_id = '{first}';"
+    ))
+    .expect("a second event under one id");
+    drop(conn);
+    let root = t.path().join("root");
+    let (code, report, err) = import(&db, &root);
+    assert_eq!(code, 1, "a row was refused: {err}");
+    assert!(report.is_object(), "a report, not a failure midway: {err}");
+    let events = find(&report["tables"], "table", "runtime_events");
+    assert_eq!(events["rows"], 29, "{events}");
+    assert_eq!(events["imported"], 28, "{events}");
+    assert_eq!(events["refused"][0]["key"], first, "{events}");
+    let ordinals = find(&report["tables"], "table", "runtime_session_event_ordinals");
+    assert_eq!(
+        ordinals["imported"], ordinals["rows"],
+        "the ordinal is the first's"
+    );
+    assert_clean(&root);
+}
