@@ -42,3 +42,43 @@ fn a_runtime_event_reusing_an_id_of_its_session_is_refused_by_its_key() {
     );
     assert_clean(&root);
 }
+
+/// A second graph intent claim on a target turn another claim holds (another intent, claimed
+/// later): the claims log would refuse it after every session was written, and a rerun then
+/// refused the whole source as conflicting with what the first run wrote. It is refused by its
+/// key, the first claim kept.
+#[test]
+fn a_graph_claim_on_a_turn_another_claim_holds_is_refused_by_its_key() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let db = fixture_copy(t.path());
+    let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
+    let (first, second) = (
+        "graph_claim_b8eef4a2abdcc494664dfba74da9c646",
+        format!("graph_claim_{}", "e".repeat(32)),
+    );
+    conn.execute_batch(&format!(
+        "ALTER TABLE agent_graph_intent_claims RENAME TO keyed;
+         CREATE TABLE agent_graph_intent_claims AS SELECT * FROM keyed;
+         DROP TABLE keyed;
+         INSERT INTO agent_graph_intent_claims
+             SELECT '{second}', schema_version, graph_id, 'graph_intent_{intent}',
+                 intent_fingerprint, readiness_context_fingerprint, target_operator_id,
+                 target_session_id, target_turn_id, target_run_id || '-2', claimed_at + 1,
+                 admission_status, admission_updated_at, cancellation_reason
+             FROM agent_graph_intent_claims WHERE claim_id = '{first}';",
+        intent = "f".repeat(32)
+    ))
+    .expect("a second claim on one turn");
+    drop(conn);
+    let root = t.path().join("root");
+    let (code, report, err) = import(&db, &root);
+    assert_eq!(code, 1, "a row was refused: {err}");
+    assert!(report.is_object(), "a report, not a failure midway: {err}");
+    let claims = find(&report["tables"], "table", "agent_graph_intent_claims");
+    assert_eq!(claims["imported"], 2, "{claims}");
+    assert_eq!(claims["refused"][0]["key"], second.as_str(), "{claims}");
+    assert_clean(&root);
+    let (code, report, err) = import(&db, &root);
+    assert_eq!(code, 1, "the same row refused again: {err}");
+    assert_eq!(report["written"]["nothingNew"], true, "{report}");
+}

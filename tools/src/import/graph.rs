@@ -5,15 +5,18 @@ use super::sql::{claim_time, int, key_part, opt_text, select, text};
 use makalog::claims::{validate_graph_request, AdmissionStatus, AgentGraphIntentClaimRequest};
 use makalog::import::GraphClaimPlan;
 use rusqlite::Connection;
+use std::collections::HashSet;
 
 /// Every graph intent claim of the source, by claim time, each checked as the claims log
-/// checks a request.
+/// checks a request, and against the claims before it under the log's unique keys (a source
+/// rebuilt without them may hold two): the earlier keeps a key, the later is refused.
 pub fn graph_claims(
     conn: &Connection,
     report: &mut Report,
 ) -> rusqlite::Result<Vec<GraphClaimPlan>> {
     let table = "agent_graph_intent_claims";
     let mut out = Vec::new();
+    let mut held: HashSet<(&'static str, String, String)> = HashSet::new();
     for r in select(
         conn,
         "SELECT claim_id, schema_version, graph_id, intent_id, intent_fingerprint, readiness_context_fingerprint, target_operator_id, target_session_id, target_turn_id, target_run_id, claimed_at, admission_status, cancellation_reason FROM agent_graph_intent_claims ORDER BY claimed_at, claim_id",
@@ -52,6 +55,20 @@ pub fn graph_claims(
             }
             Ok::<_, String>(GraphClaimPlan { request, claimed_at, status, reason })
         })();
+        let plan = plan.and_then(|p| {
+            let r = &p.request;
+            let keys = [
+                ("its graph intent", r.graph_id.clone(), r.intent_id.clone()),
+                ("its claim id", r.claim_id.clone(), String::new()),
+                ("its target turn", r.target_session_id.clone(), r.target_turn_id.clone()),
+                ("its target run", r.target_session_id.clone(), r.target_run_id.clone()),
+            ];
+            if let Some((what, _, _)) = keys.iter().find(|k| held.contains(k)) {
+                return Err(format!("{what} is an earlier claim's of the source"));
+            }
+            held.extend(keys);
+            Ok(p)
+        });
         match plan {
             Ok(p) => {
                 report.imported(table, 1);
