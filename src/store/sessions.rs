@@ -50,7 +50,11 @@ impl SessionStore {
             });
         }
         self.claims.claim_session_create(header.id())?;
-        self.write_header(&header)?;
+        if !self.write_first_header(&header)? {
+            return Err(Error::ClaimConflict {
+                what: format!("session {} already exists", header.id()),
+            });
+        }
         Ok(header)
     }
 
@@ -95,6 +99,30 @@ impl SessionStore {
             });
         }
         Ok(())
+    }
+
+    /// Writes a new session's first header, unless it has one: true when this call wrote it.
+    /// A spawn is completed by whichever comes first, its creating call or a retry that found
+    /// its claim without a header; checked under the session's lock, the other writes nothing,
+    /// so no second creation header undoes an update made in between.
+    pub(super) fn write_first_header(&self, header: &SessionHeader) -> Result<bool> {
+        let had = std::cell::Cell::new(false);
+        let first = |state: &SessionState| match state.header {
+            Some(_) => {
+                had.set(true);
+                Err(Error::InvalidInput("the session has its header".into()))
+            }
+            None => Ok(()),
+        };
+        let record = SessionRecord::Header(header.clone());
+        match self
+            .events
+            .append_session_record(header.id(), &record, &first)
+        {
+            Ok(_) => Ok(true),
+            Err(_) if had.get() => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     pub(super) fn write_header(&self, header: &SessionHeader) -> Result<()> {

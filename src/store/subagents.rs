@@ -72,7 +72,12 @@ impl SessionStore {
             // Another call claimed the key first.
             return self.existing_child(outcome.claim, &header);
         }
-        self.write_header(&header)?;
+        // A retry that found the claim first may have completed the child (and it may have
+        // been updated since): then its header stands.
+        let header = match self.write_first_header(&header)? {
+            true => header,
+            false => self.read_session(header.id())?.unwrap_or(header),
+        };
         Ok(SubagentCreated {
             header,
             created: true,
@@ -137,8 +142,11 @@ impl SessionStore {
                 ),
             ));
         }
-        self.write_header(&header)?;
-        Ok(Some(header))
+        if self.write_first_header(&header)? {
+            return Ok(Some(header));
+        }
+        // Its creating call wrote it meanwhile.
+        self.read_session(&claim.child_session_id)
     }
 
     /// Completes every spawn whose claim was made but whose child's header was not written (a
@@ -160,5 +168,66 @@ impl SessionStore {
             }
         }
         Ok(completed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::claims::spawn_claim_of;
+    use crate::model::SessionHeader;
+    use crate::root::try_acquire_owner;
+    use crate::store::open_execution_stores_for_write;
+    use serde_json::{json, Value};
+
+    fn header(id: &str) -> Value {
+        json!({
+            "schemaVersion": 1, "id": id, "workspaceRoot": "/w", "cwd": "/w", "name": id,
+            "llmConnectionSlug": "fake", "model": "m", "createdAt": 1, "lastUsedAt": 1,
+            "titleIsManual": false, "isFlagged": false, "isArchived": false, "hasUnread": false,
+            "connectionLocked": false, "labels": [], "status": "active", "backend": "fake",
+            "permissionMode": "ask"
+        })
+    }
+
+    fn child(id: &str) -> Value {
+        let mut h = header(id);
+        h["subagentParent"] = json!({"kind": "subagent", "parentSessionId": "parent",
+            "spawnedBy": {"parentRunId": "r", "parentTurnId": "t", "toolCallId": "tool"},
+            "lifecycle": "foreground"});
+        h["subagentRuntime"] = json!({"schemaVersion": 1, "definitionVersion": 1,
+            "agentId": "a", "agentName": "A", "profile": "p", "systemPrompt": "s",
+            "toolNames": [], "categoryPolicy": {}});
+        h["subagentSpawn"] = json!({"schemaVersion": 1, "requestFingerprint": "a".repeat(64),
+            "initialTurnId": "t1", "initialRunId": "r1"});
+        h
+    }
+
+    /// A creating call stopped after its claims; meanwhile a retry completed the child from
+    /// its claim, and the child was renamed. The creating call's header write, coming last,
+    /// writes nothing, so the rename stands and the child has one creation header.
+    #[test]
+    fn a_spawn_a_retry_completed_is_not_written_again_by_its_creating_call() {
+        let t = tempfile::tempdir().expect("tmp");
+        let owner = try_acquire_owner(&t.path().join("root"))
+            .expect("acquire")
+            .expect("free");
+        let s = open_execution_stores_for_write(&owner).expect("stores");
+        s.sessions.create(header("parent")).expect("parent");
+        let made = SessionHeader::from_value(child("kid")).expect("header");
+        s.claims
+            .claim_own_spawn(spawn_claim_of(&made))
+            .expect("the creating call's claims");
+        let retry = s.sessions.create_subagent(child("kid-2")).expect("retry");
+        assert!(!retry.created);
+        assert_eq!(retry.header.id(), "kid", "completed by the retry");
+        let mut renamed = made.value().clone();
+        renamed["name"] = json!("renamed");
+        s.sessions.update_session(renamed).expect("rename");
+        assert!(!s
+            .sessions
+            .write_first_header(&made)
+            .expect("the creating call goes on"));
+        let now = s.sessions.read_session("kid").expect("read").expect("kid");
+        assert_eq!(now.value()["name"], "renamed");
     }
 }
