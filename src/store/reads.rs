@@ -138,9 +138,20 @@ impl RuntimeEventStore {
     /// The session if it is open here, or must be: one whose write or sync failed in this
     /// process (in this store or an earlier one of the same owner) is opened, which writes back
     /// and syncs what the failed writer left, so no read serves bytes a power loss can take.
+    /// An open session whose writer failed is opened again too: its view may show records that
+    /// never reached the disk (a retried terminal commit took them for done), and its writer
+    /// refuses every wait, which locked the session out of the stores' reads.
     pub(super) fn open_for_reading(&self, session_id: &str) -> Result<Option<Arc<SessionEvents>>> {
         if let Some(open) = self.sessions.get_open(session_id) {
-            return Ok(Some(open));
+            if open.writer.is_healthy() {
+                return Ok(Some(open));
+            }
+            // Dropped first: a failed session is opened again only once nobody holds it.
+            drop(open);
+            let again = self.session(session_id)?;
+            // Still the failed one (another caller holds it): refused with its failure.
+            again.writer.wait_durable(0)?;
+            return Ok(Some(again));
         }
         if self
             .owner
