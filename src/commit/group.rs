@@ -86,12 +86,24 @@ impl<T, S: Sink> GroupCommit<T, S> {
         }
     }
 
-    /// Waits until `seq` is durable, leading a flush whenever none is in progress.
+    /// Waits until `seq` is durable, leading a flush whenever none is in progress. A `seq`
+    /// never queued (one a damaged file named) is refused: no flush would ever reach it.
     pub fn wait_durable<'a>(
         &'a self,
         mut st: Guard<'a, T, S::Chunk>,
         seq: u64,
     ) -> Result<Guard<'a, T, S::Chunk>> {
+        if seq > st.assigned {
+            let file = lock(&self.sink).current_path();
+            return Err(Error::corrupt(
+                file,
+                0,
+                format!(
+                    "record {seq} was asked for, past the last one the log holds ({})",
+                    st.assigned
+                ),
+            ));
+        }
         loop {
             if let Some(file) = &st.poisoned {
                 return Err(Error::Poisoned { file: file.clone() });
@@ -262,5 +274,35 @@ mod tests {
             Err(_) => panic!("a waiter is still blocked behind the panicked flush"),
         }
         assert!(!commit.is_healthy());
+    }
+
+    /// A sink that writes nothing and never fails.
+    struct NullSink;
+
+    impl Sink for NullSink {
+        type Chunk = ();
+        fn write_out(&mut self, _: Vec<()>, _: bool, _: u64) -> Result<()> {
+            Ok(())
+        }
+        fn current_path(&self) -> PathBuf {
+            PathBuf::from("sessions/s/00000000000000000001.seg")
+        }
+    }
+
+    /// Waiting for a record never queued (a damaged sidecar named it) is refused, naming the
+    /// log; it used to flush and sync forever, holding whatever lock its caller held.
+    #[test]
+    fn a_wait_for_a_record_never_queued_is_refused_not_spun() {
+        let commit = GroupCommit::new((), NullSink, 3);
+        let st = commit.lock().expect("healthy");
+        match commit.wait_durable(st, 4) {
+            Err(Error::Corrupt { file, what, .. }) => {
+                assert_eq!(file, PathBuf::from("sessions/s/00000000000000000001.seg"));
+                assert!(what.contains("record 4"), "{what}");
+            }
+            other => panic!("expected a refusal, got {:?}", other.map(|_| ())),
+        }
+        let st = commit.lock().expect("still healthy");
+        assert!(commit.wait_durable(st, 3).is_ok(), "a durable record");
     }
 }

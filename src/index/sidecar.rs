@@ -313,12 +313,16 @@ pub fn find_ids(body: &[u8], hash: u64) -> Result<Vec<IdEntry>, FormatError> {
 /// would make every lookup of it read each entry's event back.
 pub const MAX_SAME_HASH: usize = 16;
 
-/// Whether no more than [`MAX_SAME_HASH`] entries of the ids section `body` share a hash (it
-/// is sorted by hash, so they are consecutive).
-pub fn ids_within_bounds(body: &[u8]) -> bool {
+/// Whether the ids section `body` keeps its bounds: no more than [`MAX_SAME_HASH`] entries
+/// share a hash (it is sorted by hash, so they are consecutive), and every entry names a record
+/// from 1 to `last_seq`, the last the covers vouch for (a lookup waits for the record it names
+/// to be durable, and one past the log never would be).
+pub fn ids_within_bounds(body: &[u8], last_seq: u64) -> bool {
     let Ok(n) = ids_count(body) else {
         return false;
     };
     let key = |i: usize| u64_at(body, 8 + i * ID_ENTRY_LEN);
+    let record_seq = |i: usize| u64_at(body, 8 + i * ID_ENTRY_LEN + 8);
     (MAX_SAME_HASH..n).all(|i| key(i) != key(i - MAX_SAME_HASH))
+        && (0..n).all(|i| (1..=last_seq).contains(&record_seq(i)))
 }

@@ -55,8 +55,9 @@ impl LiveView {
             })
     }
 
-    /// Checks the mapped id table once (its CRC, and no more than `MAX_SAME_HASH` entries on
-    /// one hash); a damaged one means the sidecar cannot be trusted, so
+    /// Checks the mapped id table once (its CRC, no more than `MAX_SAME_HASH` entries on one
+    /// hash, each naming a record the covers vouch for); a damaged one means the sidecar cannot
+    /// be trusted, so
     /// the view is rebuilt from the segments and its sidecar rewritten. The caller holds the
     /// session's state lock, so nothing new is queued while `writer` is synced for the rebuild.
     pub fn check_base(&mut self, storage: &dyn Storage, writer: &SegmentWriter) -> Result<()> {
@@ -66,7 +67,9 @@ impl LiveView {
         if base.checked {
             return Ok(());
         }
-        if crc32fast::hash(base.body()) == base.crc && crate::index::ids_within_bounds(base.body())
+        let last = self.view.covers.last().map_or(0, |c| c.last_seq);
+        if crc32fast::hash(base.body()) == base.crc
+            && crate::index::ids_within_bounds(base.body(), last)
         {
             base.checked = true;
             return Ok(());

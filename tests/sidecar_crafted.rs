@@ -1,0 +1,158 @@
+//! Sidecars crafted with their CRCs intact: a sidecar is a cache read before the log, so
+//! whatever it names is bounded by what its covers vouch for, and one that breaks a rule is
+//! untrusted and rebuilt, never a hang, a panic or an I/O error blamed on a sound segment.
+
+mod support;
+
+use makalog::index::encode_sidecar;
+use makalog::segment::{Durability, WriterConfig};
+use makalog::storage::Storage;
+use makalog::store::RuntimeEventStore;
+use support::event_store::*;
+use support::events::*;
+use support::*;
+
+/// An id table piling entries on one hash (its CRC intact) would make every lookup of that
+/// hash read each entry's event back, so a crafted one could make catching up quadratic: at
+/// most 16 entries may share a hash, a lookup past that is refused, and such a table is damage
+/// found on first use, the index rebuilt.
+#[test]
+fn an_id_table_piling_entries_on_one_hash_is_damage_and_the_index_rebuilt() {
+    use makalog::index::{
+        decode_sidecar_header, decode_sidecar_state, find_ids, id_entries, section,
+    };
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    turn(&store, "run-1", 1.0, 3, "completed");
+    store.close().expect("close");
+    let good = sidecar_bytes(&storage);
+    let header = decode_sidecar_header(&good).expect("header");
+    let view = decode_sidecar_state(&good, &header).expect("state");
+    let mut ids = section(&good, &header, 2)
+        .and_then(id_entries)
+        .expect("ids");
+    let first = ids[0];
+    ids.extend(std::iter::repeat_n(first, 100_000));
+    let crafted = encode_sidecar(&view, &ids).expect("encode");
+    let crafted_header = decode_sidecar_header(&crafted).expect("header");
+    let body = section(&crafted, &crafted_header, 2).expect("its CRC holds");
+    assert!(
+        find_ids(body, first.hash).is_err(),
+        "a lookup stops past 16"
+    );
+    let path = storage
+        .describe_root()
+        .join("sessions")
+        .join(S)
+        .join("index");
+    std::fs::write(&path, &crafted).expect("craft");
+    let store = self::store(&storage);
+    let repeat = user(S, "run-1", "turn-of-run-1", "run-1-user", 2.0, "hello");
+    let again = store.append(&repeat, Durability::Durable).expect("repeat");
+    assert!(!again.created, "identity answered after the rebuild");
+    assert_eq!(sidecar_bytes(&storage), good, "rebuilt and rewritten");
+}
+
+#[test]
+fn a_sidecar_with_covers_at_the_end_of_their_range_is_untrusted_never_a_panic() {
+    use makalog::index::{decode_sidecar_header, decode_sidecar_state, id_entries, section};
+    let (_t, storage) = temp_root();
+    let config = WriterConfig {
+        segment_size: 2048,
+        ..WriterConfig::default()
+    };
+    let owner = owner(&storage);
+    let store = RuntimeEventStore::open(&owner, config.clone());
+    for r in 0..4 {
+        turn(
+            &store,
+            &format!("run-{r}"),
+            f64::from(r) * 100.0,
+            2,
+            "completed",
+        );
+    }
+    store.close().expect("close");
+    let want = {
+        let store = RuntimeEventStore::open(&owner, config.clone());
+        let listed = store.list_session_invocations(S).expect("list");
+        assert_eq!(listed.len(), 4);
+        listed
+    };
+    let path = storage
+        .describe_root()
+        .join("sessions")
+        .join(S)
+        .join("index");
+    let good = std::fs::read(&path).expect("sidecar");
+    let header = decode_sidecar_header(&good).expect("header");
+    assert!(header.covers.len() >= 2, "the log rolled");
+    let ids = section(&good, &header, 2)
+        .and_then(id_entries)
+        .expect("ids");
+    // The last case: a frame at 2^63, which no file offset reaches (a read there failed with
+    // EINVAL, an I/O error blamed on a sound segment, where the sidecar is what is wrong).
+    let cases = [
+        (None, u64::MAX - 10, 3),
+        (None, 100, u64::MAX),
+        (None, u64::MAX, u64::MAX),
+        (Some(1 << 63), (1 << 63) + 100, 3),
+    ];
+    for (frame_offset, data_end, last_seq) in cases {
+        let mut view = decode_sidecar_state(&good, &header).expect("state");
+        if let Some(offset) = frame_offset {
+            view.covers[0].last_frame_offset = offset;
+        }
+        view.covers[0].data_end = data_end;
+        view.covers[0].last_seq = last_seq;
+        let crafted = encode_sidecar(&view, &ids).expect("encode");
+        std::fs::write(&path, &crafted).expect("write");
+        let store = RuntimeEventStore::open(&owner, config.clone());
+        assert_eq!(store.list_session_invocations(S).expect("read-only"), want);
+        store
+            .open_session_now(S)
+            .expect("open: the sidecar is rebuilt");
+        assert_eq!(store.list_session_invocations(S).expect("list"), want);
+        store.close().expect("close");
+    }
+}
+
+/// An id entry naming a record past the last the covers vouch for (CRC intact): an append of
+/// that id looked it up and waited for that record to be durable, which it never would be,
+/// holding the session's lock (every reader and writer of the session hung). Such a table is
+/// damage found on first use, and the index rebuilt.
+#[test]
+fn an_id_entry_past_the_covers_is_damage_and_the_index_rebuilt() {
+    use makalog::index::{
+        decode_sidecar_header, decode_sidecar_state, id_entries, id_hash, section,
+    };
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    turn(&store, "run-1", 1.0, 3, "completed");
+    store.close().expect("close");
+    let good = sidecar_bytes(&storage);
+    let header = decode_sidecar_header(&good).expect("header");
+    let view = decode_sidecar_state(&good, &header).expect("state");
+    let mut ids = section(&good, &header, 2)
+        .and_then(id_entries)
+        .expect("ids");
+    let user_id = "run-1-user";
+    let entry = ids
+        .iter_mut()
+        .find(|e| e.hash == id_hash(user_id))
+        .expect("the user event's entry");
+    entry.record_seq = 1_000_000;
+    let crafted = encode_sidecar(&view, &ids).expect("encode");
+    let path = storage
+        .describe_root()
+        .join("sessions")
+        .join(S)
+        .join("index");
+    std::fs::write(&path, &crafted).expect("craft");
+    let store = self::store(&storage);
+    let repeat = user(S, "run-1", "turn-of-run-1", user_id, 2.0, "hello");
+    let again = store.append(&repeat, Durability::Durable).expect("repeat");
+    assert!(!again.created, "identity answered after the rebuild");
+    store.close().expect("close");
+    assert_eq!(sidecar_bytes(&storage), good, "rebuilt and rewritten");
+}
