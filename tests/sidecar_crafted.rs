@@ -107,6 +107,9 @@ fn a_sidecar_with_covers_at_the_end_of_their_range_is_untrusted_never_a_panic() 
         view.covers[0].last_seq = last_seq;
         let crafted = encode_sidecar(&view, &ids).expect("encode");
         std::fs::write(&path, &crafted).expect("write");
+        let reader = makalog::store::ReadOnlySessions::new(&*storage);
+        assert!(reader.read_session(S).expect("read-only").is_none());
+        assert_eq!(reader.read_messages(S, None).expect("read-only").len(), 0);
         let store = RuntimeEventStore::open(&owner, config.clone());
         assert_eq!(store.list_session_invocations(S).expect("read-only"), want);
         store
