@@ -85,6 +85,31 @@ impl<'a> EventFacts<'a> {
         })
     }
 
+    /// The facts of a stored event's payload: [`EventFacts::peek`]'s, or, for a payload the
+    /// peek refuses and the strict decoder takes (one repeating a key, whose last value counts,
+    /// as FORMAT.md says), the decoder's: what `verify` finds sound is read alike.
+    pub fn read(json: &'a str) -> Result<EventFacts<'a>, String> {
+        EventFacts::peek(json).or_else(|peeked| {
+            let event = RuntimeEvent::decode(json).map_err(|_| peeked)?;
+            Ok(EventFacts::of(&event).into_owned())
+        })
+    }
+
+    fn into_owned(self) -> EventFacts<'static> {
+        let own = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
+        EventFacts {
+            id: own(self.id),
+            invocation_id: own(self.invocation_id),
+            run_id: own(self.run_id),
+            session_id: own(self.session_id),
+            turn_id: own(self.turn_id),
+            ts: self.ts,
+            partial: self.partial,
+            terminal: self.terminal,
+            opening: self.opening,
+        }
+    }
+
     /// The facts of a decoded event.
     pub fn of(event: &'a RuntimeEvent) -> EventFacts<'a> {
         EventFacts {

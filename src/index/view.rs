@@ -66,7 +66,7 @@ impl SessionIndex {
             RecordKind::RuntimeEvent => {
                 let json = std::str::from_utf8(r.payload)
                     .map_err(|_| "runtime event is not UTF-8".to_owned())?;
-                let facts = EventFacts::peek(json)?;
+                let facts = EventFacts::read(json)?;
                 let known = known_id(&facts.id);
                 self.apply_event(at, &facts, known);
                 Ok(())

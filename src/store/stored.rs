@@ -20,7 +20,7 @@ pub(crate) fn stored_event(
     let bytes = FramesAt::new(storage, session_id).payload(at.ordinal, at.offset, at.record_seq)?;
     let same = std::str::from_utf8(&bytes)
         .ok()
-        .and_then(|json| EventFacts::peek(json).ok())
+        .and_then(|json| EventFacts::read(json).ok())
         .is_some_and(|f| f.id == id);
     Ok(same.then_some(bytes))
 }
