@@ -1,13 +1,16 @@
-//! Records a store never writes but the format accepts reach the same verdict everywhere: a
-//! runtime event whose payload repeats a key (the strict decoder keeps the last value, as
-//! FORMAT.md says) is sound to `verify`, so the index rebuild and the reads take it too; they
-//! refused it, and so every read tool failed on a session `verify` called clean.
+//! Records and headers a store never writes reach the same verdict everywhere: a runtime event
+//! whose payload repeats a key (the strict decoder keeps the last value, as FORMAT.md says) is
+//! sound to `verify`, so the index rebuild and the reads take it too (they refused it, and so
+//! every read tool failed on a session `verify` called clean); a segment whose header gives it
+//! another ordinal than its place is a gap to `verify`, so the reader refuses it too (it read
+//! on, and `dump` and `salvage` took the gap for a sound log).
 
 mod support;
 
 use makalog::format::RecordKind;
 use makalog::index::rebuild;
 use makalog::segment::{Durability, SegmentWriter, WriterConfig};
+use makalog::storage::Storage;
 use makalog::store::RuntimeEventStore;
 use support::{owner, temp_root};
 
@@ -39,4 +42,36 @@ fn a_runtime_event_repeating_a_key_is_read_where_verify_finds_it_sound() {
     let events = store.read_session_runtime_events("s").expect("read");
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].id(), "e1");
+}
+
+#[test]
+fn a_segment_whose_header_gives_another_ordinal_is_refused_by_the_reader_as_by_verify() {
+    use makalog::format::SegmentHeader;
+    let (_t, storage) = temp_root();
+    let config = WriterConfig {
+        segment_size: 2048,
+        ..WriterConfig::default()
+    };
+    support::write_n(&storage, "s", &config, 1, 40, 200);
+    let paths = support::segment_paths(&storage.describe_root(), "s");
+    assert!(paths.len() >= 2, "the log rolled");
+    let mut bytes = std::fs::read(&paths[1]).expect("second segment");
+    let (mut header, len) = SegmentHeader::decode(&bytes).expect("header");
+    assert_eq!(header.ordinal, 1);
+    header.ordinal = 7;
+    bytes[..len].copy_from_slice(&header.encode());
+    std::fs::write(&paths[1], &bytes).expect("crafted");
+    let report = makalog::verify::verify_root(&*storage).expect("verify");
+    assert!(!report.is_clean(), "verify finds the gap");
+    match support::read_all(&*storage, "s") {
+        Err(makalog::Error::Corrupt { file, offset, what }) => {
+            assert!(
+                file.ends_with(paths[1].file_name().expect("name")),
+                "{file:?}"
+            );
+            assert_eq!(offset, 16, "the header's ordinal");
+            assert!(what.contains("ordinal 7"), "{what}");
+        }
+        other => panic!("the reader reads on: {:?}", other.map(|r| r.len())),
+    }
 }

@@ -96,6 +96,7 @@ impl<'s> SessionReader<'s> {
             let header = SegmentHeader::decode(&head)
                 .map_err(|e| Error::corrupt(&file.path, e.offset as u64, e.what))?
                 .0;
+            check_ordinal(&file.path, header.ordinal, self.next_index - 1)?;
             self.current = Some(Open {
                 ordinal: header.ordinal,
                 version: header.version,
@@ -113,6 +114,7 @@ impl<'s> SessionReader<'s> {
             Err(_) if is_last && body_is_zero(&bytes) => return Ok(false),
             Err(e) => return Err(Error::corrupt(&file.path, e.offset as u64, e.what)),
         };
+        check_ordinal(&file.path, header.ordinal, self.next_index - 1)?;
         let from_genesis = self.expect.is_none() && self.next_index == 1;
         let belongs = header.session_id == self.session_id
             && header.first_seq == file.first_seq
@@ -245,6 +247,23 @@ struct Located {
     durable_seq: Option<u64>,
     payload: std::ops::Range<usize>,
 }
+
+/// Fails unless a segment's header gives it the ordinal of its place in the log (the
+/// `index`-th segment file, from 0): ordinals are consecutive from 0, and a reader that did not
+/// check them read a log `verify` finds a gap in.
+fn check_ordinal(path: &std::path::Path, ordinal: u64, index: usize) -> Result<()> {
+    if ordinal != index as u64 {
+        return Err(Error::corrupt(
+            path,
+            ORDINAL_OFFSET,
+            format!("the segment's header says ordinal {ordinal}, its place in the log is {index}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Where a segment header holds its ordinal.
+const ORDINAL_OFFSET: u64 = 16;
 
 fn body_is_zero(bytes: &[u8]) -> bool {
     bytes
