@@ -1,6 +1,6 @@
 //! A session's timeline as SVG: one row per run, a bar from its creation to its completion
 //! (or to the session's last known instant while it is open), coloured by outcome; tool calls
-//! marked on their run's row, errors in red. Plain SVG with <title> tooltips, no script.
+//! marked on their turn's last run's row, errors in red. Plain SVG with <title> tooltips, no script.
 
 use super::gather::SessionRead;
 use super::html::esc;
@@ -73,13 +73,21 @@ pub fn timeline(s: &SessionRead) -> Option<String> {
         y = height - 24.0,
         ty = height - 8.0
     );
-    // Each run's row marks its turn's messages: grouped once, not searched once a run.
+    // A turn's messages are grouped once and marked once, on the row of the turn's last run:
+    // marked on each run of a turn, a session of many runs of one turn drew runs × messages
+    // marks (a crafted one of 20,000 of each ran the page out of memory).
     let mut by_turn: HashMap<&str, Vec<&StoredMessage>> = HashMap::new();
     for m in &s.messages {
         if let Some(turn) = m.turn_id() {
             by_turn.entry(turn).or_default().push(m);
         }
     }
+    let last_run_of_turn: HashMap<&str, usize> = s
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (turn_of(r), i))
+        .collect();
     for (i, r) in s.runs.iter().enumerate() {
         let v = r.header.value();
         let y = 10.0 + ROW * i as f64;
@@ -115,8 +123,11 @@ pub fn timeline(s: &SessionRead) -> Option<String> {
                 esc(failure)
             );
         }
-        let turn = v.get("turnId").and_then(|t| t.as_str()).unwrap_or_default();
-        for m in by_turn.get(turn).into_iter().flatten() {
+        let turn = turn_of(r);
+        let marked = (last_run_of_turn.get(turn) == Some(&i))
+            .then(|| by_turn.get(turn))
+            .flatten();
+        for m in marked.into_iter().flatten() {
             let Some(t) = num(m.value(), "ts") else {
                 continue;
             };
@@ -154,5 +165,61 @@ fn short(id: &str) -> String {
     match id.char_indices().nth(26) {
         Some((cut, _)) => format!("{}…", &id[..cut]),
         None => id.to_owned(),
+    }
+}
+
+/// The turn a run belongs to.
+fn turn_of(r: &super::gather::Run) -> &str {
+    let v = r.header.value();
+    v.get("turnId").and_then(|t| t.as_str()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::gather::{Run, Session, SessionRead};
+    use makalog::model::{RunHeader, StoredMessage};
+    use serde_json::json;
+
+    fn run(i: usize) -> Run {
+        let header = RunHeader::from_value(json!({
+            "runId": format!("run-{i}"), "sessionId": "s", "turnId": "turn-1",
+            "llmConnectionSlug": "fake", "modelId": "m", "cwd": "/w", "status": "completed",
+            "backendKind": "fake", "permissionMode": "ask", "createdAt": i, "updatedAt": i,
+            "completedAt": i + 1
+        }))
+        .expect("run");
+        Run {
+            header,
+            events: Vec::new(),
+        }
+    }
+
+    fn tool_call(i: usize) -> StoredMessage {
+        StoredMessage::from_value(json!({
+            "type": "tool_call", "id": format!("call-{i}"), "turnId": "turn-1", "ts": i,
+            "toolName": "grep", "args": {}
+        }))
+        .expect("tool call")
+    }
+
+    /// Many runs of one turn (a retried turn, or a crafted session) mark the turn's messages
+    /// once, on its last run's row: the page grows with the runs plus the messages.
+    #[test]
+    fn a_turns_messages_are_marked_once_however_many_runs_it_has() {
+        let read = SessionRead {
+            session: Session {
+                id: "s".into(),
+                header: None,
+                section: String::new(),
+            },
+            runs: (0..200).map(run).collect(),
+            messages: (0..300).map(tool_call).collect(),
+            invocations: Vec::new(),
+            claims: Vec::new(),
+            unreadable: None,
+        };
+        let svg = super::timeline(&read).expect("runs to draw");
+        assert_eq!(svg.matches("class=\"tool-call\"").count(), 300);
+        assert_eq!(svg.matches("class=\"run-bar\"").count(), 200);
     }
 }
