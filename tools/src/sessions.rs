@@ -7,7 +7,7 @@ use makalog::model::{SessionHeader, StoredMessage};
 use makalog::root::read_marker;
 use makalog::storage::{RealStorage, Storage};
 use makalog::store::ReadOnlySessions;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -33,7 +33,7 @@ pub fn list(root: &Path, json: bool) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     // Children by parent, in listing order; a session whose parent is not here is a root.
-    let known: Vec<&str> = headers.iter().map(SessionHeader::id).collect();
+    let known: HashSet<&str> = headers.iter().map(SessionHeader::id).collect();
     let mut children: BTreeMap<&str, Vec<&SessionHeader>> = BTreeMap::new();
     let mut roots = Vec::new();
     for h in &headers {
@@ -49,8 +49,16 @@ pub fn list(root: &Path, json: bool) -> ExitCode {
         "STATUS",
         "LAST ACTIVITY (UTC)"
     );
-    let mut stack: Vec<(&SessionHeader, usize)> = roots.into_iter().rev().map(|h| (h, 0)).collect();
+    // Sessions whose parents form a cycle (only a hostile root has them) are reached from no
+    // root: each is then listed as one, after the others, and every session once.
+    let mut listed: HashSet<&str> = HashSet::new();
+    let unreached = headers.iter().rev().map(|h| (h, 0));
+    let mut stack: Vec<(&SessionHeader, usize)> = unreached.collect();
+    stack.extend(roots.into_iter().rev().map(|h| (h, 0)));
     while let Some((h, depth)) = stack.pop() {
+        if !listed.insert(h.id()) {
+            continue;
+        }
         let id = format!("{}{}", "  ".repeat(depth), h.id());
         let last = h.value()["lastUsedAt"]
             .as_f64()

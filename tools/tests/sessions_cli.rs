@@ -145,3 +145,52 @@ fn runs_prints_each_run_with_its_status_duration_and_events() {
     );
     assert_eq!(before, snapshot(&root), "listing runs writes nothing");
 }
+
+/// Parent ids a hostile root makes circular (two subagents each naming the other as parent)
+/// left both out of the tree, with no root to start from, while the count said they were
+/// there: every session is listed once, those in a cycle as roots.
+#[test]
+fn sessions_whose_parents_form_a_cycle_are_listed_once_each() {
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    {
+        let owner = makalog::root::try_acquire_owner(&root)
+            .expect("acquire")
+            .expect("free");
+        let s = makalog::store::open_execution_stores_for_write(&owner).expect("stores");
+        for (id, parent) in [("loop-a", "loop-b"), ("loop-b", "loop-a")] {
+            s.sessions
+                .create_subagent(common::subagent_header(id, parent))
+                .expect("a child");
+        }
+        s.close().expect("close");
+    }
+    let out = makalog(&["sessions", root.to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(0));
+    let listed = text(&out.stdout);
+    for id in ["loop-a", "loop-b"] {
+        assert_eq!(
+            listed
+                .lines()
+                .filter(|l| l.trim_start().starts_with(id))
+                .count(),
+            1,
+            "{id} once:\n{listed}"
+        );
+    }
+    assert!(listed.contains("2 sessions"), "{listed}");
+    // The report's tree of sessions, likewise.
+    let page = t.path().join("report.html");
+    let out = makalog(&[
+        "report",
+        root.to_str().expect("utf8"),
+        "-o",
+        page.to_str().expect("utf8"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let html = std::fs::read_to_string(&page).expect("the page");
+    for id in ["loop-a", "loop-b"] {
+        let item = format!(r##"<li><a href="#session-{id}">"##);
+        assert_eq!(html.matches(&item).count(), 1, "{id} once in the tree");
+    }
+}

@@ -4,7 +4,7 @@
 use super::gather::{Gathered, Session, SessionRead};
 use crate::time::{duration, iso8601};
 use makalog::format::chain::chain_hex;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write;
 
 /// Text made safe for HTML content and attribute values.
@@ -123,7 +123,7 @@ fn heads(h: &mut String, g: &Gathered) {
 
 fn tree(h: &mut String, g: &Gathered) {
     h.push_str(r#"<h2 id="tree">Sessions</h2>"#);
-    let known: Vec<&str> = g.sessions.iter().map(|s| s.id()).collect();
+    let known: HashSet<&str> = g.sessions.iter().map(|s| s.id()).collect();
     let mut children: BTreeMap<&str, Vec<&Session>> = BTreeMap::new();
     let mut roots = Vec::new();
     for s in &g.sessions {
@@ -132,7 +132,17 @@ fn tree(h: &mut String, g: &Gathered) {
             _ => roots.push(s),
         }
     }
-    fn item(h: &mut String, s: &Session, children: &BTreeMap<&str, Vec<&Session>>, depth: usize) {
+    type Children<'a> = BTreeMap<&'a str, Vec<&'a Session>>;
+    fn item<'a>(
+        h: &mut String,
+        s: &'a Session,
+        children: &Children<'a>,
+        depth: usize,
+        listed: &mut HashSet<&'a str>,
+    ) {
+        if !listed.insert(s.id()) {
+            return;
+        }
         let v = s.value();
         let _ = write!(
             h,
@@ -143,20 +153,26 @@ fn tree(h: &mut String, g: &Gathered) {
             v["lastUsedAt"].as_f64().map(iso8601).unwrap_or_default(),
             id = esc(s.id())
         );
-        // Depth is bounded by the sessions present: a cycle cannot be formed by parent ids
-        // that must name sessions listed before, but a hostile root is guarded anyway.
+        // Nested at most 64 deep (a hostile root's chain of parents would nest as deep as it
+        // is long); those below are listed as roots after.
         if let Some(kids) = children.get(s.id()).filter(|_| depth < 64) {
             h.push_str(r#"<ul class="tree">"#);
             for k in kids {
-                item(h, k, children, depth + 1);
+                item(h, k, children, depth + 1, listed);
             }
             h.push_str("</ul>");
         }
         h.push_str("</li>");
     }
     h.push_str(r#"<ul class="tree">"#);
+    let mut listed = HashSet::new();
     for s in roots {
-        item(h, s, &children, 0);
+        item(h, s, &children, 0, &mut listed);
+    }
+    // Sessions no root reaches: below the nesting bound, or in a cycle of parents (only a
+    // hostile root has one): each listed as a root, every session once.
+    for s in &g.sessions {
+        item(h, s, &children, 0, &mut listed);
     }
     h.push_str("</ul>");
 }

@@ -216,3 +216,22 @@ pub fn fixture_copy(dir: &Path) -> PathBuf {
 
 #[cfg(feature = "sqlite")]
 pub mod sqlite_gen;
+
+/// A valid subagent session header (MAKA-MODEL §5) of session `id` spawned by session `parent`.
+pub fn subagent_header(id: &str, parent: &str) -> serde_json::Value {
+    serde_json::json!({
+        "schemaVersion": 1, "id": id, "workspaceRoot": "/w", "cwd": "/w", "name": id,
+        "llmConnectionSlug": "fake", "model": "m", "createdAt": 1, "lastUsedAt": 1,
+        "titleIsManual": false, "isFlagged": false, "isArchived": false, "hasUnread": false,
+        "connectionLocked": false, "labels": [], "status": "active", "backend": "fake",
+        "permissionMode": "ask",
+        "subagentParent": {"kind": "subagent", "parentSessionId": parent,
+            "spawnedBy": {"parentRunId": "r", "parentTurnId": "t", "toolCallId": format!("tool-{id}")},
+            "lifecycle": "foreground"},
+        "subagentRuntime": {"schemaVersion": 1, "definitionVersion": 1, "agentId": "a",
+            "agentName": "A", "profile": "p", "systemPrompt": "s", "toolNames": [],
+            "categoryPolicy": {}},
+        "subagentSpawn": {"schemaVersion": 1, "requestFingerprint": "a".repeat(64),
+            "initialTurnId": "t1", "initialRunId": "r1"}
+    })
+}
