@@ -33,12 +33,17 @@ pub fn run(
         Err(e) => return failed(e),
     };
     let result = if json {
-        as_json(&at, session).map(|v| say!("{v}"))
+        as_json(&at, session).map(|v| {
+            say!("{v}");
+            true
+        })
     } else {
         print(&at, session)
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        // A part that could not be read said why as it was printed.
+        Ok(false) => ExitCode::from(1),
         Err(e) => failed(e),
     }
 }
@@ -57,12 +62,14 @@ fn point_line(at: &PointView<'_>, session: &str) -> String {
     )
 }
 
-fn print(at: &PointView<'_>, session: &str) -> makalog::Result<()> {
+/// Prints the session at the point; false when a part of it could not be read (each part
+/// printed says why).
+fn print(at: &PointView<'_>, session: &str) -> makalog::Result<bool> {
     say!("{}", point_line(at, session));
     let view: &dyn Storage = &at.view;
     let Some(header) = ReadOnlySessions::new(view).read_session(session)? else {
         say!("no session header yet at this point");
-        return Ok(());
+        return Ok(true);
     };
     let h = header.value();
     say!(
@@ -73,18 +80,20 @@ fn print(at: &PointView<'_>, session: &str) -> makalog::Result<()> {
         h["lastUsedAt"].as_f64().map(iso8601).unwrap_or_default()
     );
     say!("\nRUNS");
-    crate::sessions::print_runs(view, session, false);
+    let runs = crate::sessions::print_runs(view, session, false);
     say!("\nMESSAGES");
-    crate::sessions::print_messages(view, session, None, false);
+    let messages = crate::sessions::print_messages(view, session, None, false);
     say!("\nINVOCATIONS");
-    crate::invocations::print_invocations(view, session, false);
+    let invocations = crate::invocations::print_invocations(view, session, false);
     say!("\nCLAIMS KNOWN THEN");
     let claims = claims(view, session);
     for c in &claims {
         say!("{}", claim_line(c));
     }
     say!("{} claims", claims.len());
-    Ok(())
+    Ok([runs, messages, invocations]
+        .iter()
+        .all(|code| *code == ExitCode::SUCCESS))
 }
 
 /// The claims naming the session in the cut claims log.

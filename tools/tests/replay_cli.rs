@@ -200,3 +200,36 @@ fn replay_of_a_damaged_session_reaches_only_its_valid_prefix() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains(&format!("holds {} valid records", victim.seq - 1)));
 }
+
+/// A session that cannot be read at the point (here a message record that is no message,
+/// behind a sound frame) is an error the exit code says, in text as in JSON (and in text a
+/// part that fails while the others print fails the command too).
+#[test]
+fn replay_in_text_exits_1_when_a_part_cannot_be_read() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let ack = common::append_raw(
+        &root,
+        "demo-2",
+        makalog::format::RecordKind::Message,
+        br#"{"type":"user"}"#,
+    );
+    let until = ack.seq.to_string();
+    for json in [false, true] {
+        let mut args = vec!["replay", r, "--session", "demo-2", "--until", &until];
+        if json {
+            args.push("--json");
+        }
+        let out = makalog(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "json {json}: {}",
+            text(&out.stdout)
+        );
+        assert!(
+            !text(&out.stderr).is_empty(),
+            "json {json}: the error is said"
+        );
+    }
+}
