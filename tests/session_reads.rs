@@ -186,3 +186,99 @@ fn reading_a_closed_sessions_header_lists_no_directory() {
         );
     }
 }
+
+/// A read of a session not open here, racing its first open for writing: the read looked and
+/// found no open session, then read the files while the opener's record was written and its
+/// sync held. It answered that record, which a failed sync or a power loss could still take;
+/// now a read that finds the session opened meanwhile answers from its view once durable.
+#[test]
+fn a_read_racing_a_sessions_open_never_answers_a_record_before_it_is_durable() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    use support::counting::SyncGate;
+    let t = tempfile::tempdir().expect("tmp");
+    let (storage, _) = support::counting::counting(t.path().join("root"), u64::MAX);
+    makalog::root::create_or_open_root(&*storage).expect("root");
+    let owner = support::owner(&storage);
+    let stores =
+        std::sync::Arc::new(makalog::store::open_execution_stores_for_write(&owner).expect("s"));
+    stores
+        .sessions
+        .create(support::stores::session_header("x", 1))
+        .expect("session");
+    match std::sync::Arc::try_unwrap(stores) {
+        Ok(s) => s.close().expect("close"),
+        Err(_) => panic!("the stores are shared"),
+    }
+    let stores =
+        std::sync::Arc::new(makalog::store::open_execution_stores_for_write(&owner).expect("s"));
+    // The reader stops at its first look at the session's directory, past its check for an
+    // open session.
+    let gate = |slot: &std::sync::Mutex<Option<SyncGate>>| {
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        *slot.lock().expect("meter") = Some(SyncGate {
+            entered: entered_tx,
+            release: release_rx,
+        });
+        (entered, release)
+    };
+    let (look_entered, look_release) = {
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        *storage.meter.entry_gate.lock().expect("meter") = Some((
+            PathBuf::from("sessions/x"),
+            SyncGate {
+                entered: entered_tx,
+                release: release_rx,
+            },
+        ));
+        (entered, release)
+    };
+    let (answer_tx, answer) = mpsc::channel();
+    let reader =
+        {
+            let stores = stores.clone();
+            std::thread::spawn(move || {
+                let _ =
+                    answer_tx.send(stores.sessions.read_session("x").map(|h| {
+                        h.map(|h| h.value()["name"].as_str().unwrap_or_default().to_owned())
+                    }));
+            })
+        };
+    look_entered.recv().expect("the reader looks");
+    // The writer opens the session, writes its new header and holds at its sync.
+    let (sync_entered, sync_release) = gate(&storage.meter.gate);
+    let writer = {
+        let stores = stores.clone();
+        std::thread::spawn(move || {
+            let mut h = support::stores::session_header("x", 1);
+            h["name"] = serde_json::json!("renamed");
+            stores.sessions.update_session(h).map(|_| ())
+        })
+    };
+    sync_entered.recv().expect("the header's sync started");
+    look_release.send(true).expect("the reader reads on");
+    // A generous pause, not a measurement: long enough for a wrong answer to arrive. The
+    // header as it was is a fair answer (the read began first); the new one is not yet.
+    if let Ok(r) = answer.recv_timeout(Duration::from_millis(500)) {
+        let name = r.expect("read").expect("a header");
+        assert_eq!(
+            name, "session x",
+            "answered while the header's sync was held"
+        );
+        sync_release.send(true).expect("the sync goes on");
+        writer.join().expect("writer").expect("the update");
+        reader.join().expect("reader");
+        return;
+    }
+    sync_release.send(true).expect("the sync goes on");
+    writer.join().expect("writer").expect("the update");
+    let name = answer
+        .recv()
+        .expect("an answer")
+        .expect("read")
+        .expect("a header");
+    assert_eq!(name, "renamed", "answered once durable");
+    reader.join().expect("reader");
+}

@@ -39,15 +39,19 @@ impl RuntimeEventStore {
     /// The session's immutable events in commit order, read from its files: of a session open
     /// here, those up to its last immutable event once that is durable.
     fn durable_events(&self, session_id: &str) -> Result<Vec<(RuntimeEvent, u64)>> {
-        let upto = match self.reading(session_id)? {
+        let open = match self.reading(session_id)? {
             Reading::Absent => return Ok(Vec::new()),
-            Reading::Files => u64::MAX,
-            Reading::Open(s) => {
-                let upto = lock(&s.state).fact_seq;
-                s.writer.wait_durable(upto)?;
-                upto
+            Reading::Open(s) => s,
+            Reading::Files => {
+                let events = read_events(self.storage(), session_id, u64::MAX)?;
+                match self.opened_meanwhile(session_id)? {
+                    Some(s) => s,
+                    None => return Ok(events),
+                }
             }
         };
+        let upto = lock(&open.state).fact_seq;
+        open.writer.wait_durable(upto)?;
         read_events(self.storage(), session_id, upto)
     }
 
@@ -56,8 +60,15 @@ impl RuntimeEventStore {
     /// the facts it shows are durable; another from a read-only view of its files.
     pub fn list_session_invocations(&self, session_id: &str) -> Result<Vec<RuntimeInvocation>> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        let Some(session) = self.open_for_reading(session_id)? else {
-            return read_only_invocations(self.storage(), session_id);
+        let session = match self.open_for_reading(session_id)? {
+            Some(s) => s,
+            None => {
+                let listed = read_only_invocations(self.storage(), session_id)?;
+                match self.opened_meanwhile(session_id)? {
+                    Some(s) => s,
+                    None => return Ok(listed),
+                }
+            }
         };
         let (listed, upto) = {
             let mut st = lock(&session.state);
@@ -119,20 +130,32 @@ impl RuntimeEventStore {
         read: impl FnOnce(&SessionState) -> T,
     ) -> Result<T> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        if let Some(open) = self.open_for_reading(session_id)? {
-            let (answer, upto) = {
-                let st = lock(&open.state);
-                (read(&st.view.session), st.fact_seq)
-            };
-            if seen == Seen::Durable {
-                open.writer.wait_durable(upto)?;
+        let open = match self.open_for_reading(session_id)? {
+            Some(open) => open,
+            None => {
+                let state = super::read_view::read_only_state(self.storage(), session_id)?;
+                match self.opened_meanwhile(session_id)? {
+                    Some(open) => open,
+                    None => return Ok(read(&state)),
+                }
             }
-            return Ok(answer);
+        };
+        let (answer, upto) = {
+            let st = lock(&open.state);
+            (read(&st.view.session), st.fact_seq)
+        };
+        if seen == Seen::Durable {
+            open.writer.wait_durable(upto)?;
         }
-        Ok(read(&super::read_view::read_only_state(
-            self.storage(),
-            session_id,
-        )?))
+        Ok(answer)
+    }
+
+    /// After a read of a session's files: the session, if it was opened here meanwhile. An
+    /// opener may have written a record the read saw before it is durable, so then the open
+    /// session's view answers instead, waited on; one opened after this check wrote nothing
+    /// the read saw.
+    fn opened_meanwhile(&self, session_id: &str) -> Result<Option<Arc<SessionEvents>>> {
+        self.open_for_reading(session_id)
     }
 
     /// The session if it is open here, or must be: one whose write or sync failed in this

@@ -1,6 +1,6 @@
 //! Real storage that counts what it is asked to do: `sync_data` calls (and can make them fail
 //! from the Nth on), bytes read, and directory syncs by directory (which can be slowed, so
-//! concurrent callers pile up behind one).
+//! concurrent callers pile up behind one); a sync or a look at a path can be held at a gate.
 
 use makalog::storage::{
     DirEntry, EntryKind, FileBytes, OpenMode, RealStorage, Storage, StorageFile, StorageLock,
@@ -31,6 +31,9 @@ pub struct Meter {
     pub gate: Mutex<Option<SyncGate>>,
     /// Every `sync_dir` of this directory sleeps this long first.
     pub slow_dir: Mutex<Option<(PathBuf, Duration)>>,
+    /// The next `entry_kind` of this path reports on `entered` that it started, then waits on
+    /// `release`: `true` lets it look, `false` fails it with EIO.
+    pub entry_gate: Mutex<Option<(PathBuf, SyncGate)>>,
 }
 
 /// See [`Meter::gate`].
@@ -153,6 +156,19 @@ impl Storage for CountingStorage {
         self.inner.list_dir(path)
     }
     fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
+        let gate = {
+            let mut g = self.meter.entry_gate.lock().expect("meter");
+            match g.as_ref() {
+                Some((p, _)) if p == path => g.take().map(|(_, gate)| gate),
+                _ => None,
+            }
+        };
+        if let Some(gate) = gate {
+            let _ = gate.entered.send(());
+            if !gate.release.recv().unwrap_or(false) {
+                return Err(io::Error::other("injected EIO at a gated look"));
+            }
+        }
         self.inner.entry_kind(path)
     }
     fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn StorageLock>>> {
