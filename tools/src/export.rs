@@ -10,6 +10,7 @@ use makalog::storage::{
 };
 use sha2::{Digest, Sha256};
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -143,7 +144,9 @@ fn list_files(view: &dyn Storage, only: &[String]) -> Result<(Vec<PathBuf>, Vec<
             return Err(format!("no session {id} in the root"));
         }
     }
-    files.sort();
+    // By the bytes of the paths, as FORMAT.md orders a bundle (an order by components puts
+    // `sessions/a/…` before `sessions/a-b/…`).
+    files.sort_by(|a, b| a.as_os_str().as_bytes().cmp(b.as_os_str().as_bytes()));
     Ok((files, skipped))
 }
 

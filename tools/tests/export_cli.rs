@@ -259,3 +259,41 @@ fn export_refuses_an_existing_output_an_unknown_session_and_a_non_root() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// FORMAT.md orders a bundle's entries by the bytes of their paths: `sessions/a-b/…` before
+/// `sessions/a/…` ('-' is below '/'), where an order by path components put `a` first.
+#[test]
+fn a_bundles_entries_are_in_byte_order_of_their_paths() {
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    {
+        let owner = makalog::root::try_acquire_owner(&root)
+            .expect("acquire")
+            .expect("free");
+        let stores = makalog::store::open_execution_stores_for_write(&owner).expect("stores");
+        for id in ["a", "a-b"] {
+            let mut h = common::subagent_header(id, "p");
+            for key in ["subagentParent", "subagentRuntime", "subagentSpawn"] {
+                h.as_object_mut().expect("object").remove(key);
+            }
+            stores.sessions.create(h).expect("session");
+        }
+        stores.close().expect("close");
+    }
+    let bundle = t.path().join("b.tar");
+    let out = export(&root, &bundle, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let names: Vec<String> = entries(&bundle)
+        .into_iter()
+        .map(|(p, _)| p.to_str().expect("utf8").to_owned())
+        .filter(|p| p != "makalog-manifest.json")
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "byte order");
+    let a_b = names.iter().position(|n| n.starts_with("sessions/a-b/"));
+    let a = names.iter().position(|n| n.starts_with("sessions/a/"));
+    assert!(a_b < a, "{names:?}");
+    let out = makalog(&["verify", s(&bundle)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}
