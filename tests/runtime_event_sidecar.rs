@@ -273,6 +273,22 @@ fn damage_to_a_record_the_sidecar_vouches_for_is_refused_never_cut_as_torn() {
         other => panic!("expected a refusal naming the record, got {other:?}"),
     }
     assert_eq!(snapshot(&dir), before, "nothing cut, nothing quarantined");
+    drop(store);
+    // The index rebuild (`makalog index rebuild`, what `index check` points to) refuses it
+    // too: it cut the acknowledged record as a torn tail and wrote a sidecar over the loss.
+    let owner = owner(&storage);
+    match makalog::index::rebuild_sidecar(&owner, S, WriterConfig::default()) {
+        Err(makalog::Error::Corrupt { file, offset, .. }) => {
+            assert_eq!(file, last.file);
+            assert_eq!(offset, last.offset);
+        }
+        other => panic!("the rebuild refuses it: {:?}", other.map(|v| v.covers)),
+    }
+    assert_eq!(
+        snapshot(&dir),
+        before,
+        "nothing cut, nothing quarantined, no sidecar"
+    );
 }
 
 /// With no sidecar to vouch for a log's last write (a crash lost it), damage there reads as a

@@ -66,16 +66,23 @@ fn apply_all(
 /// only from bytes that are durable (a process that died may have left written but unsynced
 /// bytes in the page cache, and a sidecar vouching for them would let the next open skip the
 /// syncs that make them durable).
+/// What the sidecar recorded as durable is never cut: damage there is refused, as the store's
+/// open refuses it, not taken for a torn tail and replaced by a sidecar over the loss.
 pub fn rebuild_sidecar(
     owner: &crate::root::Owner,
     session_id: &str,
     config: crate::segment::WriterConfig,
 ) -> Result<SessionIndex> {
-    let (writer, _) = crate::segment::SegmentWriter::open(owner, session_id, config)?;
-    writer.close()?;
     let storage = &**owner.storage();
-    let view = rebuild(storage, session_id)?;
     let path = crate::segment::layout::session_dir(session_id).join(super::SIDECAR_FILE);
+    let durable = storage
+        .map_file(&path)
+        .ok()
+        .and_then(|bytes| recorded_durable(&bytes, session_id));
+    let (writer, _) =
+        crate::segment::SegmentWriter::open_guarded(owner, session_id, config, None, durable)?;
+    writer.close()?;
+    let view = rebuild(storage, session_id)?;
     let bytes = super::encode_sidecar(&view, &[]).map_err(|e| Error::corrupt(&path, 0, e.what))?;
     crate::storage::write_atomically(storage, &path, &bytes)?;
     Ok(view)
@@ -100,6 +107,16 @@ pub fn invocations_from_log(
 }
 
 /// Where a view stops: just after the last record it covers.
+/// Where a session's sidecar bytes, if they decode and are this session's, say the log was
+/// durable, whether or not their covers still hold.
+pub fn recorded_durable(bytes: &[u8], session_id: &str) -> Option<Resume> {
+    let header = super::decode_sidecar_header(bytes).ok()?;
+    let view = super::decode_sidecar_state(bytes, &header).ok()?;
+    (view.session_id == session_id)
+        .then(|| resume_point(&view))
+        .flatten()
+}
+
 pub fn resume_point(view: &SessionIndex) -> Option<Resume> {
     view.covers.last().map(|c| Resume {
         ordinal: c.ordinal,

@@ -1,9 +1,7 @@
 //! A session as the runtime-event store holds it open for writing: its writer, and its view in
 //! memory with the id table of the sidecar it was loaded from mapped.
 
-use super::sidecar_file::{
-    read_sidecar, recorded_durable, store_sidecar, write_sidecar, BaseIds, SidecarFile,
-};
+use super::sidecar_file::{read_sidecar, store_sidecar, write_sidecar, BaseIds, SidecarFile};
 use super::stored::stored_event;
 use crate::error::{Error, Result};
 use crate::index::{catch_up, rebuild, resume_point, IdEntry, RuntimeInvocation, SessionIndex};
@@ -115,7 +113,11 @@ pub(crate) fn open_for_writing(
             let resume = resume_point(&live.view);
             (Some(*live), resume, resume)
         }
-        SidecarFile::Untrusted(bytes) => (None, None, recorded_durable(&bytes, session_id)),
+        SidecarFile::Untrusted(bytes) => (
+            None,
+            None,
+            crate::index::recorded_durable(&bytes, session_id),
+        ),
         SidecarFile::Absent => (None, None, None),
     };
     let (writer, _) =

@@ -5,7 +5,7 @@
 use super::live::LiveView;
 use crate::error::{Error, Result};
 use crate::index::{
-    decode_sidecar_header, encode_sidecar, find_ids, id_entries, id_hash, resume_point, section,
+    decode_sidecar_header, encode_sidecar, find_ids, id_entries, id_hash, section,
     section_unchecked, trusted_sidecar, IdEntry, SIDECAR_FILE,
 };
 use crate::segment::layout::session_dir;
@@ -36,16 +36,6 @@ impl BaseIds {
 
 pub(crate) fn sidecar_path(session_id: &str) -> PathBuf {
     session_dir(session_id).join(SIDECAR_FILE)
-}
-
-/// Where the session's sidecar, if it decodes and is this session's, says the log was durable,
-/// whether or not its covers still hold.
-pub(super) fn recorded_durable(bytes: &[u8], session_id: &str) -> Option<crate::segment::Resume> {
-    let header = decode_sidecar_header(bytes).ok()?;
-    let view = crate::index::decode_sidecar_state(bytes, &header).ok()?;
-    (view.session_id == session_id)
-        .then(|| resume_point(&view))
-        .flatten()
 }
 
 /// What a session's sidecar file came to.
