@@ -13,22 +13,31 @@ fn a_deleted_sessions_id_stays_taken_after_import() {
     let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
     conn.execute_batch(
         "INSERT INTO session_metadata_tombstones(session_id, deleted_at, cleanup_pending)
-             VALUES ('gone-1', 1796111990000, 0), ('../gone', 1796111990001, 0);",
+             VALUES ('gone-1', 1796111990000, 0), ('../gone', 1796111990001, 0),
+                 ('gone-2', 1796111990002, 0);
+         CREATE TEMP TABLE one AS SELECT * FROM session_metadata LIMIT 1;
+         UPDATE one SET session_id = 'gone-2', payload_json = '{}';
+         INSERT INTO session_metadata SELECT * FROM one;",
     )
     .expect("tombstones");
     drop(conn);
     let root = t.path().join("root");
     let (code, report, err) = import(&db, &root);
-    assert_eq!(code, 1, "one tombstone names no valid id: {err}");
+    assert_eq!(
+        code, 1,
+        "one tombstone names no valid id, one session row is refused: {err}"
+    );
     let tombstones = find(&report["tables"], "table", "session_metadata_tombstones");
-    assert_eq!(tombstones["imported"], 1, "{tombstones}");
+    assert_eq!(tombstones["imported"], 2, "{tombstones}");
     assert_eq!(tombstones["refused"][0]["key"], "../gone", "{tombstones}");
     assert!(tombstones["notModeled"].is_null(), "{tombstones}");
     let claims = common::json_lines(&["claims", s(&root), "--json"]);
-    assert!(
-        claims.iter().any(|c| c["claim"]["sessionId"] == "gone-1"),
-        "the deleted id is claimed"
-    );
+    for id in ["gone-1", "gone-2"] {
+        assert!(
+            claims.iter().any(|c| c["claim"]["sessionId"] == id),
+            "the deleted id {id} is claimed (gone-2 also has a session row, refused)"
+        );
+    }
     let owner = makalog::root::try_acquire_owner(&root)
         .expect("acquire")
         .expect("free");
@@ -42,9 +51,11 @@ fn a_deleted_sessions_id_stays_taken_after_import() {
         .expect("a root session")
         .value()
         .clone();
-    header["id"] = "gone-1".into();
-    match stores.sessions.create(header) {
-        Err(makalog::Error::ClaimConflict { .. }) => {}
-        other => panic!("a deleted session's id is not used again: {other:?}"),
+    for id in ["gone-1", "gone-2"] {
+        header["id"] = id.into();
+        match stores.sessions.create(header.clone()) {
+            Err(makalog::Error::ClaimConflict { .. }) => {}
+            other => panic!("a deleted session's id {id} is not used again: {other:?}"),
+        }
     }
 }

@@ -170,11 +170,10 @@ fn write(
     ] {
         let mut taken = 0;
         for (id, at) in ids {
-            if planned.contains(id) {
-                // Its session's own id claim takes it.
-                if table == "session_metadata_tombstones" {
-                    taken += 1;
-                }
+            // A session's own id claim takes a create claim's id. A tombstone's is claimed
+            // whatever the source holds under it (a session row that was refused claims
+            // nothing); one already taken is left as it is.
+            if planned.contains(id) && table == "session_create_claims" {
                 continue;
             }
             match makalog::format::validate_session_id(id) {

@@ -289,7 +289,14 @@ pub fn claims(conn: &Connection, report: &mut Report) -> rusqlite::Result<Claims
     )? {
         match (text(&r[0]), claim_time(&r[1])) {
             (Ok(id), Ok(at)) => {
-                tombstones.insert(id.to_owned(), at);
+                if tombstones.insert(id.to_owned(), at).is_some() {
+                    // A source without its primary key: one row is kept, the other refused.
+                    report.refused(
+                        "session_metadata_tombstones",
+                        id.to_owned(),
+                        "repeats an earlier tombstone of the id".into(),
+                    );
+                }
             }
             (Err(why), _) | (_, Err(why)) => {
                 report.refused("session_metadata_tombstones", key_part(&r[0]), why)
