@@ -172,3 +172,24 @@ fn a_damaged_child_does_not_keep_the_roots_stores_from_opening() {
     }
     assert!(s.sessions.read_session("parent").expect("read").is_some());
 }
+
+/// A spawn refused for its key (another fingerprint holds it) takes no id: the id claim went
+/// into the log first and stayed there, durable, when the spawn beside it was refused.
+#[test]
+fn a_spawn_refused_for_its_key_takes_no_id() {
+    let (_t, storage) = temp_root();
+    let (_owner, s) = stores::open(&storage);
+    s.claims
+        .claim_session_and_spawn(spawn("c", None))
+        .expect("the first spawn of the key");
+    let mut other = spawn("z", None);
+    other.request_fingerprint = "b".repeat(64);
+    let root = storage.describe_root();
+    let before = snapshot(&root);
+    match s.claims.claim_session_and_spawn(other) {
+        Err(Error::ClaimConflict { .. }) => {}
+        other => panic!("another request's spawn of the key: {other:?}"),
+    }
+    assert!(!s.claims.is_session_id_taken("z").expect("claims"));
+    assert_eq!(before, snapshot(&root), "nothing written");
+}

@@ -17,9 +17,11 @@ impl ClaimsLog {
     }
 
     /// Decides each record in turn and queues the new ones, then waits once until every record
-    /// that answers is durable: records taken together cost one sync. Every record is encoded
-    /// and bounded before any is queued, so one too big to append leaves nothing queued. Stops
-    /// at the first conflict (what was queued before it stays queued, and is waited for).
+    /// that answers is durable: records taken together cost one sync. Every record is encoded,
+    /// bounded and decided against the tables before any is queued, so one too big to append,
+    /// or refused (a spawn whose key another request holds), leaves nothing queued: an id
+    /// claim beside a refused spawn took the id for good. A record refused only because of an
+    /// earlier one of the batch stops the batch there (what was queued stays, waited for).
     pub(super) fn commit_records(
         &self,
         records: Vec<ClaimRecord>,
@@ -29,6 +31,14 @@ impl ClaimsLog {
             .map(|r| Ok((self.encode_bounded(&r)?, r)))
             .collect::<Result<Vec<_>>>()?;
         let mut st = self.commit.lock()?;
+        for (_, record) in &encoded {
+            if let Err(conflict) = st.log.tables.decide(record) {
+                // As a conflict met while queueing: refused once what it rests on is durable.
+                let queued = st.next_seq() - 1;
+                drop(self.commit.wait_durable(st, queued)?);
+                return Err(conflict);
+            }
+        }
         let (mut last, mut appended) = (0, Vec::with_capacity(encoded.len()));
         for (payload, record) in encoded {
             let (next, answer) = self.queue_record(st, record, payload)?;
