@@ -204,3 +204,31 @@ fn a_session_can_be_opened_for_writing_before_its_first_append() {
     assert!(storage.describe_root().join("sessions").join(S).is_dir());
     assert!(store.list_session_invocations(S).expect("list").is_empty());
 }
+
+/// An event too big for a record, for a session not yet written: refused before the session is
+/// made (it made the session's directory and first segment, durably, then refused the event).
+#[test]
+fn an_event_too_big_for_a_record_is_refused_with_no_session_made() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    let root = storage.describe_root();
+    let before = snapshot(&root);
+    let big = text(
+        "new-one",
+        "run-1",
+        "turn-1",
+        "e1",
+        1.0,
+        &"x".repeat(5 << 20),
+    );
+    match store.append(&big, Durability::Durable) {
+        Err(Error::InvalidInput(why)) => assert!(why.contains("bound"), "{why}"),
+        other => panic!("a 5 MiB event: {other:?}"),
+    }
+    let after = snapshot(&root);
+    assert!(
+        after == before,
+        "nothing written, no session made: {:?}",
+        after.keys()
+    );
+}

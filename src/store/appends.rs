@@ -37,6 +37,7 @@ impl RuntimeEventStore {
         &self,
         event: &RuntimeEvent,
     ) -> Result<(AppendedEvent, Option<Queued>)> {
+        self.check_fits(RecordKind::RuntimeEvent, event.canonical_json())?;
         let session = self.session(event.session_id())?;
         let mut st = lock(&session.state);
         st.check_base(self.storage(), &session.writer)?;
@@ -144,15 +145,7 @@ impl RuntimeEventStore {
         // Checked by the rules the view applies it with: one it would refuse is refused here,
         // with nothing written (and no session opened for one naming another session).
         SessionState::check_session(record, session_id).map_err(Error::InvalidInput)?;
-        let len = record.canonical_json().len();
-        if len > self.max_payload() {
-            // Before the session is opened (or made) for it.
-            return Err(Error::InvalidInput(format!(
-                "a {} record of {len} bytes exceeds the bound of {} bytes",
-                record.kind().name(),
-                self.max_payload()
-            )));
-        }
+        self.check_fits(record.kind(), record.canonical_json())?;
         let session = self.session(session_id)?;
         // What depends on the session's state (a run event's run) is checked under its lock.
         let mut st = lock(&session.state);
@@ -186,5 +179,21 @@ impl RuntimeEventStore {
             session,
             seq: ack.seq,
         })
+    }
+}
+
+impl RuntimeEventStore {
+    /// Refuses a record over the segments' payload bound before its session is opened (or
+    /// made) for it: the writer would refuse it only once the session existed.
+    fn check_fits(&self, kind: RecordKind, canonical: &str) -> Result<()> {
+        if canonical.len() > self.max_payload() {
+            return Err(Error::InvalidInput(format!(
+                "a {} record of {} bytes exceeds the bound of {} bytes",
+                kind.name(),
+                canonical.len(),
+                self.max_payload()
+            )));
+        }
+        Ok(())
     }
 }
