@@ -126,6 +126,27 @@ fn a_sidecar_with_covers_at_the_end_of_their_range_is_untrusted_never_a_panic() 
 /// damage found on first use, and the index rebuilt.
 #[test]
 fn an_id_entry_past_the_covers_is_damage_and_the_index_rebuilt() {
+    let past = |e: &mut makalog::index::IdEntry| e.record_seq = 1_000_000;
+    an_id_entry_crafted_is_damage_and_the_index_rebuilt(&past);
+}
+
+/// An id entry within the covers naming a frame that is not there (a segment the log does not
+/// have, an offset no file reaches, another record's frame): every append of that id failed,
+/// and the index was never rebuilt. Such an entry is damage met on use, and the index rebuilt.
+#[test]
+fn an_id_entry_naming_no_such_frame_is_damage_and_the_index_rebuilt() {
+    let crafts: [&dyn Fn(&mut makalog::index::IdEntry); 3] =
+        [&|e| e.ordinal = 99, &|e| e.offset = 1 << 63, &|e| {
+            e.offset = 256
+        }];
+    for craft in crafts {
+        an_id_entry_crafted_is_damage_and_the_index_rebuilt(craft);
+    }
+}
+
+fn an_id_entry_crafted_is_damage_and_the_index_rebuilt(
+    craft: &dyn Fn(&mut makalog::index::IdEntry),
+) {
     use makalog::index::{
         decode_sidecar_header, decode_sidecar_state, id_entries, id_hash, section,
     };
@@ -144,7 +165,7 @@ fn an_id_entry_past_the_covers_is_damage_and_the_index_rebuilt() {
         .iter_mut()
         .find(|e| e.hash == id_hash(user_id))
         .expect("the user event's entry");
-    entry.record_seq = 1_000_000;
+    craft(entry);
     let crafted = encode_sidecar(&view, &ids).expect("encode");
     let path = storage
         .describe_root()

@@ -55,6 +55,7 @@ impl<'s> FramesAt<'s> {
     /// The payload of the frame at `offset` of segment `ordinal`, which must be record `seq`.
     pub fn payload(&mut self, ordinal: u64, offset: u64, seq: u64) -> Result<Vec<u8>> {
         let (path, file, layout) = self.opened(ordinal)?;
+        within_any_file(&path, offset)?;
         let read = |at: u64, len: usize| -> Result<Vec<u8>> {
             let mut buf = vec![0u8; len];
             file.read_exact_at(&mut buf, at)
@@ -153,6 +154,7 @@ impl<'s> FramesAt<'s> {
             buf.resize(len, 0);
         }
         let (path, file, layout) = self.opened(ordinal)?;
+        within_any_file(&path, hi)?;
         let got = file
             .read_full_at(&mut buf[..len], lo)
             .map_err(|e| Error::io(&path, "read", e))?;
@@ -202,6 +204,19 @@ pub(crate) fn read_layout(file: &dyn StorageFile, path: &std::path::Path) -> Res
 }
 
 /// The payload of the frame at the start of `bytes` if it decodes and is record `seq`.
+/// Refuses an offset no file reaches (an index's, which may be damaged): the system call would
+/// fail with EINVAL, an I/O error blamed on a sound segment.
+fn within_any_file(path: &std::path::Path, offset: u64) -> Result<()> {
+    if i64::try_from(offset).is_err() {
+        return Err(Error::corrupt(
+            path,
+            0,
+            format!("the index points at byte {offset}, past any file"),
+        ));
+    }
+    Ok(())
+}
+
 pub fn payload_of(bytes: &[u8], layout: FrameLayout, seq: u64) -> Option<&[u8]> {
     match decode_frame::<RecordKind>(bytes, layout, MAX_PAYLOAD_LIMIT) {
         Ok(FrameDecode::Frame(f, _)) if f.seq == seq => Some(f.payload),

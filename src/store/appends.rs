@@ -3,14 +3,15 @@
 //! rules the view applies it with, queued under the session's lock and then waited for.
 
 use super::identity::check_identity;
-use super::live::lock;
+use super::live::{lock, LiveView};
 use super::runtime_events::{decode_session_record, AppendedEvent, Queued, RuntimeEventStore};
 use super::stored::stored_event;
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
 use crate::format::RecordKind;
 use crate::index::{EventFacts, RecordRef, SessionRecord, SessionState, StoredAt};
-use crate::segment::Durability;
+use crate::segment::{Durability, SegmentWriter};
+use crate::storage::Storage;
 
 impl RuntimeEventStore {
     /// Appends a canonical event to its session. An event for a run that already has a terminal
@@ -42,25 +43,18 @@ impl RuntimeEventStore {
         let mut st = lock(&session.state);
         st.check_base(self.storage(), &session.writer)?;
         if !event.partial() {
-            for stored in st.candidates(event.id())? {
-                // A repeat is rare (a retry): read the stored event back and compare.
-                session.writer.wait_durable(stored.record_seq)?;
-                let Some(bytes) =
-                    stored_event(self.storage(), event.session_id(), &stored, event.id())?
-                else {
-                    continue;
-                };
-                if bytes == event.canonical_json().as_bytes() {
-                    let stored = AppendedEvent {
-                        event_seq: Some(stored.event_seq),
-                        record_seq: stored.record_seq,
-                        created: false,
-                    };
-                    return Ok((stored, None));
+            let storage = self.storage();
+            let repeat = match repeat_of(storage, &st, &session.writer, event) {
+                // An entry of the sidecar's id table naming a frame that is not there (its
+                // CRC and bounds intact): the table is damage, the index rebuilt.
+                Err(Error::Corrupt { .. }) if st.has_base() => {
+                    st.rebuild_base(storage, &session.writer)?;
+                    repeat_of(storage, &st, &session.writer, event)?
                 }
-                return Err(Error::IdentityConflict {
-                    what: format!("RuntimeEvent identity conflict for {}", event.id()),
-                });
+                found => found?,
+            };
+            if let Some(stored) = repeat {
+                return Ok((stored, None));
             }
         }
         if let Err(refusal) = check_identity(&st.view, event) {
@@ -196,4 +190,31 @@ impl RuntimeEventStore {
         }
         Ok(())
     }
+}
+
+/// The stored event `event` repeats, if its id is stored: the same bytes are a repeat, another
+/// event with the id a conflict. A repeat is rare (a retry): each candidate is read back.
+fn repeat_of(
+    storage: &dyn Storage,
+    st: &LiveView,
+    writer: &SegmentWriter,
+    event: &RuntimeEvent,
+) -> Result<Option<AppendedEvent>> {
+    for stored in st.candidates(event.id())? {
+        writer.wait_durable(stored.record_seq)?;
+        let Some(bytes) = stored_event(storage, event.session_id(), &stored, event.id())? else {
+            continue;
+        };
+        if bytes == event.canonical_json().as_bytes() {
+            return Ok(Some(AppendedEvent {
+                event_seq: Some(stored.event_seq),
+                record_seq: stored.record_seq,
+                created: false,
+            }));
+        }
+        return Err(Error::IdentityConflict {
+            what: format!("RuntimeEvent identity conflict for {}", event.id()),
+        });
+    }
+    Ok(None)
 }

@@ -72,6 +72,18 @@ impl LiveView {
             base.checked = true;
             return Ok(());
         }
+        self.rebuild_base(storage, writer)
+    }
+
+    /// True while ids are looked up in the sidecar's id table.
+    pub fn has_base(&self) -> bool {
+        self.base.is_some()
+    }
+
+    /// Stops trusting the sidecar's id table (it failed a check, or an entry named a frame that
+    /// is not there): the view is rebuilt from the segments and the sidecar rewritten. The
+    /// caller holds the session's state lock.
+    pub fn rebuild_base(&mut self, storage: &dyn Storage, writer: &SegmentWriter) -> Result<()> {
         writer.sync()?;
         self.view = rebuild(storage, &self.view.session_id)?;
         self.base = None;
