@@ -202,10 +202,10 @@ fn replay_of_a_damaged_session_reaches_only_its_valid_prefix() {
 }
 
 /// A session that cannot be read at the point (here a message record that is no message,
-/// behind a sound frame) is an error the exit code says, in text as in JSON (and in text a
-/// part that fails while the others print fails the command too).
+/// behind a sound frame, which fails the header's read first) is an error the exit code says,
+/// in text as in JSON.
 #[test]
-fn replay_in_text_exits_1_when_a_part_cannot_be_read() {
+fn replay_exits_1_when_the_session_cannot_be_read_at_the_point() {
     let (_t, root) = demo_root();
     let r = root.to_str().expect("utf8");
     let ack = common::append_raw(
