@@ -18,19 +18,9 @@ use support::*;
 /// found on first use, the index rebuilt.
 #[test]
 fn an_id_table_piling_entries_on_one_hash_is_damage_and_the_index_rebuilt() {
-    use makalog::index::{
-        decode_sidecar_header, decode_sidecar_state, find_ids, id_entries, section,
-    };
+    use makalog::index::{decode_sidecar_header, find_ids, section};
     let (_t, storage) = temp_root();
-    let store = store(&storage);
-    turn(&store, "run-1", 1.0, 3, "completed");
-    store.close().expect("close");
-    let good = sidecar_bytes(&storage);
-    let header = decode_sidecar_header(&good).expect("header");
-    let view = decode_sidecar_state(&good, &header).expect("state");
-    let mut ids = section(&good, &header, 2)
-        .and_then(id_entries)
-        .expect("ids");
+    let (good, view, mut ids) = one_turn_closed(&storage);
     let first = ids[0];
     ids.extend(std::iter::repeat_n(first, 100_000));
     let crafted = encode_sidecar(&view, &ids).expect("encode");
@@ -147,23 +137,12 @@ fn an_id_entry_naming_no_such_frame_is_damage_and_the_index_rebuilt() {
 fn an_id_entry_crafted_is_damage_and_the_index_rebuilt(
     craft: &dyn Fn(&mut makalog::index::IdEntry),
 ) {
-    use makalog::index::{
-        decode_sidecar_header, decode_sidecar_state, id_entries, id_hash, section,
-    };
     let (_t, storage) = temp_root();
-    let store = store(&storage);
-    turn(&store, "run-1", 1.0, 3, "completed");
-    store.close().expect("close");
-    let good = sidecar_bytes(&storage);
-    let header = decode_sidecar_header(&good).expect("header");
-    let view = decode_sidecar_state(&good, &header).expect("state");
-    let mut ids = section(&good, &header, 2)
-        .and_then(id_entries)
-        .expect("ids");
+    let (good, view, mut ids) = one_turn_closed(&storage);
     let user_id = "run-1-user";
     let entry = ids
         .iter_mut()
-        .find(|e| e.hash == id_hash(user_id))
+        .find(|e| e.hash == makalog::index::id_hash(user_id))
         .expect("the user event's entry");
     craft(entry);
     let crafted = encode_sidecar(&view, &ids).expect("encode");
@@ -179,4 +158,26 @@ fn an_id_entry_crafted_is_damage_and_the_index_rebuilt(
     assert!(!again.created, "identity answered after the rebuild");
     store.close().expect("close");
     assert_eq!(sidecar_bytes(&storage), good, "rebuilt and rewritten");
+}
+
+/// One whole turn written through a store and closed: its sidecar's bytes, the view they hold
+/// and their id entries, for a test to craft from.
+fn one_turn_closed(
+    storage: &std::sync::Arc<makalog::storage::RealStorage>,
+) -> (
+    Vec<u8>,
+    makalog::index::SessionIndex,
+    Vec<makalog::index::IdEntry>,
+) {
+    use makalog::index::{decode_sidecar_header, decode_sidecar_state, id_entries, section};
+    let store = store(storage);
+    turn(&store, "run-1", 1.0, 3, "completed");
+    store.close().expect("close");
+    let good = sidecar_bytes(storage);
+    let header = decode_sidecar_header(&good).expect("header");
+    let view = decode_sidecar_state(&good, &header).expect("state");
+    let ids = section(&good, &header, 2)
+        .and_then(id_entries)
+        .expect("ids");
+    (good, view, ids)
 }
