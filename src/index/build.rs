@@ -66,6 +66,7 @@ fn apply_all(
 /// only from bytes that are durable (a process that died may have left written but unsynced
 /// bytes in the page cache, and a sidecar vouching for them would let the next open skip the
 /// syncs that make them durable).
+///
 /// What the sidecar recorded as durable is never cut: damage there is refused, as the store's
 /// open refuses it, not taken for a torn tail and replaced by a sidecar over the loss.
 pub fn rebuild_sidecar(
@@ -106,7 +107,6 @@ pub fn invocations_from_log(
     })
 }
 
-/// Where a view stops: just after the last record it covers.
 /// Where a session's sidecar bytes, if they decode and are this session's, say the log was
 /// durable, whether or not their covers still hold.
 pub fn recorded_durable(bytes: &[u8], session_id: &str) -> Option<Resume> {
@@ -117,6 +117,7 @@ pub fn recorded_durable(bytes: &[u8], session_id: &str) -> Option<Resume> {
         .flatten()
 }
 
+/// Where a view stops: just after the last record it covers.
 pub fn resume_point(view: &SessionIndex) -> Option<Resume> {
     view.covers.last().map(|c| Resume {
         ordinal: c.ordinal,

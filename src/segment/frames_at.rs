@@ -203,7 +203,6 @@ pub(crate) fn read_layout(file: &dyn StorageFile, path: &std::path::Path) -> Res
         .map_err(|e| Error::corrupt(path, e.offset as u64, e.what))
 }
 
-/// The payload of the frame at the start of `bytes` if it decodes and is record `seq`.
 /// Refuses an offset no file reaches (an index's, which may be damaged): the system call would
 /// fail with EINVAL, an I/O error blamed on a sound segment.
 fn within_any_file(path: &std::path::Path, offset: u64) -> Result<()> {
@@ -217,6 +216,7 @@ fn within_any_file(path: &std::path::Path, offset: u64) -> Result<()> {
     Ok(())
 }
 
+/// The payload of the frame at the start of `bytes` if it decodes and is record `seq`.
 pub fn payload_of(bytes: &[u8], layout: FrameLayout, seq: u64) -> Option<&[u8]> {
     match decode_frame::<RecordKind>(bytes, layout, MAX_PAYLOAD_LIMIT) {
         Ok(FrameDecode::Frame(f, _)) if f.seq == seq => Some(f.payload),
