@@ -6,7 +6,6 @@ mod support;
 
 use makalog::index::encode_sidecar;
 use makalog::segment::{Durability, WriterConfig};
-use makalog::storage::Storage;
 use makalog::store::RuntimeEventStore;
 use support::event_store::*;
 use support::events::*;
@@ -30,11 +29,7 @@ fn an_id_table_piling_entries_on_one_hash_is_damage_and_the_index_rebuilt() {
         find_ids(body, first.hash).is_err(),
         "a lookup stops past 16"
     );
-    let path = storage
-        .describe_root()
-        .join("sessions")
-        .join(S)
-        .join("index");
+    let path = sidecar_path(&storage);
     std::fs::write(&path, &crafted).expect("craft");
     let store = self::store(&storage);
     let repeat = user(S, "run-1", "turn-of-run-1", "run-1-user", 2.0, "hello");
@@ -69,11 +64,7 @@ fn a_sidecar_with_covers_at_the_end_of_their_range_is_untrusted_never_a_panic() 
         assert_eq!(listed.len(), 4);
         listed
     };
-    let path = storage
-        .describe_root()
-        .join("sessions")
-        .join(S)
-        .join("index");
+    let path = sidecar_path(&storage);
     let good = std::fs::read(&path).expect("sidecar");
     let header = decode_sidecar_header(&good).expect("header");
     assert!(header.covers.len() >= 2, "the log rolled");
@@ -146,11 +137,7 @@ fn an_id_entry_crafted_is_damage_and_the_index_rebuilt(
         .expect("the user event's entry");
     craft(entry);
     let crafted = encode_sidecar(&view, &ids).expect("encode");
-    let path = storage
-        .describe_root()
-        .join("sessions")
-        .join(S)
-        .join("index");
+    let path = sidecar_path(&storage);
     std::fs::write(&path, &crafted).expect("craft");
     let store = self::store(&storage);
     let repeat = user(S, "run-1", "turn-of-run-1", user_id, 2.0, "hello");

@@ -174,9 +174,7 @@ impl RuntimeEventStore {
             seq: ack.seq,
         })
     }
-}
 
-impl RuntimeEventStore {
     /// Refuses a record over the segments' payload bound before its session is opened (or
     /// made) for it: the writer would refuse it only once the session existed.
     fn check_fits(&self, kind: RecordKind, canonical: &str) -> Result<()> {

@@ -49,13 +49,15 @@ pub fn turn(store: &RuntimeEventStore, run: &str, ts: f64, n_text: usize, status
         .expect("terminal");
 }
 
+/// Where session [`S`]'s sidecar lies on disk.
+pub fn sidecar_path(storage: &Arc<RealStorage>) -> std::path::PathBuf {
+    storage
+        .describe_root()
+        .join("sessions")
+        .join(S)
+        .join("index")
+}
+
 pub fn sidecar_bytes(storage: &Arc<RealStorage>) -> Vec<u8> {
-    std::fs::read(
-        storage
-            .describe_root()
-            .join("sessions")
-            .join(S)
-            .join("index"),
-    )
-    .expect("sidecar")
+    std::fs::read(sidecar_path(storage)).expect("sidecar")
 }
