@@ -2,7 +2,7 @@
 
 use super::{RecoveryReport, Repair};
 use crate::error::{Error, Result};
-use crate::storage::{OpenMode, Storage, StorageFile};
+use crate::storage::{write_atomically, OpenMode, Storage, StorageFile};
 use std::path::{Path, PathBuf};
 
 /// What separates a file's name from the offset in the name of its quarantine file.
@@ -66,8 +66,9 @@ fn read_exact(f: &dyn StorageFile, file: &Path, buf: &mut [u8], offset: u64) -> 
 }
 
 /// Writes `bytes` to `<file>.torn-<offset>` beside the file (or `<file>.torn-<offset>.<n>` if
-/// that already holds other bytes) and makes it durable. A file left by an interrupted earlier
-/// recovery holds a prefix of the same bytes and is completed.
+/// that already holds other bytes) and makes it durable. The copy is written to a temporary
+/// sibling and renamed, so a crash leaves the whole copy or none under the final name (a torn
+/// copy there would read as another tear and stay beside the next one).
 fn quarantine(storage: &dyn Storage, segment: &Path, offset: u64, bytes: &[u8]) -> Result<PathBuf> {
     let name = segment
         .file_name()
@@ -76,33 +77,24 @@ fn quarantine(storage: &dyn Storage, segment: &Path, offset: u64, bytes: &[u8]) 
     let dir = parent(segment);
     let first = dir.join(torn_file_name(&name, offset));
     let mut n = 0u32;
-    let path = loop {
+    loop {
         let path = match n {
             0 => first.clone(),
             n => dir.join(format!("{}.{n}", torn_file_name(&name, offset))),
         };
         match storage.read_file(&path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => break path,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io(&path, "read", e)),
-            // Left by an interrupted earlier recovery of these same bytes: finish it.
-            Ok(old) if bytes.starts_with(&old) => break path,
+            // Copied by an earlier recovery interrupted before its cut (whole, or a prefix left
+            // by an older version): written again, as its rename may not be durable yet.
+            Ok(old) if bytes.starts_with(&old) => {}
             // Another tear at the same offset, kept: never overwrite quarantined bytes.
-            Ok(_) => n += 1,
+            Ok(_) => {
+                n += 1;
+                continue;
+            }
         }
-    };
-    let f = match storage.open(&path, OpenMode::CreateNew) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => storage
-            .open(&path, OpenMode::ReadWrite)
-            .map_err(|e| Error::io(&path, "open", e))?,
-        Err(e) => return Err(Error::io(&path, "create", e)),
-    };
-    f.write_all_at(bytes, 0)
-        .map_err(|e| Error::io(&path, "write", e))?;
-    f.sync_data()
-        .map_err(|e| Error::io(&path, "fdatasync", e))?;
-    storage
-        .sync_dir(dir)
-        .map_err(|e| Error::io(dir, "fsync directory", e))?;
-    Ok(path)
+        write_atomically(storage, &path, bytes)?;
+        return Ok(path);
+    }
 }

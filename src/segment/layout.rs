@@ -44,6 +44,11 @@ pub fn is_torn_name(name: &str) -> bool {
     })
 }
 
+/// True when `name` is a quarantine file's temporary sibling (`<quarantine>.tmp`).
+pub fn is_torn_tmp_name(name: &str) -> bool {
+    name.strip_suffix(".tmp").is_some_and(is_torn_name)
+}
+
 /// One segment file found in a session directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentFile {
@@ -84,8 +89,10 @@ pub fn list_session(storage: &dyn Storage, session_id: &str) -> Result<SessionLi
             }),
             (EntryKind::File, None) if is_torn_name(&entry.name) => out.torn.push(path),
             (EntryKind::File, None) if entry.name == SIDECAR_FILE => out.sidecar = Some(path),
-            // Left by a crash while the sidecar was rewritten; the next rewrite replaces it.
+            // Left by a crash while the sidecar was rewritten, or while recovery copied a torn
+            // tail aside: the next rewrite, or the recovery done again, replaces it.
             (EntryKind::File, None) if entry.name == concat!("index", ".tmp") => {}
+            (EntryKind::File, None) if is_torn_tmp_name(&entry.name) => {}
             _ => out.strays.push(path),
         }
     }

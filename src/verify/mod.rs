@@ -148,7 +148,7 @@ fn verify_claims(storage: &dyn Storage, report: &mut VerifyReport, live: bool) -
     report.quarantined.extend(
         entries
             .into_iter()
-            .filter(|e| e.name.starts_with(&prefix))
+            .filter(|e| e.name.starts_with(&prefix) && !e.name.ends_with(".tmp"))
             .map(|e| e.name),
     );
     Ok(())

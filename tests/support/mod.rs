@@ -65,7 +65,7 @@ pub fn owner(storage: &Arc<impl Storage + 'static>) -> Owner {
 
 /// Appends `n` durable records of `len` bytes, numbered from `first`, and closes the writer.
 pub fn write_n(
-    storage: &Arc<RealStorage>,
+    storage: &Arc<impl Storage + 'static>,
     session: &str,
     config: &WriterConfig,
     first: u64,
