@@ -361,3 +361,58 @@ async fn recovery_leaves_a_turn_in_flight_alone() {
     let report = manager.recover_interrupted_sessions().expect("recover");
     assert!(report.recovered.is_empty() && report.skipped.is_empty());
 }
+
+/// A session recovery finds busy (a turn of this life in flight) may also hold an earlier
+/// life's interrupted run, which recovery did not look at: the file goes on naming it, even
+/// once the session's own slot is freed, so a later start ends that run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_sessions_earlier_interrupted_run_is_ended_by_a_later_start() {
+    use makalog::runtime::{TurnInput, FAKE_ASK_USER_QUESTION_PROMPT, IDLE_KEPT};
+    let f = tracked_session("s");
+    let stores = &f.stores;
+    leave_waiting(&f.manager, "s").await;
+    let earlier = stores.runs.list_session_runs("s").expect("runs")[0]
+        .run_id()
+        .to_owned();
+    // The next life starts a turn in `s` before its recovery; the turn is in flight during it.
+    let life = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_instant_fake(),
+        Sources::system(),
+    );
+    let asking = TurnInput {
+        text: FAKE_ASK_USER_QUESTION_PROMPT.into(),
+        ..TurnInput::default()
+    };
+    let mut turn = life.send_message("s", asking).await.expect("send");
+    while let Some(e) = turn.events.recv().await {
+        if e.type_name() == "user_question_request" {
+            break;
+        }
+    }
+    let report = life.recover_interrupted_sessions().expect("recover");
+    let skipped: Vec<&str> = report.skipped.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(skipped, ["s"], "busy: passed");
+    assert!(life.stop("s", "stop_button").expect("stop"));
+    turn.finish().await.expect("the turn ends");
+    // More sessions than the file keeps idle then run turns: `s`'s slot, the least recently
+    // used, is freed.
+    for n in 0..=IDLE_KEPT {
+        let id = format!("other-{n}");
+        life.create_session(json!({"id": id, "backend": "fake", "model": "m"}))
+            .expect("session");
+        let input = TurnInput {
+            text: "hi".into(),
+            ..TurnInput::default()
+        };
+        let turn = life.send_message(&id, input).await.expect("send");
+        turn.finish().await.expect("turn");
+    }
+    let report = manager_over(stores)
+        .recover_interrupted_sessions()
+        .expect("recover");
+    let ended: Vec<&str> = report.recovered.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(ended, [earlier.as_str()], "the earlier life's run is ended");
+    let run = stores.runs.read_run("s", &earlier).expect("run");
+    assert_eq!(run.status(), "failed");
+}

@@ -13,14 +13,16 @@
 //! Slots a process finds occupied when it opens the file name sessions of an earlier life:
 //! they are never reused before a recovery has ended their runs.
 //!
-//! The file is created by a recovery that scanned every session; while it is missing, turns
-//! are not tracked and the next recovery scans every session again. A slot that is neither
-//! free nor valid (a torn slot write) makes recovery scan every session too.
+//! The file is created by a recovery that scanned every session; while it is missing, the
+//! runs started are remembered in memory only (a crash then leaves them to the next recovery,
+//! which scans every session again), and the recovery that creates the file names those still
+//! in flight in it before the file is durable. A slot that is neither free nor valid (a torn
+//! slot write) makes recovery scan every session too.
 
 use crate::error::{Error, Result};
-use crate::storage::{OpenMode, Storage, StorageFile};
+use crate::storage::{write_atomically, OpenMode, Storage, StorageFile};
 use serde_json::json;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 /// The file's name at the root.
@@ -54,6 +56,9 @@ pub(crate) struct OpenRuns {
     /// Slots the file held when this process opened it: runs of an earlier life not yet
     /// recovered, never overwritten before a recovery ends them.
     earlier: BTreeSet<usize>,
+    /// Sessions with runs started while there was no file: the last run's id and how many are
+    /// in flight. The recovery that creates the file gives them slots.
+    untracked: BTreeMap<String, (String, usize)>,
 }
 
 /// A session's slot.
@@ -147,32 +152,28 @@ impl OpenRuns {
     }
 
     /// After a recovery that ended every run in the file (or scanned every session): the file
-    /// emptied and synced (created, with the root directory synced, when it was missing).
-    /// The slots of sessions this process holds are kept; an earlier life's are free again.
+    /// emptied and synced. The slots of sessions this process holds are kept; an earlier
+    /// life's are free again. Runs started while the file was missing and still in flight get
+    /// slots, in the file before it is durable: a file that is missing is made whole beside its
+    /// name, synced, and renamed (the root directory synced), since a file created in place may
+    /// reach the disk without the bytes written to it.
     pub fn reset(&mut self, storage: &dyn Storage) -> Result<()> {
-        if self.file.is_none() {
-            let path = Path::new(OPEN_RUNS_FILE);
-            let file = match storage.open(path, OpenMode::ReadWrite) {
-                Ok(f) => f,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    let f = storage
-                        .open(path, OpenMode::CreateNew)
-                        .map_err(io("create"))?;
-                    f.sync_data().map_err(io("sync"))?;
-                    storage
-                        .sync_dir(Path::new(""))
-                        .map_err(io("sync the root of"))?;
-                    f
-                }
-                Err(e) => return Err(io("open")(e)),
-            };
-            self.file = Some(file);
+        if !self.open_existing(storage)? {
+            return self.create(storage);
         }
         let file = self
             .file
             .as_ref()
             .ok_or_else(|| Error::InvalidInput("no open-runs file".into()))?;
-        let used = self.slots();
+        let mut used = self.slots();
+        let mut adopted = Vec::with_capacity(self.untracked.len());
+        for (session, (run, _)) in &self.untracked {
+            let slot = (0..).find(|i| !used.contains(i)).unwrap_or(0);
+            used.insert(slot);
+            file.write_all_at(&encode_slot(session, run)?, (slot * SLOT_LEN) as u64)
+                .map_err(io("write"))?;
+            adopted.push((session.clone(), slot));
+        }
         let keep = used.last().map_or(0, |last| (last + 1) * SLOT_LEN);
         let len = file.size().map_err(io("size"))? as usize;
         for at in (0..keep).step_by(SLOT_LEN) {
@@ -185,9 +186,41 @@ impl OpenRuns {
             file.set_len(keep as u64).map_err(io("truncate"))?;
         }
         file.sync_data().map_err(io("sync"))?;
-        // The runs the earlier life left were ended: their slots are free now.
-        self.earlier.clear();
+        self.adopt(adopted);
         Ok(())
+    }
+
+    /// Makes the missing file, naming the untracked runs, whole before its name is durable.
+    fn create(&mut self, storage: &dyn Storage) -> Result<()> {
+        debug_assert!(self.in_use.is_empty(), "no slot is held without a file");
+        let mut bytes = Vec::with_capacity(self.untracked.len() * SLOT_LEN);
+        let mut adopted = Vec::with_capacity(self.untracked.len());
+        for (slot, (session, (run, _))) in self.untracked.iter().enumerate() {
+            bytes.extend_from_slice(&encode_slot(session, run)?);
+            adopted.push((session.clone(), slot));
+        }
+        write_atomically(storage, Path::new(OPEN_RUNS_FILE), &bytes)?;
+        if !self.open_existing(storage)? {
+            return Err(io("open")(std::io::ErrorKind::NotFound.into()));
+        }
+        self.adopt(adopted);
+        Ok(())
+    }
+
+    /// After the file holding them is durable: the untracked runs' sessions hold the slots
+    /// written for them, and the earlier life's runs, ended, free theirs.
+    fn adopt(&mut self, adopted: Vec<(String, usize)>) {
+        for (session, slot) in adopted {
+            if let Some((_, running)) = self.untracked.remove(&session) {
+                let marked = Marked {
+                    slot,
+                    running,
+                    ended_at: self.clock,
+                };
+                self.in_use.insert(session, marked);
+            }
+        }
+        self.earlier.clear();
     }
 
     /// The slots this process's sessions hold.
@@ -196,23 +229,31 @@ impl OpenRuns {
     }
 
     /// Records, durably, that run `run_id` of `session_id` is starting: writes and syncs the
-    /// session's slot unless it holds one already. False while the file does not exist (the
-    /// next recovery scans everything).
+    /// session's slot unless it holds one already. False while the file does not exist: the
+    /// run is remembered for the recovery that creates it (until then, a crash leaves it to a
+    /// recovery that scans everything).
     pub fn mark(&mut self, storage: &dyn Storage, session_id: &str, run_id: &str) -> Result<bool> {
         if let Some(m) = self.in_use.get_mut(session_id) {
             m.running += 1;
             return Ok(true);
         }
-        if !self.open_existing(storage)? {
-            return Ok(false);
-        }
-        let Some(file) = &self.file else {
+        let bytes = encode_slot(session_id, run_id)?;
+        let file = match self.open_existing(storage)? {
+            true => self.file.as_ref(),
+            false => None,
+        };
+        let Some(file) = file else {
+            let (last, running) = self
+                .untracked
+                .entry(session_id.to_owned())
+                .or_insert_with(|| (String::new(), 0));
+            (*last, *running) = (run_id.to_owned(), *running + 1);
             return Ok(false);
         };
         let used = self.slots();
         let taken = |i: &usize| used.contains(i) || self.earlier.contains(i);
         let slot = (0..).find(|i| !taken(i)).unwrap_or(0);
-        file.write_all_at(&encode_slot(session_id, run_id)?, (slot * SLOT_LEN) as u64)
+        file.write_all_at(&bytes, (slot * SLOT_LEN) as u64)
             .map_err(io("write"))?;
         file.sync_data().map_err(io("sync"))?;
         let marked = Marked {
@@ -233,6 +274,11 @@ impl OpenRuns {
             debug_assert!(m.running > 0, "a run ends once");
             m.running = m.running.saturating_sub(1);
             m.ended_at = self.clock;
+        } else if let Some((_, running)) = self.untracked.get_mut(session_id) {
+            *running = running.saturating_sub(1);
+            if *running == 0 {
+                self.untracked.remove(session_id);
+            }
         }
         let idle = self.in_use.values().filter(|m| m.running == 0).count();
         if idle <= IDLE_KEPT {
@@ -247,5 +293,52 @@ impl OpenRuns {
         if let (Some(file), Some(m)) = (&self.file, oldest.and_then(|s| self.in_use.remove(&s))) {
             let _ = file.write_all_at(&[0u8; SLOT_LEN], (m.slot * SLOT_LEN) as u64);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::RealStorage;
+
+    fn named(runs: &[(&str, &str)]) -> Listing {
+        Listing::Open(
+            runs.iter()
+                .map(|(s, r)| (s.to_string(), r.to_string()))
+                .collect(),
+        )
+    }
+
+    /// A turn may start while a recovery that scanned every session is still running, after
+    /// its session was visited: the recovery that makes the file names it.
+    #[test]
+    fn runs_started_while_there_was_no_file_are_named_when_a_recovery_makes_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let storage = RealStorage::new(dir.path().to_path_buf());
+        let mut runs = OpenRuns::default();
+        for (s, r) in [("a", "a-1"), ("b", "b-1"), ("b", "b-2"), ("c", "c-1")] {
+            assert!(!runs.mark(&storage, s, r).expect("mark"), "no file yet");
+        }
+        runs.ended("a");
+        runs.ended("b");
+        assert_eq!(read_open_runs(&storage).expect("read"), Listing::Missing);
+        runs.reset(&storage).expect("reset");
+        let in_flight = named(&[("b", "b-2"), ("c", "c-1")]);
+        assert_eq!(read_open_runs(&storage).expect("read"), in_flight);
+        // Their sessions hold those slots now: a later run of `c` writes nothing new.
+        assert!(runs.mark(&storage, "c", "c-2").expect("mark"));
+        assert_eq!(read_open_runs(&storage).expect("read"), in_flight);
+        for s in ["b", "c", "c"] {
+            runs.ended(s);
+        }
+        let running: usize = runs.in_use.values().map(|m| m.running).sum();
+        assert_eq!(running, 0, "every run counted in ended once");
+        runs.reset(&storage).expect("reset");
+        assert!(runs.mark(&storage, "d", "d-1").expect("mark"));
+        assert_eq!(
+            read_open_runs(&storage).expect("read"),
+            named(&[("b", "b-2"), ("c", "c-1"), ("d", "d-1")]),
+            "kept while this process holds them; a new session takes the next slot"
+        );
     }
 }

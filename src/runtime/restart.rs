@@ -101,9 +101,9 @@ impl SessionManager {
                 Visit::Passed => {}
                 Visit::Busy(id) => {
                     report.sessions += 1;
-                    // Its turn holds a slot of this process's, which emptying keeps; with no
-                    // file to begin with, that turn is not tracked, so none is made.
-                    held |= report.scanned_all;
+                    // Not looked at: an earlier life's run may be open in it, which only the
+                    // file (as it is) names for a later start.
+                    held = true;
                     report.skipped.push((id, BUSY.to_owned()));
                 }
                 Visit::Archived(id, runs) => {
@@ -129,19 +129,14 @@ impl SessionManager {
         }
         // What the file named is ended (or reported): only then is it emptied. The runs kept
         // open are named first, so the emptying keeps them and a failure anywhere leaves them
-        // named; with no file to name them in, once the emptying has made it.
+        // named; with no file to name them in, the emptying that creates it names them (and
+        // every turn started meanwhile) before the file is durable.
         if !held {
             let mut open_runs = lock(&self.inner.open_runs)?;
-            let mut unnamed = Vec::new();
             for (session, run) in &kept {
-                if !open_runs.mark(storage, session, run)? {
-                    unnamed.push((session, run));
-                }
-            }
-            open_runs.reset(storage)?;
-            for (session, run) in unnamed {
                 open_runs.mark(storage, session, run)?;
             }
+            open_runs.reset(storage)?;
         }
         Ok(report)
     }
