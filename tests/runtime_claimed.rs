@@ -74,3 +74,42 @@ async fn a_retry_after_a_dropped_call_waits_for_the_live_run_instead_of_failing_
         .expect("again");
     assert_eq!(again, retry);
 }
+
+/// A claimed run given an abort signal that never fires: once the call returns, nothing of the
+/// run holds the stores any more, so the composition closes at once (on a runtime of one
+/// thread, where no other task ran in between).
+#[tokio::test]
+async fn a_claimed_run_with_an_unused_abort_signal_leaves_the_composition_free_to_close() {
+    use makalog::runtime::{AbortController, ExecutionComposition};
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let c = ExecutionComposition::open(
+        &owner,
+        BackendRegistry::with_instant_fake(),
+        Sources::system(),
+    )
+    .expect("composition");
+    let root = storage.describe_root().display().to_string();
+    let stores = c.stores();
+    stores
+        .sessions
+        .create(parent_header(&root))
+        .expect("parent");
+    let prompt = "a short answer";
+    let (request, intent) = claimed_graph_child(stores, &root, "a", prompt);
+    let claim = stores
+        .claims
+        .claim_agent_graph_intent(request)
+        .expect("claim")
+        .claim;
+    let abort = AbortController::new();
+    let mut run = claimed_run(&claim, &intent, prompt);
+    run.abort = Some(abort.signal());
+    let result = c
+        .manager()
+        .run_claimed_agent_graph_intent(run)
+        .await
+        .expect("run");
+    assert_eq!(result.status, "completed");
+    c.close().expect("nothing holds the stores");
+}

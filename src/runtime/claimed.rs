@@ -245,19 +245,20 @@ impl SessionManager {
         if let Some(ready) = run.on_ready {
             ready();
         }
-        let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
-        if let Some(signal) = run.abort {
-            let manager = self.clone();
-            let child = child.clone();
-            tokio::spawn(async move {
-                tokio::select! {
-                    _ = signal.wait() => { let _ = manager.stop(&child, "stop_button"); }
-                    _ = done_rx => {}
+        // The signal is watched here, beside the turn's end, not in a task of its own: nothing
+        // of the run (and so of the stores) outlives the call.
+        let finish = turn.finish();
+        tokio::pin!(finish);
+        let outcome = match run.abort {
+            Some(signal) => tokio::select! {
+                outcome = &mut finish => outcome,
+                _ = signal.wait() => {
+                    let _ = self.stop(child, "stop_button");
+                    finish.await
                 }
-            });
-        }
-        let outcome = turn.finish().await;
-        drop(done_tx);
+            },
+            None => finish.await,
+        };
         outcome.map(|_| ())
     }
 
