@@ -281,7 +281,13 @@ fn a_recovery_interrupted_after_its_terminal_event_finishes_with_that_event() {
         BackendRegistry::with_fake(),
         Sources::system(),
     );
-    manager.recover_interrupted_sessions().expect("recover");
+    let report = manager.recover_interrupted_sessions().expect("recover");
+    let reasons: Vec<&str> = report
+        .recovered
+        .iter()
+        .map(|r| r.recovery_reason.as_str())
+        .collect();
+    assert_eq!(reasons, ["run_interrupted"], "the first recovery's reason");
     let run = stores.runs.read_run(s, "r1").expect("run");
     assert_eq!(
         (run.status(), run.value()["failureClass"].clone()),
@@ -289,6 +295,16 @@ fn a_recovery_interrupted_after_its_terminal_event_finishes_with_that_event() {
     );
     let events = stores.runs.read_events(s, "r1").expect("events");
     assert_eq!(events.iter().filter(|(_, e)| e.is_terminal()).count(), 1);
+    // The run_failed an uninterrupted recovery writes: its data as the event's state delta.
+    let failed = events
+        .iter()
+        .find(|(_, e)| e.event_type() == "run_failed")
+        .expect("run_failed");
+    assert_eq!(
+        failed.1.value()["data"],
+        json!({"failureClass": APP_RESTARTED, "recovered": true,
+               "recoveryReason": "run_interrupted", "lastEventType": "run_started"})
+    );
     let terminals = stores
         .runtime_events
         .read_immutable_runtime_events(s, "r1")

@@ -20,7 +20,7 @@ pub struct RecoveredRun {
     pub session_id: String,
     pub run_id: String,
     /// The rule's reason, or `runtime_event_terminal_fact` when the run's terminal event
-    /// was already stored.
+    /// was already stored (unless an earlier recovery stored it: then that recovery's reason).
     pub recovery_reason: String,
 }
 
@@ -72,7 +72,12 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
         .find(|e| !e.partial() && e.is_terminal())
         .cloned();
     let (terminal, reason, extras) = match stored_terminal {
-        Some(t) => (t, "runtime_event_terminal_fact".to_owned(), None),
+        Some(t) => match recovered_by(&t) {
+            // An earlier recovery's own event (it stopped after writing it): its end is
+            // finished as that recovery would have, with its reason and its run_failed data.
+            Some((reason, extras)) => (t, reason, Some(extras)),
+            None => (t, "runtime_event_terminal_fact".to_owned(), None),
+        },
         None => {
             let corrupt = run_event_types.iter().any(|t| t == "event_corrupt");
             let last = run_event_types
@@ -132,6 +137,20 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
         run_id: run_id.to_owned(),
         recovery_reason: reason,
     })
+}
+
+/// When `terminal` is the synthetic event of a recovery (its state delta says `recovered`,
+/// with a reason): that reason, and the run_failed data it wrote the event with (the delta
+/// but its failure class, which the terminal commit adds).
+fn recovered_by(terminal: &crate::event::RuntimeEvent) -> Option<(String, Map<String, Value>)> {
+    let delta = terminal.value()["actions"]["stateDelta"].as_object()?;
+    if delta.get("recovered") != Some(&json!(true)) {
+        return None;
+    }
+    let reason = delta.get("recoveryReason")?.as_str()?.to_owned();
+    let mut extras = delta.clone();
+    extras.remove("failureClass");
+    Some((reason, extras))
 }
 
 /// The turn's final `turn_state`, unless its latest already says how the run ended.
