@@ -399,3 +399,50 @@ fn a_running_header_over_runs_ended_without_a_terminal_event_is_left_as_it_is() 
         "running"
     );
 }
+
+/// §12: continuation-owned runs are skipped. A run that continues another (its header's
+/// `continuationSource`) is left as it is, reported, and kept named in the open-runs file; the
+/// session's other interrupted run is ended, and a second start skips the same run again.
+#[test]
+fn a_continuation_owned_run_is_skipped_and_kept_while_the_others_are_ended() {
+    use makalog::runtime::{read_open_runs, Listing};
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let s = "continued";
+    stores
+        .sessions
+        .create(session_header(s, 1))
+        .expect("session");
+    interrupted(&stores, s, "r-plain", "running", &["run_started"]);
+    let mut owned = run(s, "r-owned", "created");
+    owned["continuationSource"] = json!({"sourceInvocationId": "r-plain",
+        "sourceRunId": "r-plain", "sourceTurnId": "turn-r-plain",
+        "sourceRuntimeEventHighWater": 0});
+    stores.runs.create_run(owned).expect("continuation run");
+    for _ in 0..2 {
+        let manager = SessionManager::new(
+            stores.clone(),
+            BackendRegistry::with_fake(),
+            Sources::system(),
+        );
+        let report = manager.recover_interrupted_sessions().expect("recover");
+        let skipped: Vec<&str> = report.skipped.iter().map(|s| s.0.as_str()).collect();
+        assert_eq!(skipped, ["continued/r-owned"], "{report:?}");
+        assert_eq!(
+            stores.runs.read_run(s, "r-owned").expect("run").status(),
+            "created",
+            "left as it is"
+        );
+        assert_eq!(
+            read_open_runs(&*storage).expect("read"),
+            Listing::Open(vec![(s.into(), "r-owned".into())]),
+            "kept named for a later start"
+        );
+    }
+    assert_eq!(
+        stores.runs.read_run(s, "r-plain").expect("run").status(),
+        "failed",
+        "the other run is ended"
+    );
+}

@@ -1,6 +1,7 @@
 //! Recovery at start (MAKA-MODEL §12): every run a restart left without its terminal commit,
-//! in every idle session that is not archived, is ended as `recover_run` says, and a turn
-//! whose end a crash cut short after its run's terminal event gets the rest of its end. The
+//! in every idle session that is not archived, is ended as `recover_run` says (a run a
+//! continuation owns is left to it), and a turn whose end a crash cut short after its run's
+//! terminal event gets the rest of its end. The
 //! sessions visited are those the open-runs file names (state that stays as small as the runs
 //! in flight), or every session when the file is missing or damaged. Sessions are read
 //! through their views (a session not open is read from its files, nothing written); a
@@ -26,8 +27,9 @@ pub struct RecoveryReport {
     pub recovered: Vec<RecoveredRun>,
     /// Sessions or runs that could not be read or ended, with why (the open-runs file then
     /// keeps naming what it named); also sessions passed because a turn is in flight in them,
-    /// and the interrupted runs of archived sessions, left as they are until the session is
-    /// unarchived (the file goes on naming them, so a later start finds them).
+    /// the interrupted runs of archived sessions, left as they are until the session is
+    /// unarchived, and runs a continuation owns (the file goes on naming both, so a later start
+    /// finds them).
     pub skipped: Vec<(String, String)>,
 }
 
@@ -35,6 +37,8 @@ pub struct RecoveryReport {
 const BUSY: &str = "a turn is in flight: its session is left for a later recovery";
 /// Why an archived session's interrupted run was left open.
 const ARCHIVED: &str = "the session is archived: its interrupted run is left until it is not";
+/// Why a run that continues another was left open (§12: continuation-owned runs are skipped).
+const CONTINUATION: &str = "a continuation owns the run (its continuationSource): left to it";
 
 /// How many sessions recovery ends at once: each mostly waits for its one sync, and the disk
 /// serves concurrent syncs together.
@@ -48,10 +52,13 @@ enum Visit {
     Busy(String),
     /// Archived, with these interrupted runs: left as they are, and kept in the file.
     Archived(String, Vec<String>),
-    /// Looked at: the runs it ended and those it could not.
+    /// Looked at: the runs it ended, those it could not, and those a continuation owns (left
+    /// as they are, and kept in the file).
     Looked {
+        id: String,
         recovered: Vec<RecoveredRun>,
         skipped: Vec<(String, String)>,
+        owned: Vec<String>,
     },
     /// The session could not be read.
     Unreadable(String, String),
@@ -115,11 +122,21 @@ impl SessionManager {
                         kept.push((id.clone(), run));
                     }
                 }
-                Visit::Looked { recovered, skipped } => {
+                Visit::Looked {
+                    id,
+                    recovered,
+                    skipped,
+                    owned,
+                } => {
                     report.sessions += 1;
                     report.recovered.extend(recovered);
                     held |= !skipped.is_empty();
                     report.skipped.extend(skipped);
+                    for run in owned {
+                        let why = CONTINUATION.to_owned();
+                        report.skipped.push((format!("{id}/{run}"), why));
+                        kept.push((id.clone(), run));
+                    }
                 }
                 Visit::Unreadable(id, why) => {
                     held = true;
@@ -171,8 +188,10 @@ impl SessionManager {
             Ok(runs) => runs,
             Err(e) => {
                 return Visit::Looked {
+                    id: id.to_owned(),
                     recovered: Vec::new(),
                     skipped: vec![(id.to_owned(), e.to_string())],
+                    owned: Vec::new(),
                 }
             }
         };
@@ -183,6 +202,8 @@ impl SessionManager {
             let runs = runs.iter().map(|run| run.run_id().to_owned()).collect();
             return Visit::Archived(id.to_owned(), runs);
         }
+        let (owned, runs): (Vec<RunHeader>, Vec<RunHeader>) =
+            runs.into_iter().partition(continuation_owned);
         let (mut recovered, mut skipped) = (Vec::new(), Vec::new());
         for run in runs {
             match recover_run(&self.inner, &run) {
@@ -190,7 +211,12 @@ impl SessionManager {
                 Err(e) => skipped.push((format!("{id}/{}", run.run_id()), e.to_string())),
             }
         }
-        Visit::Looked { recovered, skipped }
+        Visit::Looked {
+            id: id.to_owned(),
+            recovered,
+            skipped,
+            owned: owned.iter().map(|r| r.run_id().to_owned()).collect(),
+        }
     }
 
     /// The runs of idle session `id` (whose header is `header`) recovery ends: those without
@@ -233,4 +259,12 @@ impl SessionManager {
         stores.runtime_events.open_session_now(id)?;
         stores.sessions.read_session(id)
     }
+}
+
+/// A run that continues another (its header names a `continuationSource`): its end belongs to
+/// the continuation protocol, which recovery at start leaves it to (§12).
+fn continuation_owned(run: &RunHeader) -> bool {
+    run.value()
+        .get("continuationSource")
+        .is_some_and(|source| !source.is_null())
 }
