@@ -188,3 +188,68 @@ fn a_new_store_of_the_same_owner_never_reads_what_a_failed_sync_left_unsynced() 
         .collect();
     assert_eq!(read, after, "what was read survived the power loss");
 }
+
+/// The process whose sync failed dies while the machine stays up, its page cache with it: the
+/// next owner reads the lost bytes as if durable. It must not acknowledge records on top of
+/// them: its open writes back what the disk does not hold before anything builds on it.
+#[test]
+fn a_new_owner_after_a_process_whose_sync_failed_died_never_builds_on_the_lost_bytes() {
+    let storage = sim_root();
+    let first = owner(&storage);
+    let (w, _) = SegmentWriter::open(&first, S, config()).expect("open");
+    for i in 1..=2 {
+        w.append(RecordKind::Message, &payload(i, 200), Durability::Durable)
+            .expect("append");
+    }
+    lose_next_sync(&storage);
+    let failed = w.append(RecordKind::Message, &payload(3, 200), Durability::Durable);
+    assert!(matches!(failed, Err(Error::Io { .. })), "{failed:?}");
+    std::mem::forget(w);
+    std::mem::forget(first);
+    storage.restart();
+    let (w, _) = SegmentWriter::open(&owner(&storage), S, config()).expect("the next owner");
+    let next = w.next_seq();
+    assert_eq!(next, 4, "the lost record reads back from the page cache");
+    w.append(
+        RecordKind::Message,
+        &payload(next, 200),
+        Durability::Durable,
+    )
+    .expect("acknowledged by the next owner");
+    drop(w);
+    storage.crash(Tear::None, &mut SimRng::new(4));
+    let (w, _) = SegmentWriter::open(&owner(&storage), S, config())
+        .expect("every acknowledged record survives the power loss");
+    drop(w);
+    let recs = read_all(&*storage, S).expect("read");
+    assert_eq!(recs.len() as u64, next);
+    for r in &recs {
+        assert_eq!(r.payload, payload(r.seq, 200));
+    }
+}
+
+/// The same for the claims log: a claim the next owner acknowledges survives a power loss.
+#[test]
+fn a_claims_log_of_a_new_owner_after_a_process_whose_sync_failed_died_keeps_its_claims() {
+    let storage = sim_root();
+    let first = owner(&storage);
+    let (log, _) = ClaimsLog::open(&first).expect("open");
+    log.claim_session_create_at("one", 1).expect("claim");
+    lose_next_sync(&storage);
+    assert!(log.claim_session_create_at("two", 2).is_err());
+    std::mem::forget(log);
+    std::mem::forget(first);
+    storage.restart();
+    let (log, _) = ClaimsLog::open(&owner(&storage)).expect("the next owner");
+    log.claim_session_create_at("three", 3)
+        .expect("acknowledged by the next owner");
+    drop(log);
+    storage.crash(Tear::None, &mut SimRng::new(5));
+    let (log, _) = ClaimsLog::open(&owner(&storage)).expect("open after the power loss");
+    for id in ["one", "three"] {
+        assert!(
+            log.read_session_claim(id).expect("read").is_some(),
+            "{id} lost"
+        );
+    }
+}

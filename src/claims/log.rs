@@ -149,6 +149,9 @@ impl ClaimsLog {
                     let file = create(&*storage, &root_id, root_version)?;
                     (file, DEFAULT_MAX_PAYLOAD, root_version)
                 } else {
+                    // A process that died after a failed sync may have left claims only the
+                    // page cache holds: written back before one is answered from them.
+                    crate::commit::write_back_unpersisted(&*storage, path, 0, replay.data_end)?;
                     let mut file = AppendFile::open(&*storage, path, replay.data_end, PREALLOC)?;
                     // Claims a dead process wrote may still sit in the page cache: make them
                     // durable before one is answered from them.

@@ -10,4 +10,4 @@ mod rewrite;
 pub(crate) use append_file::{AppendFile, Prealloc};
 pub(crate) use dir_sync::SharedDirSync;
 pub(crate) use group::{GroupCommit, Pending, Sink};
-pub(crate) use rewrite::rewrite_and_sync;
+pub(crate) use rewrite::{rewrite_and_sync, write_back_unpersisted};

@@ -1,5 +1,6 @@
-//! Writing a log's files again after a write or sync of them failed in this process, so that
-//! what reads back from the page cache is what the disk holds.
+//! Writing a log's files again after a write or sync of them failed, so that what reads back
+//! from the page cache is what the disk holds: in this process, from where the failure was
+//! told; after a process that died, from where the cache and the disk are found to differ.
 //!
 //! After a failed `fsync` the kernel may mark the unsynced pages clean: they stay readable,
 //! but no later sync writes them, and a power loss takes them away (fsyncgate). Reopening such
@@ -49,4 +50,50 @@ pub(crate) fn rewrite_and_sync(storage: &dyn Storage, files: &[(PathBuf, u64)]) 
             .map_err(|e| Error::io(dir, "fsync directory", e))?;
     }
     Ok(())
+}
+
+/// Compares `path`'s bytes in `[from, to)` as reads see them with what the disk holds, and
+/// from the first that differs (or where the persisted file ends short) writes the file back
+/// and syncs it, as [`rewrite_and_sync`]. A process whose sync failed and that then died leaves
+/// such bytes: no later sync writes pages the kernel marked clean, and an opener would build
+/// on them. No byte an acknowledgement covered can differ (its sync succeeded), so only bytes
+/// no one was told are durable are written again. True when something was written; nothing is
+/// done where the storage cannot read past its cache, or the file is gone.
+pub(crate) fn write_back_unpersisted(
+    storage: &dyn Storage,
+    path: &Path,
+    from: u64,
+    to: u64,
+) -> Result<bool> {
+    let file = match storage.open(path, OpenMode::Read) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io(path, "open", e)),
+    };
+    let to = to.min(file.size().map_err(|e| Error::io(path, "stat", e))?);
+    let room = CHUNK.min(to.saturating_sub(from) as usize);
+    let (mut cached, mut persisted) = (vec![0u8; room], vec![0u8; room]);
+    let mut at = from;
+    while at < to {
+        let n = CHUNK.min((to - at) as usize);
+        file.read_exact_at(&mut cached[..n], at)
+            .map_err(|e| Error::io(path, "read", e))?;
+        let got = match file.read_persisted_at(&mut persisted[..n], at) {
+            Ok(Some(got)) => got,
+            Ok(None) => return Ok(false),
+            Err(e) => return Err(Error::io(path, "read past the cache", e)),
+        };
+        let differs = cached[..got]
+            .iter()
+            .zip(&persisted[..got])
+            .position(|(c, p)| c != p)
+            .or((got < n).then_some(got));
+        if let Some(i) = differs {
+            drop(file);
+            rewrite_and_sync(storage, &[(path.to_owned(), at + i as u64)])?;
+            return Ok(true);
+        }
+        at += n as u64;
+    }
+    Ok(false)
 }

@@ -66,6 +66,15 @@ pub trait StorageFile: Send + Sync {
     /// Sets the file's length, cutting or zero-extending it. Durable only after `sync_data`.
     fn set_len(&self, len: u64) -> io::Result<()>;
 
+    /// Reads what the disk itself holds at `offset`, past any page cache (up to `buf.len()`
+    /// bytes; how many, fewer where the persisted file ends), or `None` where the storage
+    /// cannot tell it from what reads see. After a failed sync the kernel may keep serving
+    /// bytes the disk never got; this is how an opener finds them.
+    fn read_persisted_at(&self, buf: &mut [u8], offset: u64) -> io::Result<Option<usize>> {
+        let _ = (buf, offset);
+        Ok(None)
+    }
+
     /// Reads at `offset` until `buf` is full or the file ends; returns how many bytes were read.
     fn read_full_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let mut done = 0;

@@ -113,6 +113,9 @@ impl SegmentWriter {
             || (resume.is_some_and(|r| r.last_seq == head_seq)
                 && nothing_after
                 && report.repairs.is_empty());
+        if !vouched {
+            write_back_scanned(&*storage, &scanned, resume)?;
+        }
 
         let last = scanned.iter().rev().find_map(|s| match &s.result {
             ScanResult::Scanned(scan) => Some((s.file.path.clone(), scan.clone())),
@@ -201,6 +204,35 @@ impl SegmentWriter {
             report,
         ))
     }
+}
+
+/// A process that died after a failed sync may have left bytes only the page cache holds
+/// (fsyncgate): each file recovery read is compared with the disk from the point a sidecar
+/// vouches for (or its start), and written back from where they differ, before anything is
+/// acknowledged on top of it. The last segment is compared up to its end of data (what follows
+/// is zeros this writer overwrites), sealed ones to their end.
+fn write_back_scanned(
+    storage: &dyn Storage,
+    scanned: &[crate::segment::check::ScannedSegment],
+    resume: Option<Resume>,
+) -> Result<()> {
+    for s in scanned {
+        let (from, to) = match &s.result {
+            ScanResult::Scanned(scan) => {
+                let from = resume
+                    .filter(|r| r.ordinal == scan.header.ordinal)
+                    .map_or(0, |r| r.data_end);
+                let to = match scan.end {
+                    Tail::Sealed { .. } => u64::MAX,
+                    _ => scan.data_end,
+                };
+                (from, to)
+            }
+            ScanResult::BadHeader { .. } => (0, u64::MAX),
+        };
+        crate::commit::write_back_unpersisted(storage, &s.file.path, from, to)?;
+    }
+    Ok(())
 }
 
 /// Writes again, and syncs, what a failure in this process left unsynced: `failed.file` from

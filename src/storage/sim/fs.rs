@@ -41,6 +41,16 @@ impl StorageFile for SimFile {
         Ok(n)
     }
 
+    fn read_persisted_at(&self, buf: &mut [u8], offset: u64) -> io::Result<Option<usize>> {
+        let mut st = lock(&self.state);
+        begin(&mut st, Some(self.generation), false)?;
+        let durable = &st.inodes[self.inode].durable;
+        let start = (offset as usize).min(durable.len());
+        let n = buf.len().min(durable.len() - start);
+        buf[..n].copy_from_slice(&durable[start..start + n]);
+        Ok(Some(n))
+    }
+
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.check_writable()?;
         let mut st = lock(&self.state);
