@@ -416,3 +416,40 @@ async fn a_busy_sessions_earlier_interrupted_run_is_ended_by_a_later_start() {
     let run = stores.runs.read_run("s", &earlier).expect("run");
     assert_eq!(run.status(), "failed");
 }
+
+/// Turns that ended while the file was missing are not named by the recovery that makes it:
+/// only runs still in flight are (a slot naming an ended run would be kept for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turns_ended_before_the_file_existed_are_not_named_in_it() {
+    use makalog::runtime::{read_open_runs, Listing, TurnInput};
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let manager = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_instant_fake(),
+        Sources::system(),
+    );
+    manager
+        .create_session(json!({"id": "s", "backend": "fake", "model": "m"}))
+        .expect("session");
+    for _ in 0..2 {
+        let input = TurnInput {
+            text: "hello".into(),
+            ..TurnInput::default()
+        };
+        let turn = manager.send_message("s", input).await.expect("send");
+        turn.finish().await.expect("turn");
+    }
+    assert_eq!(read_open_runs(&*storage).expect("read"), Listing::Missing);
+    let report = manager.recover_interrupted_sessions().expect("recover");
+    assert!(
+        report.scanned_all && report.recovered.is_empty(),
+        "{report:?}"
+    );
+    assert_eq!(
+        read_open_runs(&*storage).expect("read"),
+        Listing::Open(vec![]),
+        "no run in flight: nothing named"
+    );
+}

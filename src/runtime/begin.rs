@@ -19,8 +19,6 @@ pub(super) struct Begun {
     pub user_message_id: String,
     pub header: SessionHeader,
     pub started_at: f64,
-    /// Whether the open-runs file holds the session's slot (to note the run's end there).
-    pub marked: bool,
 }
 
 /// Opens a turn of session `session_id`, whose header (read by the caller) is `header`.
@@ -71,7 +69,7 @@ pub(super) fn begin(
     };
     // The run is in the open-runs file before its first record, so recovery finds it.
     let storage = inner.stores.runtime_events.storage();
-    let marked = super::manager::lock(&inner.open_runs)?.mark(storage, session_id, &run_id)?;
+    super::manager::lock(&inner.open_runs)?.mark(storage, session_id, &run_id)?;
     // Steps 1 to 6 are queued in the session's log in their order and made durable by one
     // sync: a crash keeps a prefix of them, as it would of separate syncs.
     let mut batch = Batch::new(inner, session_id);
@@ -84,7 +82,6 @@ pub(super) fn begin(
         user_message_id,
         header,
         started_at,
-        marked,
     })
 }
 

@@ -212,6 +212,7 @@ impl OpenRuns {
     fn adopt(&mut self, adopted: Vec<(String, usize)>) {
         for (session, slot) in adopted {
             if let Some((_, running)) = self.untracked.remove(&session) {
+                debug_assert!(!self.in_use.contains_key(&session), "one count a session");
                 let marked = Marked {
                     slot,
                     running,
@@ -229,13 +230,13 @@ impl OpenRuns {
     }
 
     /// Records, durably, that run `run_id` of `session_id` is starting: writes and syncs the
-    /// session's slot unless it holds one already. False while the file does not exist: the
-    /// run is remembered for the recovery that creates it (until then, a crash leaves it to a
-    /// recovery that scans everything).
-    pub fn mark(&mut self, storage: &dyn Storage, session_id: &str, run_id: &str) -> Result<bool> {
+    /// session's slot unless it holds one already. While the file does not exist the run is
+    /// remembered for the recovery that creates it (until then, a crash leaves it to a
+    /// recovery that scans everything). Each run marked is told to [`OpenRuns::ended`] once.
+    pub fn mark(&mut self, storage: &dyn Storage, session_id: &str, run_id: &str) -> Result<()> {
         if let Some(m) = self.in_use.get_mut(session_id) {
             m.running += 1;
-            return Ok(true);
+            return Ok(());
         }
         let bytes = encode_slot(session_id, run_id)?;
         let file = match self.open_existing(storage)? {
@@ -248,7 +249,7 @@ impl OpenRuns {
                 .entry(session_id.to_owned())
                 .or_insert_with(|| (String::new(), 0));
             (*last, *running) = (run_id.to_owned(), *running + 1);
-            return Ok(false);
+            return Ok(());
         };
         let used = self.slots();
         let taken = |i: &usize| used.contains(i) || self.earlier.contains(i);
@@ -256,13 +257,16 @@ impl OpenRuns {
         file.write_all_at(&bytes, (slot * SLOT_LEN) as u64)
             .map_err(io("write"))?;
         file.sync_data().map_err(io("sync"))?;
+        // Runs of the session begun while the file was missing (a creation that failed after
+        // its rename) are counted with this one: the slot now names them all.
+        let earlier_runs = self.untracked.remove(session_id).map_or(0, |(_, n)| n);
         let marked = Marked {
             slot,
-            running: 1,
+            running: 1 + earlier_runs,
             ended_at: 0,
         };
         self.in_use.insert(session_id.to_owned(), marked);
-        Ok(true)
+        Ok(())
     }
 
     /// Notes that a run of `session_id` ended (its terminal commit is durable). The session
@@ -317,7 +321,7 @@ mod tests {
         let storage = RealStorage::new(dir.path().to_path_buf());
         let mut runs = OpenRuns::default();
         for (s, r) in [("a", "a-1"), ("b", "b-1"), ("b", "b-2"), ("c", "c-1")] {
-            assert!(!runs.mark(&storage, s, r).expect("mark"), "no file yet");
+            runs.mark(&storage, s, r).expect("mark");
         }
         runs.ended("a");
         runs.ended("b");
@@ -326,7 +330,7 @@ mod tests {
         let in_flight = named(&[("b", "b-2"), ("c", "c-1")]);
         assert_eq!(read_open_runs(&storage).expect("read"), in_flight);
         // Their sessions hold those slots now: a later run of `c` writes nothing new.
-        assert!(runs.mark(&storage, "c", "c-2").expect("mark"));
+        runs.mark(&storage, "c", "c-2").expect("mark");
         assert_eq!(read_open_runs(&storage).expect("read"), in_flight);
         for s in ["b", "c", "c"] {
             runs.ended(s);
@@ -334,11 +338,31 @@ mod tests {
         let running: usize = runs.in_use.values().map(|m| m.running).sum();
         assert_eq!(running, 0, "every run counted in ended once");
         runs.reset(&storage).expect("reset");
-        assert!(runs.mark(&storage, "d", "d-1").expect("mark"));
+        runs.mark(&storage, "d", "d-1").expect("mark");
         assert_eq!(
             read_open_runs(&storage).expect("read"),
             named(&[("b", "b-2"), ("c", "c-1"), ("d", "d-1")]),
             "kept while this process holds them; a new session takes the next slot"
         );
+    }
+
+    /// A file that appeared after runs were remembered without it (a creation that failed
+    /// after its rename): the session's next run takes a slot that counts them all, so each
+    /// end is counted once and the slot is freed once all have ended.
+    #[test]
+    fn runs_remembered_without_the_file_are_counted_with_the_slot_taken_later() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let storage = RealStorage::new(dir.path().to_path_buf());
+        let mut runs = OpenRuns::default();
+        runs.mark(&storage, "a", "a-1").expect("mark");
+        OpenRuns::default()
+            .reset(&storage)
+            .expect("another handle makes the file");
+        runs.mark(&storage, "a", "a-2").expect("mark");
+        assert!(runs.untracked.is_empty());
+        assert_eq!(runs.in_use["a"].running, 2);
+        runs.ended("a");
+        runs.ended("a");
+        assert_eq!(runs.in_use["a"].running, 0, "both ends counted, once each");
     }
 }

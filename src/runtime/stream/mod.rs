@@ -151,9 +151,7 @@ fn finish(
         None,
         &then,
     )?;
-    if begun.marked {
-        super::manager::lock(&inner.open_runs)?.ended(&ids.session_id);
-    }
+    super::manager::lock(&inner.open_runs)?.ended(&ids.session_id);
     Ok(TurnOutcome {
         session_id: ids.session_id.clone(),
         turn_id: ids.turn_id.clone(),
