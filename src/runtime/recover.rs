@@ -139,17 +139,28 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
     })
 }
 
-/// When `terminal` is the synthetic event of a recovery (its state delta says `recovered`,
-/// with a reason): that reason, and the run_failed data it wrote the event with (the delta
-/// but its failure class, which the terminal commit adds).
+/// When `terminal` is the synthetic event of a recovery (failed, by the system, with code
+/// `app_restarted`, its state delta saying `recovered` with a reason): that reason, and the
+/// run_failed data that recovery wrote it with (the terminal commit adds the failure class).
 fn recovered_by(terminal: &crate::event::RuntimeEvent) -> Option<(String, Map<String, Value>)> {
-    let delta = terminal.value()["actions"]["stateDelta"].as_object()?;
-    if delta.get("recovered") != Some(&json!(true)) {
+    let v = terminal.value();
+    let synthetic = v["status"] == json!("failed")
+        && v["author"] == json!("system")
+        && v["content"]["code"] == json!(APP_RESTARTED);
+    let delta = v["actions"]["stateDelta"].as_object()?;
+    if !synthetic || delta.get("recovered") != Some(&json!(true)) {
         return None;
     }
     let reason = delta.get("recoveryReason")?.as_str()?.to_owned();
-    let mut extras = delta.clone();
-    extras.remove("failureClass");
+    let extras = [
+        "recovered",
+        "recoveryReason",
+        "lastEventType",
+        "eventCorrupt",
+    ]
+    .into_iter()
+    .filter_map(|k| delta.get(k).map(|v| (k.to_owned(), v.clone())))
+    .collect();
     Some((reason, extras))
 }
 
