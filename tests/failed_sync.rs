@@ -54,23 +54,26 @@ fn lose_next_sync(storage: &SimStorage) {
     });
 }
 
-#[test]
-fn a_writer_reopened_after_a_lost_sync_never_builds_on_the_lost_bytes() {
-    let storage = sim_root();
-    let owner = owner(&storage);
-    let (w, _) = SegmentWriter::open(&owner, S, config()).expect("open");
+/// A writer of `owner` with two records acknowledged and a third whose sync was lost: failed.
+fn writer_after_a_lost_sync(storage: &SimStorage, owner: &Owner) -> SegmentWriter {
+    let (w, _) = SegmentWriter::open(owner, S, config()).expect("open");
     for i in 1..=2 {
         w.append(RecordKind::Message, &payload(i, 200), Durability::Durable)
             .expect("append");
     }
-    lose_next_sync(&storage);
+    lose_next_sync(storage);
     let failed = w.append(RecordKind::Message, &payload(3, 200), Durability::Durable);
     assert!(matches!(failed, Err(Error::Io { .. })), "{failed:?}");
     assert!(!w.is_healthy());
-    drop(w);
-    // Opened again by the same process: the lost record reads back from the page cache.
+    w
+}
+
+/// Opens the log under `owner` (the lost record reads back from the page cache), has one more
+/// record acknowledged, loses the power, and checks every acknowledged record survived.
+fn acknowledge_then_lose_power(storage: &Arc<SimStorage>, owner: Owner, seed: u64) {
     let (w, _) = SegmentWriter::open(&owner, S, config()).expect("reopen");
     let next = w.next_seq();
+    assert_eq!(next, 4, "the lost record reads back from the page cache");
     w.append(
         RecordKind::Message,
         &payload(next, 200),
@@ -79,11 +82,11 @@ fn a_writer_reopened_after_a_lost_sync_never_builds_on_the_lost_bytes() {
     .expect("acknowledged after the reopen");
     drop(w);
     drop(owner);
-    storage.crash(Tear::None, &mut SimRng::new(1));
-    let (w, _) = SegmentWriter::open(&self::owner(&storage), S, config())
+    storage.crash(Tear::None, &mut SimRng::new(seed));
+    let (w, _) = SegmentWriter::open(&self::owner(storage), S, config())
         .expect("every acknowledged record survives the power loss");
     drop(w);
-    let recs = read_all(&*storage, S).expect("read");
+    let recs = read_all(&**storage, S).expect("read");
     assert_eq!(
         recs.len() as u64,
         next,
@@ -92,6 +95,14 @@ fn a_writer_reopened_after_a_lost_sync_never_builds_on_the_lost_bytes() {
     for r in &recs {
         assert_eq!(r.payload, payload(r.seq, 200));
     }
+}
+
+#[test]
+fn a_writer_reopened_after_a_lost_sync_never_builds_on_the_lost_bytes() {
+    let storage = sim_root();
+    let owner = owner(&storage);
+    drop(writer_after_a_lost_sync(&storage, &owner));
+    acknowledge_then_lose_power(&storage, owner, 1);
 }
 
 #[test]
@@ -196,36 +207,10 @@ fn a_new_store_of_the_same_owner_never_reads_what_a_failed_sync_left_unsynced() 
 fn a_new_owner_after_a_process_whose_sync_failed_died_never_builds_on_the_lost_bytes() {
     let storage = sim_root();
     let first = owner(&storage);
-    let (w, _) = SegmentWriter::open(&first, S, config()).expect("open");
-    for i in 1..=2 {
-        w.append(RecordKind::Message, &payload(i, 200), Durability::Durable)
-            .expect("append");
-    }
-    lose_next_sync(&storage);
-    let failed = w.append(RecordKind::Message, &payload(3, 200), Durability::Durable);
-    assert!(matches!(failed, Err(Error::Io { .. })), "{failed:?}");
-    std::mem::forget(w);
+    std::mem::forget(writer_after_a_lost_sync(&storage, &first));
     std::mem::forget(first);
     storage.restart();
-    let (w, _) = SegmentWriter::open(&owner(&storage), S, config()).expect("the next owner");
-    let next = w.next_seq();
-    assert_eq!(next, 4, "the lost record reads back from the page cache");
-    w.append(
-        RecordKind::Message,
-        &payload(next, 200),
-        Durability::Durable,
-    )
-    .expect("acknowledged by the next owner");
-    drop(w);
-    storage.crash(Tear::None, &mut SimRng::new(4));
-    let (w, _) = SegmentWriter::open(&owner(&storage), S, config())
-        .expect("every acknowledged record survives the power loss");
-    drop(w);
-    let recs = read_all(&*storage, S).expect("read");
-    assert_eq!(recs.len() as u64, next);
-    for r in &recs {
-        assert_eq!(r.payload, payload(r.seq, 200));
-    }
+    acknowledge_then_lose_power(&storage, owner(&storage), 4);
 }
 
 /// The same for the claims log: a claim the next owner acknowledges survives a power loss.

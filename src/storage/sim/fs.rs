@@ -24,6 +24,14 @@ impl SimFile {
     }
 }
 
+/// Copies what `bytes` hold from `offset` into `buf`; how many (0 past the end).
+fn copy_at(bytes: &[u8], buf: &mut [u8], offset: u64) -> usize {
+    let start = (offset as usize).min(bytes.len());
+    let n = buf.len().min(bytes.len() - start);
+    buf[..n].copy_from_slice(&bytes[start..start + n]);
+    n
+}
+
 impl StorageFile for SimFile {
     fn size(&self) -> io::Result<u64> {
         let mut st = lock(&self.state);
@@ -34,21 +42,13 @@ impl StorageFile for SimFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let mut st = lock(&self.state);
         begin(&mut st, Some(self.generation), false)?;
-        let data = &st.inodes[self.inode].data;
-        let start = (offset as usize).min(data.len());
-        let n = buf.len().min(data.len() - start);
-        buf[..n].copy_from_slice(&data[start..start + n]);
-        Ok(n)
+        Ok(copy_at(&st.inodes[self.inode].data, buf, offset))
     }
 
     fn read_persisted_at(&self, buf: &mut [u8], offset: u64) -> io::Result<Option<usize>> {
         let mut st = lock(&self.state);
         begin(&mut st, Some(self.generation), false)?;
-        let durable = &st.inodes[self.inode].durable;
-        let start = (offset as usize).min(durable.len());
-        let n = buf.len().min(durable.len() - start);
-        buf[..n].copy_from_slice(&durable[start..start + n]);
-        Ok(Some(n))
+        Ok(Some(copy_at(&st.inodes[self.inode].durable, buf, offset)))
     }
 
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
