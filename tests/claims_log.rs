@@ -406,3 +406,30 @@ fn a_conflict_is_answered_only_from_a_durable_claim_never_from_one_whose_sync_ma
         Ok(c) => panic!("acknowledged on a failed log: {c:?}"),
     }
 }
+
+/// The replay's proven end: past the record its last frame's durable sequence number names
+/// (each claim here is its own write and sync, so the last frame names the one before it).
+#[test]
+fn the_replay_proves_synced_what_the_last_frames_durable_number_names() {
+    let (_t, storage) = temp_root();
+    let log = open(&storage);
+    for n in 0..3 {
+        log.claim_session_create_at(&format!("proven-{n}"), n)
+            .expect("claim");
+    }
+    drop(log);
+    let bytes = claims_bytes(&storage);
+    let id = makalog::root::read_marker(&*storage)
+        .expect("marker")
+        .root_id_bytes()
+        .expect("id");
+    let mut ends = Vec::new();
+    let replay =
+        makalog::claims::replay_claims_visiting(&bytes, &id, &mut |link, _| ends.push(link.end));
+    assert_eq!(ends.len(), 3);
+    assert_eq!(
+        replay.proven_end, ends[1],
+        "record 3 was written once 2 was durable"
+    );
+    assert_eq!(replay.data_end, ends[2]);
+}

@@ -150,8 +150,10 @@ impl ClaimsLog {
                     (file, DEFAULT_MAX_PAYLOAD, root_version)
                 } else {
                     // A process that died after a failed sync may have left claims only the
-                    // page cache holds: written back before one is answered from them.
-                    crate::commit::write_back_unpersisted(&*storage, path, 0, replay.data_end)?;
+                    // page cache holds (its last write, which no later record proves was
+                    // synced): written back before one is answered from them.
+                    let (from, to) = (replay.proven_end, replay.data_end);
+                    crate::commit::write_back_unpersisted(&*storage, path, from, to)?;
                     let mut file = AppendFile::open(&*storage, path, replay.data_end, PREALLOC)?;
                     // Claims a dead process wrote may still sit in the page cache: make them
                     // durable before one is answered from them.

@@ -24,6 +24,10 @@ pub struct ClaimsReplay {
     pub head: (u64, ChainValue),
     /// Offset just past the valid prefix; 0 when the header did not decode.
     pub data_end: u64,
+    /// Offset just past the last record the valid prefix proves was synced: the one its last
+    /// frame's durable sequence number names (the header's end when none is named, or in
+    /// version 1, whose frames carry none). What follows was written by the last write.
+    pub proven_end: u64,
     /// Everything wrong, for the recovery table or for `verify`.
     pub problems: Vec<Problem>,
     /// The payload bound the header declares (0 when the header did not decode).
@@ -98,6 +102,10 @@ pub fn replay_claims_visiting(
         false,
     );
     out.data_end = cursor.data_end();
+    out.proven_end = out.data_end;
+    // Where each record of the valid prefix ends, by sequence number, and the durable number
+    // of the last.
+    let (mut ends, mut last_durable) = (Vec::new(), None);
     while let Some((offset, frame)) = cursor.next_frame(bytes) {
         if let Err(what) = out.tables.replay(frame.kind, frame.payload, frame.seq) {
             out.problems.push(Problem::Damage {
@@ -110,6 +118,8 @@ pub fn replay_claims_visiting(
         out.record_count += 1;
         out.head = (frame.seq, frame.chain);
         out.data_end = cursor.data_end();
+        ends.push(out.data_end);
+        last_durable = frame.durable_seq;
         visit(
             ClaimsLink {
                 seq: frame.seq,
@@ -120,6 +130,13 @@ pub fn replay_claims_visiting(
             },
             frame.payload,
         );
+    }
+    // Sequence numbers run from 1 without gaps and a durable number is below its frame's.
+    if let Some(end) = last_durable
+        .and_then(|d| d.checked_sub(1))
+        .and_then(|i| ends.get(i as usize))
+    {
+        out.proven_end = *end;
     }
     match cursor.end() {
         Some(Tail::Torn { len, what }) => out.problems.push(Problem::TornTail {
