@@ -238,3 +238,42 @@ fn a_claims_log_of_a_new_owner_after_a_process_whose_sync_failed_died_keeps_its_
         );
     }
 }
+
+/// A failed `fsync` of the root, made after creating `sessions/` in it, is never retried and
+/// carried on from: the entry may or may not be durable, so every later open that needs it
+/// fails too, until the root is owned again.
+#[test]
+fn a_failed_sync_of_the_root_directory_is_never_retried_by_the_same_owner() {
+    let mut reached = false;
+    for nth in 1..40 {
+        let storage = sim_root();
+        let owner = owner(&storage);
+        storage.inject(Fault {
+            nth: storage.operations() + nth,
+            forever: false,
+            kind: FaultKind::Eio,
+        });
+        let first = SegmentWriter::open(&owner, S, config());
+        let root_sync_failed = matches!(
+            &first,
+            Err(Error::Io { file, op: "fsync directory", .. }) if file.as_os_str().is_empty()
+        );
+        drop(first);
+        storage.clear_faults();
+        if !root_sync_failed {
+            continue;
+        }
+        reached = true;
+        let again = SegmentWriter::open(&owner, S, config());
+        assert!(
+            matches!(again, Err(Error::Io { .. })),
+            "fault at {nth}: the failed root sync was retried and carried on from: {:?}",
+            again.map(|_| ())
+        );
+        drop(owner);
+        let (w, _) = SegmentWriter::open(&self::owner(&storage), S, config())
+            .expect("a new owner of the root opens it");
+        drop(w);
+    }
+    assert!(reached, "no fault hit the root's sync");
+}

@@ -26,6 +26,9 @@ pub struct Lease {
     open_logs: Mutex<HashSet<String>>,
     /// Directories of the root made sure of under this lease, with their shared syncs.
     dirs: Mutex<HashMap<PathBuf, Arc<SharedDirSync>>>,
+    /// The root's own sync, which makes those directories' entries durable: once it fails,
+    /// every later one under this lease fails too (never retried and carried on from).
+    root_sync: SharedDirSync,
     /// Logs whose writing failed in this process, by name, with where in which file: their page
     /// cache may hold bytes no sync will persist after it (a failed `fsync` can mark them
     /// clean), so their next open writes those again and syncs before reading them.
@@ -180,6 +183,7 @@ impl Owner {
                 _lock: lock,
                 open_logs: Mutex::new(HashSet::new()),
                 dirs: Mutex::new(HashMap::new()),
+                root_sync: SharedDirSync::new(Path::new("")),
                 failed: Mutex::new(HashMap::new()),
             }),
         }))
@@ -249,9 +253,7 @@ impl Owner {
                 .create_dir(dir)
                 .map_err(|e| Error::io(dir, "create directory", e))?,
         }
-        storage
-            .sync_dir(Path::new(""))
-            .map_err(|e| Error::io("", "fsync directory", e))?;
+        self.lease.root_sync.sync(&**storage)?;
         let d = Arc::new(SharedDirSync::new(dir));
         dirs.insert(dir.to_owned(), d.clone());
         Ok(d)
