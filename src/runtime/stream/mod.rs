@@ -1,5 +1,6 @@
 //! A turn's stream and its end (MAKA-MODEL §12, steps 7–8): every backend event goes to the
-//! caller; what it means is written first (`writer`). The stream takes what the backend has
+//! caller; what it means is written first (`writer`), and the terminal event, with whatever
+//! follows it, only once the terminal commit is durable. The stream takes what the backend has
 //! ready, writes it, then hands it on in one go: the caller is woken once a burst, not once
 //! an event, and the facts of a burst share one sync, waited for before the burst is handed
 //! on (so a fact reaches the caller once durable). Deltas ahead of a fact are handed on
@@ -39,8 +40,9 @@ pub(super) async fn run(
     let mut terminal: Option<(Value, Ending)> = None;
     loop {
         // Wait only with nothing in hand; otherwise take what is ready, and hand the burst on
-        // once nothing is.
-        let next = if held.is_empty() {
+        // once nothing is. Once the terminal event is in hand, nothing more goes on before the
+        // terminal commit is durable: the stream is read to its end (at most a burst more).
+        let next = if held.is_empty() || terminal.is_some() {
             from_backend.recv().await
         } else {
             match from_backend.try_recv() {
@@ -54,7 +56,7 @@ pub(super) async fn run(
         };
         let Some(event) = next else { break };
         events += 1;
-        if event.is_fact() && !w.unsynced() {
+        if event.is_fact() && !w.unsynced() && terminal.is_none() {
             hand_on(&mut w, &mut held, &to_caller).await;
         }
         if terminal.is_none() {
@@ -62,6 +64,9 @@ pub(super) async fn run(
         }
         held.push(event);
         if held.len() >= BURST {
+            if terminal.is_some() {
+                break;
+            }
             hand_on(&mut w, &mut held, &to_caller).await;
         }
     }
