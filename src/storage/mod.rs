@@ -8,6 +8,8 @@
 mod atomic;
 pub(crate) mod buffer;
 mod cut;
+#[cfg(target_os = "linux")]
+mod direct;
 mod mem;
 mod real;
 #[cfg(feature = "test")]
