@@ -170,5 +170,17 @@ async fn a_stop_mid_stream_ends_the_run_cancelled_and_the_next_turn_waits_for_th
     assert_eq!(next.status, "completed");
     let runs = f.manager.stores().runs.list_session_runs(&s).expect("runs");
     assert_eq!(runs.len(), 2);
-    assert!(runs[0].value()["completedAt"].as_f64() <= runs[1].value()["createdAt"].as_f64());
+    assert_eq!(runs[0].run_id(), outcome.run_id);
+    assert_eq!(runs[1].run_id(), next.run_id);
+    // The clock ticks at every reading: the second run was made after the first had ended.
+    let ended = runs[0].value()["completedAt"]
+        .as_f64()
+        .expect("completedAt");
+    let created = runs[1].value()["createdAt"].as_f64().expect("createdAt");
+    assert!(ended < created, "{ended} !< {created}");
+    // And in the log: the first turn's end, up to its turn_state, before the second's run.
+    let log = labels(&f.storage, &s);
+    let first_end = log.iter().position(|l| l == "turn_state:aborted");
+    let second_run = log.iter().rposition(|l| l == "run:created");
+    assert!(first_end.is_some() && first_end < second_run, "{log:?}");
 }

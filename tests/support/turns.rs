@@ -19,13 +19,25 @@ pub fn fixture() -> Fixture {
     let (t, storage) = super::temp_root();
     let owner = super::owner(&storage);
     let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let manager = SessionManager::new(stores, BackendRegistry::with_fake(), Sources::system());
+    let manager = SessionManager::new(stores, BackendRegistry::with_fake(), ticking_sources());
     Fixture {
         _t: t,
         storage,
         _owner: owner,
         manager,
     }
+}
+
+/// The system's ids and a clock that advances one ms a reading: the times the tests compare
+/// say which reading came first, whatever the machine's wall clock does meanwhile (a stepped
+/// clock made a wall-clock comparison fail in CI).
+pub fn ticking_sources() -> Sources {
+    let ids = Sources::system();
+    let tick = std::sync::atomic::AtomicU64::new(1_780_000_000_000);
+    Sources::new(
+        move || ids.new_id(),
+        move || tick.fetch_add(1, std::sync::atomic::Ordering::SeqCst) as f64,
+    )
 }
 
 pub fn session(f: &Fixture) -> String {
