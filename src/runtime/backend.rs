@@ -86,11 +86,15 @@ impl BackendRegistry {
         self.factories.insert(kind.to_owned(), Arc::new(factory));
     }
 
-    /// A new backend of `kind` for the context's session.
+    /// A new backend of `kind` for the context's session; an error when none is registered or
+    /// its factory panics.
     pub fn create(&self, kind: &str, ctx: &BackendContext) -> Result<Arc<dyn Backend>> {
         let factory = self.factories.get(kind).ok_or_else(|| {
             Error::InvalidInput(format!("no backend of kind {kind:?} is registered"))
         })?;
-        Ok(factory(ctx))
+        // A factory is the host's code: its panic is this call's error, not the runtime's.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| factory(ctx))).map_err(|_| {
+            Error::InvalidInput(format!("the factory of backend kind {kind:?} panicked"))
+        })
     }
 }

@@ -11,8 +11,9 @@ use crate::model::SessionHeader;
 use crate::store::ExecutionStores;
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
 
 /// One turn's input.
@@ -89,12 +90,20 @@ pub(crate) struct Inner {
     backends: Mutex<HashMap<String, Arc<dyn Backend>>>,
     /// Per session: the lock a turn holds while it runs.
     turns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    /// Per session: the source of the stop asked for the turn in flight.
-    stops: Mutex<HashMap<String, String>>,
+    /// Per session: the stop of the turn in flight.
+    stops: Mutex<HashMap<String, TurnStop>>,
     /// Per claim in flight: its call's fingerprint and the lock a joining call waits on.
     pub claimed: Mutex<HashMap<String, ClaimCall>>,
     /// The runs started and not yet ended, as the open-runs file holds them.
     pub open_runs: Mutex<super::open_runs::OpenRuns>,
+}
+
+/// A turn's stop: the source of the stop asked for, and the signal its stream waits on (a
+/// backend that does not end its stream after a stop is given up on after a grace).
+#[derive(Default)]
+struct TurnStop {
+    source: Option<String>,
+    asked: Arc<Notify>,
 }
 
 /// Creates sessions and runs their turns.
@@ -158,7 +167,12 @@ impl SessionManager {
         let guard = self.turn_lock(session_id)?.lock_owned().await;
         // A stop recorded by now was an earlier turn's (or came as this one took the session,
         // a window of a few instructions, and is dropped with it).
-        lock(&self.inner.stops)?.remove(session_id);
+        let stop_asked = Arc::new(Notify::new());
+        let fresh = TurnStop {
+            source: None,
+            asked: stop_asked.clone(),
+        };
+        lock(&self.inner.stops)?.insert(session_id.to_owned(), fresh);
         let inner = self.inner.clone();
         // The backend first: a session whose backend cannot be made gets no run. It is made
         // outside the disk waits (its factory is the host's, and a wait in place must never
@@ -183,15 +197,20 @@ impl SessionManager {
             // A stop asked while the opening was written is this turn's (it holds the
             // session): the backend gets it once it has started the turn. Under the lock
             // `stop` holds, so no stop lands between the two.
+            // A backend that panics is one whose stream ends at once, without a terminal
+            // event: the turn fails (`missing_terminal_event`) and the runtime's locks stay
+            // sound.
             let stops = lock(&inner.stops)?;
-            let events = backend.send(SendInput {
+            let input = SendInput {
                 session_id: session_id.to_owned(),
                 turn_id: begun.ids.turn_id.clone(),
                 text: input.text.clone(),
                 attachments: input.attachments.clone(),
-            });
-            if stops.contains_key(session_id) {
-                backend.stop();
+            };
+            let events = catch_unwind(AssertUnwindSafe(|| backend.send(input)))
+                .unwrap_or_else(|_| mpsc::channel(1).1);
+            if stops.get(session_id).is_some_and(|s| s.source.is_some()) {
+                stop_backend(&*backend);
             }
             events
         };
@@ -199,9 +218,14 @@ impl SessionManager {
         let session = session_id.to_owned();
         let done = tokio::spawn(async move {
             let _turn = guard;
-            let stops = |inner: &Inner| lock(&inner.stops).ok()?.get(&session).cloned();
-            let outcome =
-                super::stream::run(&inner, begun, from_backend, to_caller, || stops(&inner)).await;
+            let source = |inner: &Inner| lock(&inner.stops).ok()?.get(&session)?.source.clone();
+            let stream = super::stream::Stream {
+                from_backend,
+                to_caller,
+                stop_asked: &stop_asked,
+                abort_source: &|| source(&inner),
+            };
+            let outcome = super::stream::run(&inner, begun, stream).await;
             if let Ok(mut s) = lock(&inner.stops) {
                 s.remove(&session);
             }
@@ -224,8 +248,10 @@ impl SessionManager {
         // Both under the lock a turn's start takes: the stop reaches the turn in flight, or
         // (if none holds the session) none, never the next one.
         let mut stops = lock(&self.inner.stops)?;
-        stops.insert(session_id.to_owned(), source.to_owned());
-        backend.stop();
+        let stop = stops.entry(session_id.to_owned()).or_default();
+        stop.source = Some(source.to_owned());
+        stop.asked.notify_one();
+        stop_backend(&*backend);
         Ok(true)
     }
 
@@ -240,10 +266,17 @@ impl SessionManager {
         Ok(backend.is_some_and(|b| b.respond_to_user_question(request_id, answers)))
     }
 
-    /// Disposes of every backend.
+    /// Disposes of every backend, each once its turn in flight (if any) is stopped, with
+    /// abort source `runtime_disposed`: a turn never outlives its backend unended.
     pub fn dispose(&self) -> Result<()> {
+        let sessions: Vec<String> = lock(&self.inner.backends)?.keys().cloned().collect();
+        for session in &sessions {
+            if lock(&self.inner.stops)?.contains_key(session) {
+                self.stop(session, DISPOSED)?;
+            }
+        }
         for (_, backend) in lock(&self.inner.backends)?.drain() {
-            backend.dispose();
+            let _ = catch_unwind(AssertUnwindSafe(|| backend.dispose()));
         }
         Ok(())
     }
@@ -283,6 +316,15 @@ impl SessionManager {
         backends.insert(session_id.to_owned(), backend.clone());
         Ok(backend)
     }
+}
+
+/// The abort source of a turn stopped because its runtime disposed of its backend.
+pub const DISPOSED: &str = "runtime_disposed";
+
+/// Stops `backend`'s turn; a panic in the backend's code is its own, and is not carried into
+/// the runtime's locks (the stream's grace ends a turn the stop did not).
+fn stop_backend(backend: &dyn Backend) {
+    let _ = catch_unwind(AssertUnwindSafe(|| backend.stop()));
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> Result<std::sync::MutexGuard<'_, T>> {

@@ -33,7 +33,7 @@ pub use composition::ExecutionComposition;
 pub use events::SessionEvent;
 pub use fake::{FakeBackend, FAKE_ASK_USER_QUESTION_PROMPT, FAKE_ERROR_PROMPT_PREFIX};
 pub use intent::{claim_id_of, stable_hash, AgentGraphRunnableIntent};
-pub use manager::{SessionManager, Turn, TurnInput, TurnOutcome};
+pub use manager::{SessionManager, Turn, TurnInput, TurnOutcome, DISPOSED};
 pub use open_runs::{read_open_runs, Listing, IDLE_KEPT, OPEN_RUNS_FILE, SLOT_LEN};
 pub use recover::{recovery_reason, RecoveredRun, APP_RESTARTED};
 pub use restart::RecoveryReport;

@@ -8,32 +8,66 @@
 //! commit, the final `turn_state` and the session header, in one sync that also covers the
 //! facts still queued. A stream that ends without a terminal event gets a synthetic one
 //! (`missing_terminal_event`).
+//!
+//! A backend is the host's code, and the turn does not wait on it for good: once stopped, it
+//! has [`STOP_GRACE`] to end its stream, after which the turn ends `aborted` without it; once
+//! it sent its terminal event, it has [`CLOSE_GRACE`] to close the stream. A terminal event the
+//! ledger refuses (a repeated id, a field it cannot hold) is replaced by a synthetic one that
+//! fails the run (`invalid_terminal_event`), so the run never stays `running` in this life.
 
+mod ending;
 mod writer;
 
-use super::begin::{runtime_event, Begun};
+use super::begin::Begun;
 use super::blocking::on_disk;
 use super::events::SessionEvent;
 use super::manager::{Inner, TurnOutcome};
-use super::mapping::{terminal_event, Ending};
+use super::mapping::Ending;
 use crate::error::Result;
-use crate::index::SessionRecord;
-use crate::model::{SessionHeader, StoredMessage};
-use serde_json::{json, Value};
+use serde_json::Value;
+use std::time::Duration;
 use tokio::sync::mpsc::{self, error::TryRecvError};
+use tokio::sync::Notify;
+use tokio::time::Instant;
 use writer::Writer;
+
+/// How long a stopped backend has to end its stream.
+pub const STOP_GRACE: Duration = Duration::from_secs(30);
+/// How long a backend has to close its stream after its terminal event.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// Events handed on together at most, so a fast backend's deltas still reach the caller as
 /// they come.
 const BURST: usize = 64;
 
-pub(super) async fn run(
-    inner: &Inner,
-    begun: Begun,
-    mut from_backend: mpsc::Receiver<SessionEvent>,
-    to_caller: mpsc::Sender<Vec<SessionEvent>>,
-    abort_source: impl Fn() -> Option<String>,
-) -> Result<TurnOutcome> {
+/// A turn's stream: the backend's events, the caller's channel, the turn's stop signal, and
+/// the source of the stop asked for (if one was).
+pub(super) struct Stream<'a> {
+    pub from_backend: mpsc::Receiver<SessionEvent>,
+    pub to_caller: mpsc::Sender<Vec<SessionEvent>>,
+    pub stop_asked: &'a Notify,
+    pub abort_source: &'a (dyn Fn() -> Option<String> + Sync),
+}
+
+/// What waiting on the backend gave.
+enum Waited {
+    Event(SessionEvent),
+    /// The stream closed.
+    Closed,
+    /// The backend's grace ran out first.
+    GaveUp,
+}
+
+pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Result<TurnOutcome> {
+    let Stream {
+        mut from_backend,
+        to_caller,
+        stop_asked,
+        abort_source,
+    } = stream;
+    let mut stop_asked = std::pin::pin!(stop_asked.notified());
+    // When the turn stops waiting for the backend: set by a stop, or by the terminal event.
+    let mut give_up: Option<Instant> = None;
     let mut w = Writer::new(inner, &begun);
     let mut held: Vec<SessionEvent> = Vec::new();
     let mut events = 0usize;
@@ -43,7 +77,31 @@ pub(super) async fn run(
         // once nothing is. Once the terminal event is in hand, nothing more goes on before the
         // terminal commit is durable: the stream is read to its end (at most a burst more).
         let next = if held.is_empty() || terminal.is_some() {
-            from_backend.recv().await
+            let waited = if give_up.is_none() {
+                tokio::select! {
+                    biased;
+                    e = from_backend.recv() => e.map_or(Waited::Closed, Waited::Event),
+                    () = stop_asked.as_mut() => {
+                        give_up = Some(Instant::now() + STOP_GRACE);
+                        continue;
+                    }
+                }
+            } else {
+                wait_until(&mut from_backend, give_up).await
+            };
+            match waited {
+                Waited::Event(e) => Some(e),
+                Waited::Closed => None,
+                Waited::GaveUp => {
+                    if terminal.is_none() {
+                        // A stop's grace ran out: the turn ends `aborted`, as it asked.
+                        let source = abort_source().unwrap_or_else(|| "stop_button".into());
+                        let e = ending::synthetic(inner, &begun, "aborted", None, Some(&source));
+                        terminal = Some(e);
+                    }
+                    break;
+                }
+            }
         } else {
             match from_backend.try_recv() {
                 Ok(event) => Some(event),
@@ -60,7 +118,11 @@ pub(super) async fn run(
             hand_on(&mut w, &mut held, &to_caller).await;
         }
         if terminal.is_none() {
-            terminal = w.apply(&event, &abort_source);
+            terminal = w.apply(&event, abort_source);
+            if terminal.is_some() {
+                let closing = Instant::now() + CLOSE_GRACE;
+                give_up = Some(give_up.map_or(closing, |at| at.min(closing)));
+            }
         }
         held.push(event);
         if held.len() >= BURST {
@@ -71,31 +133,37 @@ pub(super) async fn run(
         }
     }
     w.flush();
-    let (terminal, ending) = terminal.unwrap_or_else(|| {
-        let s = &inner.sources;
-        let ending = Ending {
-            status: "failed",
-            failure_class: Some("missing_terminal_event".into()),
-        };
-        let event = terminal_event(
-            &begun.ids,
-            &s.new_id(),
-            s.now(),
-            "error",
-            &ending,
-            None,
-            None,
-        );
-        (event, ending)
+    let terminal = terminal.unwrap_or_else(|| {
+        let missing = Some("missing_terminal_event".into());
+        ending::synthetic(inner, &begun, "failed", missing, None)
     });
+    // The stream is let go: a backend still sending finds it closed.
+    drop(from_backend);
     let summary = std::mem::take(&mut w.summary);
-    let outcome = on_disk(|| finish(inner, &begun, terminal, &ending, events, summary));
+    let outcome = on_disk(|| ending::commit(inner, &begun, terminal, events, &summary));
     // The terminal commit's sync made the queued facts durable (or failed them with it).
     hand_on(&mut w, &mut held, &to_caller).await;
     outcome.map(|o| TurnOutcome {
         fact_failures: w.fact_failures,
         ..o
     })
+}
+
+/// The next event, unless the stream closes first or `give_up` passes.
+async fn wait_until(
+    from_backend: &mut mpsc::Receiver<SessionEvent>,
+    give_up: Option<Instant>,
+) -> Waited {
+    let Some(at) = give_up else {
+        return from_backend
+            .recv()
+            .await
+            .map_or(Waited::Closed, Waited::Event);
+    };
+    match tokio::time::timeout_at(at, from_backend.recv()).await {
+        Ok(e) => e.map_or(Waited::Closed, Waited::Event),
+        Err(_) => Waited::GaveUp,
+    }
 }
 
 /// Hands the held events to the caller once the facts among them are durable. A caller that
@@ -110,64 +178,4 @@ async fn hand_on(
         let burst = std::mem::replace(held, Vec::with_capacity(held.len()));
         let _ = to_caller.send(burst).await;
     }
-}
-
-/// Step 8: the terminal commit, `turn_state`, and the session's header.
-fn finish(
-    inner: &Inner,
-    begun: &Begun,
-    terminal: Value,
-    ending: &Ending,
-    events: usize,
-    summary: String,
-) -> Result<TurnOutcome> {
-    let ids = &begun.ids;
-    let event = runtime_event(terminal)?;
-    let abort_source = event.value()["actions"]["stateDelta"]["abortSource"]
-        .as_str()
-        .map(str::to_owned);
-    let now = inner.sources.now();
-    let mut state = json!({"type": "turn_state", "id": inner.sources.new_id(), "turnId": ids.turn_id,
-                           "ts": now, "status": ending.status, "partialOutputRetained": false});
-    match ending.status {
-        "failed" => state["errorClass"] = json!(ending.failure_class),
-        "aborted" => {
-            state["abortedAt"] = json!(event.ts());
-            if let Some(source) = &abort_source {
-                state["abortSource"] = json!(source);
-            }
-        }
-        _ => {}
-    }
-    // The turn's end in one sync: the terminal commit, then turn_state, then the header.
-    let mut then = vec![SessionRecord::Message(StoredMessage::from_value(state)?)];
-    if let Some(h) = inner.stores.sessions.read_session_queued(&ids.session_id)? {
-        let mut next = h.value().clone();
-        next["lastMessageAt"] = json!(now);
-        next["hasUnread"] = json!(true);
-        next["status"] = json!("active");
-        next["statusUpdatedAt"] = json!(now);
-        then.push(SessionRecord::Header(SessionHeader::from_value(next)?));
-    }
-    let run = inner.stores.runs.commit_terminal_then(
-        &ids.session_id,
-        &ids.run_id,
-        &event,
-        None,
-        &then,
-    )?;
-    super::manager::lock(&inner.open_runs)?.ended(&ids.session_id);
-    Ok(TurnOutcome {
-        session_id: ids.session_id.clone(),
-        turn_id: ids.turn_id.clone(),
-        run_id: ids.run_id.clone(),
-        user_message_id: begun.user_message_id.clone(),
-        status: run.status().to_owned(),
-        failure_class: run.value()["failureClass"].as_str().map(str::to_owned),
-        summary,
-        event_count: events,
-        started_at: begun.started_at,
-        completed_at: event.ts(),
-        fact_failures: 0,
-    })
 }

@@ -1,0 +1,130 @@
+//! A turn's end (MAKA-MODEL §12, step 8): the terminal commit, `turn_state` and the session's
+//! header in one sync; the synthetic terminal events of a turn whose backend gave none it can
+//! use; and the replacement of a terminal event the ledger refuses.
+
+use super::super::begin::{runtime_event, Begun};
+use super::super::manager::{Inner, TurnOutcome};
+use super::super::mapping::{terminal_event, Ending};
+use crate::error::{Error, Result};
+use crate::index::SessionRecord;
+use crate::model::{SessionHeader, StoredMessage};
+use serde_json::{json, Value};
+
+/// A terminal event the runtime makes for the turn: `failed` with `failure_class` (stop
+/// reason `error`), or `aborted` from `abort_source` (stop reason `user_stop`).
+pub(super) fn synthetic(
+    inner: &Inner,
+    begun: &Begun,
+    status: &'static str,
+    failure_class: Option<String>,
+    abort_source: Option<&str>,
+) -> (Value, Ending) {
+    debug_assert!(matches!(status, "failed" | "aborted"));
+    let s = &inner.sources;
+    let ending = Ending {
+        status,
+        failure_class,
+    };
+    let stop_reason = if status == "aborted" {
+        "user_stop"
+    } else {
+        "error"
+    };
+    let event = terminal_event(
+        &begun.ids,
+        &s.new_id(),
+        s.now(),
+        stop_reason,
+        &ending,
+        None,
+        abort_source,
+    );
+    (event, ending)
+}
+
+/// Ends the turn with `terminal`. When the ledger refuses the event itself (a repeated id, a
+/// field it cannot hold) nothing of the commit was written: the run ends failed by a synthetic
+/// event (`invalid_terminal_event`) instead of staying `running`, and if that is refused too,
+/// both errors are the turn's.
+pub(super) fn commit(
+    inner: &Inner,
+    begun: &Begun,
+    (terminal, ending): (Value, Ending),
+    events: usize,
+    summary: &str,
+) -> Result<TurnOutcome> {
+    finish(inner, begun, terminal, &ending, events, summary).or_else(|refused| {
+        if !matches!(
+            refused,
+            Error::InvalidInput(_) | Error::InvalidRecord { .. } | Error::IdentityConflict { .. }
+        ) {
+            return Err(refused);
+        }
+        let class = Some("invalid_terminal_event".into());
+        let (event, ending) = synthetic(inner, begun, "failed", class, None);
+        finish(inner, begun, event, &ending, events, summary).map_err(|e| Error::Several {
+            what: "the turn's terminal event was refused, and so was its replacement".into(),
+            errors: vec![refused, e],
+        })
+    })
+}
+
+/// Step 8: the terminal commit, `turn_state`, and the session's header.
+fn finish(
+    inner: &Inner,
+    begun: &Begun,
+    terminal: Value,
+    ending: &Ending,
+    events: usize,
+    summary: &str,
+) -> Result<TurnOutcome> {
+    let ids = &begun.ids;
+    let event = runtime_event(terminal)?;
+    let abort_source = event.value()["actions"]["stateDelta"]["abortSource"]
+        .as_str()
+        .map(str::to_owned);
+    let now = inner.sources.now();
+    let mut state = json!({"type": "turn_state", "id": inner.sources.new_id(), "turnId": ids.turn_id,
+                           "ts": now, "status": ending.status, "partialOutputRetained": false});
+    match ending.status {
+        "failed" => state["errorClass"] = json!(ending.failure_class),
+        "aborted" => {
+            state["abortedAt"] = json!(event.ts());
+            if let Some(source) = &abort_source {
+                state["abortSource"] = json!(source);
+            }
+        }
+        _ => {}
+    }
+    // The turn's end in one sync: the terminal commit, then turn_state, then the header.
+    let mut then = vec![SessionRecord::Message(StoredMessage::from_value(state)?)];
+    if let Some(h) = inner.stores.sessions.read_session_queued(&ids.session_id)? {
+        let mut next = h.value().clone();
+        next["lastMessageAt"] = json!(now);
+        next["hasUnread"] = json!(true);
+        next["status"] = json!("active");
+        next["statusUpdatedAt"] = json!(now);
+        then.push(SessionRecord::Header(SessionHeader::from_value(next)?));
+    }
+    let run = inner.stores.runs.commit_terminal_then(
+        &ids.session_id,
+        &ids.run_id,
+        &event,
+        None,
+        &then,
+    )?;
+    super::super::manager::lock(&inner.open_runs)?.ended(&ids.session_id);
+    Ok(TurnOutcome {
+        session_id: ids.session_id.clone(),
+        turn_id: ids.turn_id.clone(),
+        run_id: ids.run_id.clone(),
+        user_message_id: begun.user_message_id.clone(),
+        status: run.status().to_owned(),
+        failure_class: run.value()["failureClass"].as_str().map(str::to_owned),
+        summary: summary.to_owned(),
+        event_count: events,
+        started_at: begun.started_at,
+        completed_at: event.ts(),
+        fact_failures: 0,
+    })
+}

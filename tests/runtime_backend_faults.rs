@@ -1,0 +1,315 @@
+//! A backend is the host's code, not the ledger's: one that misbehaves must not leave a run
+//! `running` in this life, hold its session's turns, or break the runtime's other turns. Each
+//! test drives a backend that does one thing wrong (MAKA-MODEL §11–§12), on tokio's paused
+//! clock, and checks that the turn ends with exactly one terminal fact and the session takes
+//! its next turn.
+
+mod support;
+
+use makalog::runtime::{
+    Backend, BackendRegistry, SendInput, SessionEvent, SessionManager, TurnInput,
+    FAKE_ASK_USER_QUESTION_PROMPT,
+};
+use makalog::store::open_execution_stores_for_write;
+use serde_json::json;
+use std::sync::Arc;
+use support::turns::{labels, ticking_sources};
+
+/// What the scripted backend (registered as kind `ai-sdk`, session `s`'s) does wrong.
+#[derive(Clone, Copy, PartialEq)]
+enum Fault {
+    /// Streams a delta, then keeps its stream open for good and ignores `stop`.
+    DeafToStop,
+    /// Ends its turn with `complete`, then keeps its stream open for good.
+    OpenAfterComplete,
+    /// Its factory panics: the backend is never made.
+    PanicInFactory,
+    /// Panics in `send`.
+    PanicInSend,
+    /// Streams a delta, then panics in `stop` (and keeps its stream open).
+    PanicInStop,
+    /// Ends its turn with a `complete` that repeats the id of its text's event.
+    RepeatedTerminalId,
+}
+
+struct Scripted(Fault);
+
+impl Backend for Scripted {
+    fn kind(&self) -> &str {
+        "scripted"
+    }
+    fn send(&self, input: SendInput) -> tokio::sync::mpsc::Receiver<SessionEvent> {
+        assert!(self.0 != Fault::PanicInSend, "the backend panics in send");
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        let turn_id = input.turn_id;
+        let message = |id: &str| SessionEvent::TextComplete {
+            id: id.into(),
+            turn_id: turn_id.clone(),
+            ts: 2.0,
+            message_id: format!("m-{turn_id}"),
+            text: "done".into(),
+        };
+        let delta = SessionEvent::TextDelta {
+            id: format!("d-{turn_id}"),
+            turn_id: turn_id.clone(),
+            ts: 1.0,
+            message_id: format!("m-{turn_id}"),
+            text: "partly".into(),
+        };
+        let complete = |id: &str| SessionEvent::Complete {
+            id: id.into(),
+            turn_id: turn_id.clone(),
+            ts: 3.0,
+            stop_reason: "end_turn".into(),
+        };
+        let script = match self.0 {
+            Fault::DeafToStop | Fault::PanicInStop => vec![delta],
+            Fault::OpenAfterComplete => {
+                vec![
+                    message(&format!("t-{turn_id}")),
+                    complete(&format!("c-{turn_id}")),
+                ]
+            }
+            Fault::RepeatedTerminalId => {
+                let id = format!("t-{turn_id}");
+                vec![message(&id), complete(&id)]
+            }
+            Fault::PanicInSend | Fault::PanicInFactory => unreachable!(),
+        };
+        let linger = self.0 != Fault::RepeatedTerminalId;
+        tokio::spawn(async move {
+            for e in script {
+                let _ = tx.send(e).await;
+            }
+            if linger {
+                // Holds the stream open until the turn stops reading it.
+                tx.closed().await;
+            }
+        });
+        rx
+    }
+    fn stop(&self) {
+        assert!(self.0 != Fault::PanicInStop, "the backend panics in stop");
+    }
+}
+
+struct Fixture {
+    _t: tempfile::TempDir,
+    storage: Arc<makalog::storage::RealStorage>,
+    _owner: makalog::root::Owner,
+    manager: SessionManager,
+}
+
+fn fixture(fault: Fault) -> Fixture {
+    let (t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let mut registry = BackendRegistry::with_fake();
+    registry.register("ai-sdk", move |_| {
+        assert!(fault != Fault::PanicInFactory, "the factory panics");
+        Arc::new(Scripted(fault))
+    });
+    let manager = SessionManager::new(stores, registry, ticking_sources());
+    for (id, backend) in [("s", "ai-sdk"), ("other", "fake")] {
+        manager
+            .create_session(json!({"id": id, "backend": backend, "model": "m"}))
+            .expect("session");
+    }
+    Fixture {
+        _t: t,
+        storage,
+        _owner: owner,
+        manager,
+    }
+}
+
+fn text(t: &str) -> TurnInput {
+    TurnInput {
+        text: t.into(),
+        ..TurnInput::default()
+    }
+}
+
+/// The session's runs (by their order in the log) and how many terminal facts each has.
+fn ended_runs(f: &Fixture, session: &str) -> Vec<(String, usize)> {
+    let stores = f.manager.stores();
+    let mut runs = stores.runs.list_session_runs(session).expect("runs");
+    runs.sort_by(|a, b| {
+        a.value()["createdAt"]
+            .as_f64()
+            .partial_cmp(&b.value()["createdAt"].as_f64())
+            .expect("times")
+    });
+    runs.iter()
+        .map(|r| {
+            let terminal = stores
+                .runs
+                .read_events(session, r.run_id())
+                .expect("events")
+                .iter()
+                .filter(|(_, e)| {
+                    matches!(
+                        e.event_type(),
+                        "run_completed" | "run_failed" | "run_cancelled"
+                    )
+                })
+                .count();
+            (r.status().to_owned(), terminal)
+        })
+        .collect()
+}
+
+/// The fake session `other` still takes a turn: the runtime's locks were not broken.
+async fn other_session_still_works(f: &Fixture) {
+    let outcome = f
+        .manager
+        .send_message("other", text("hello"))
+        .await
+        .expect("send")
+        .finish()
+        .await
+        .expect("turn");
+    assert_eq!(outcome.status, "completed");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_backend_deaf_to_stop_has_its_turn_ended_cancelled_after_a_grace() {
+    let f = fixture(Fault::DeafToStop);
+    let mut turn = f
+        .manager
+        .send_message("s", text("one"))
+        .await
+        .expect("send");
+    let first = turn.events.recv().await.expect("a delta");
+    assert_eq!(first.type_name(), "text_delta");
+    assert!(f.manager.stop("s", "stop_button").expect("stop"));
+    let outcome = turn.finish().await.expect("the turn ends");
+    assert_eq!(outcome.status, "cancelled");
+    assert_eq!(ended_runs(&f, "s"), [("cancelled".to_owned(), 1)]);
+    let log = labels(&f.storage, "s");
+    assert!(log.contains(&"turn_state:aborted".to_owned()), "{log:?}");
+    // The session's next turn is not held by the first.
+    let mut next = f
+        .manager
+        .send_message("s", text("two"))
+        .await
+        .expect("send");
+    next.events.recv().await.expect("a delta");
+    assert!(f.manager.stop("s", "stop_button").expect("stop"));
+    assert_eq!(next.finish().await.expect("turn").status, "cancelled");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_backend_that_keeps_its_stream_open_after_complete_does_not_hold_the_session() {
+    let f = fixture(Fault::OpenAfterComplete);
+    for prompt in ["one", "two"] {
+        let outcome = f
+            .manager
+            .send_message("s", text(prompt))
+            .await
+            .expect("send")
+            .finish()
+            .await
+            .expect("the turn ends");
+        assert_eq!(outcome.status, "completed");
+        assert_eq!(outcome.summary, "done");
+    }
+    assert_eq!(
+        ended_runs(&f, "s"),
+        [("completed".to_owned(), 1), ("completed".to_owned(), 1)]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_backend_panicking_in_send_fails_the_turn_and_breaks_nothing_else() {
+    let f = fixture(Fault::PanicInSend);
+    let outcome = f
+        .manager
+        .send_message("s", text("one"))
+        .await
+        .expect("the opening is written")
+        .finish()
+        .await
+        .expect("the turn ends");
+    assert_eq!(outcome.status, "failed");
+    assert_eq!(
+        outcome.failure_class.as_deref(),
+        Some("missing_terminal_event")
+    );
+    assert_eq!(ended_runs(&f, "s"), [("failed".to_owned(), 1)]);
+    assert!(f.manager.stop("s", "stop_button").is_ok());
+    other_session_still_works(&f).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_backend_factory_panicking_is_the_calls_error_and_starts_no_run() {
+    let f = fixture(Fault::PanicInFactory);
+    let Err(e) = f.manager.send_message("s", text("one")).await else {
+        panic!("a turn began without a backend");
+    };
+    assert!(e.to_string().contains("panicked"), "{e}");
+    assert!(ended_runs(&f, "s").is_empty());
+    other_session_still_works(&f).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_backend_panicking_in_stop_has_its_turn_ended_and_breaks_nothing_else() {
+    let f = fixture(Fault::PanicInStop);
+    let mut turn = f
+        .manager
+        .send_message("s", text("one"))
+        .await
+        .expect("send");
+    turn.events.recv().await.expect("a delta");
+    assert!(f
+        .manager
+        .stop("s", "stop_button")
+        .expect("the stop is recorded"));
+    let outcome = turn.finish().await.expect("the turn ends");
+    assert_eq!(outcome.status, "cancelled");
+    assert_eq!(ended_runs(&f, "s"), [("cancelled".to_owned(), 1)]);
+    other_session_still_works(&f).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_terminal_event_the_ledger_refuses_ends_the_run_failed_not_running() {
+    let f = fixture(Fault::RepeatedTerminalId);
+    let outcome = f
+        .manager
+        .send_message("s", text("one"))
+        .await
+        .expect("send")
+        .finish()
+        .await
+        .expect("the turn ends");
+    assert_eq!(outcome.status, "failed");
+    assert_eq!(
+        outcome.failure_class.as_deref(),
+        Some("invalid_terminal_event")
+    );
+    assert_eq!(ended_runs(&f, "s"), [("failed".to_owned(), 1)]);
+    let log = labels(&f.storage, "s");
+    let terminals = log.iter().filter(|l| l.starts_with("terminal:")).count();
+    assert_eq!(terminals, 1, "{log:?}");
+    assert!(log.contains(&"turn_state:failed".to_owned()), "{log:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn dispose_stops_the_turns_in_flight_first() {
+    let f = fixture(Fault::DeafToStop);
+    let mut turn = f
+        .manager
+        .send_message("other", text(FAKE_ASK_USER_QUESTION_PROMPT))
+        .await
+        .expect("send");
+    loop {
+        let e = turn.events.recv().await.expect("the question");
+        if e.type_name() == "user_question_request" {
+            break;
+        }
+    }
+    f.manager.dispose().expect("dispose");
+    let outcome = turn.finish().await.expect("the turn ends");
+    assert_eq!(outcome.status, "cancelled");
+    assert_eq!(ended_runs(&f, "other"), [("cancelled".to_owned(), 1)]);
+}
