@@ -260,22 +260,36 @@ fn write_claims(stores: &ExecutionStores) -> makalog::Result<()> {
             )?;
         }
         let helper = format!("helper-{i}");
-        let header = helper_header(&helper, i, &digest(&format!("spawn-{i}")));
+        let fingerprint = digest(&format!("spawn-{i}"));
         match stores.sessions.read_session(&helper)? {
-            None => drop(stores.sessions.create_subagent(header)?),
-            Some(_) => drop(stores.sessions.update_session(header)?),
+            None => {
+                let header = helper_header(&helper, i, &fingerprint, &json!(wall_ms()));
+                drop(stores.sessions.create_subagent(header)?)
+            }
+            Some(h) => {
+                let header = helper_header(&helper, i, &fingerprint, &h.value()["createdAt"]);
+                drop(stores.sessions.update_session(header)?)
+            }
         }
     }
     Ok(())
 }
 
-/// The header of demo-1's helper subagent `id`, spawned by tool call `spawn-tool-{i}`.
-fn helper_header(id: &str, i: usize, fingerprint: &str) -> Value {
+/// The wall clock, in ms since the epoch.
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The header of demo-1's helper subagent `id`, spawned by tool call `spawn-tool-{i}` at
+/// `created_at` (the wall clock's ms, as every demo session's: the sessions list orders by it).
+fn helper_header(id: &str, i: usize, fingerprint: &str, created_at: &Value) -> Value {
     json!({
         "id": id, "cwd": "/work/project", "workspaceRoot": "/work/project",
         "name": format!("helper {i} of demo-1"), "backend": "fake", "llmConnectionSlug": "fake",
         "model": "fake-model", "permissionMode": "ask", "status": "active",
-        "createdAt": 1_800_000_000_500u64 + i as u64, "lastUsedAt": 1_800_000_000_500u64 + i as u64,
+        "createdAt": created_at, "lastUsedAt": created_at,
         "titleIsManual": false, "isFlagged": false, "isArchived": false, "hasUnread": false,
         "connectionLocked": true, "labels": ["helper"], "schemaVersion": 1,
         "subagentParent": {

@@ -97,9 +97,7 @@ fn claimed_child(
     let (turn, run) = (format!("graph-turn-{n}"), format!("graph-run-{n}"));
     let digest = |s: &str| makalog::runtime::stable_hash(&json!(s))["sha256:".len()..].to_owned();
     let mut header = session_input(&child, &format!("graph operator {n}"));
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+    let now = super::wall_ms();
     for (k, v) in [
         ("schemaVersion", json!(1)),
         ("workspaceRoot", json!("/work/project")),
