@@ -166,19 +166,15 @@ fn streaming_child_process() {
                 .expect("session");
             tasks.push(tokio::spawn(async move {
                 for i in 0u64.. {
+                    // The turn's own run id: runs begun in one ms list in either order.
+                    let run_id = format!("{s}-run-{i}");
                     let input = TurnInput {
                         text: format!("turn {i} of {s}"),
+                        run_id: Some(run_id.clone()),
                         ..TurnInput::default()
                     };
                     let turn = manager.send_message(&s, input).await.expect("send");
-                    let run = manager
-                        .stores()
-                        .runs
-                        .list_session_runs(&s)
-                        .expect("runs")
-                        .pop()
-                        .expect("run");
-                    say(&format!("started {s} {}", run.run_id()));
+                    say(&format!("started {s} {run_id}"));
                     let outcome = turn.finish().await.expect("turn");
                     say(&format!("completed {s} {}", outcome.run_id));
                 }

@@ -29,9 +29,12 @@ async fn a_turns_terminal_event_reaches_the_caller_only_after_its_run_ended_dura
         (FAKE_ASK_USER_QUESTION_PROMPT, true),
         ("hello there", false),
     ];
-    for (prompt, stop) in turns.into_iter().cycle().take(60) {
+    for (n, (prompt, stop)) in turns.into_iter().cycle().take(60).enumerate() {
+        // The turn's own run, by its id: two runs begun in one ms list in either order.
+        let run_id = format!("run-{n}");
         let input = TurnInput {
             text: prompt.into(),
+            run_id: Some(run_id.clone()),
             ..TurnInput::default()
         };
         let mut turn = manager.send_message("s", input).await.expect("send");
@@ -43,8 +46,7 @@ async fn a_turns_terminal_event_reaches_the_caller_only_after_its_run_ended_dura
                 }
                 "abort" | "complete" => {
                     terminals += 1;
-                    let runs = stores.runs.list_session_runs("s").expect("runs");
-                    let run = runs.last().expect("the turn's run");
+                    let run = stores.runs.read_run("s", &run_id).expect("the turn's run");
                     assert_ne!(
                         run.status(),
                         "running",

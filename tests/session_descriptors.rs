@@ -36,9 +36,10 @@ fn a_host_touches_many_more_sessions_than_the_cap_with_bounded_descriptors() {
         );
         peak = peak.max(open_descriptors(&root));
     }
-    // Evicted sessions still being closed hold their segments until they are.
+    // Evicted sessions still being closed hold their segments until they are, and for a moment
+    // one file more each (the sidecar written beside its name, or a file the close reads).
     assert!(
-        peak <= baseline + cap + MAX_CLOSING,
+        peak <= baseline + cap + 2 * MAX_CLOSING,
         "descriptors: baseline {baseline}, peak {peak}, cap {cap}"
     );
     // Reads of evicted sessions go through read-only views and open nothing for writing; a
