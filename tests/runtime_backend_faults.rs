@@ -30,9 +30,24 @@ enum Fault {
     PanicInStop,
     /// Ends its turn with a `complete` that repeats the id of its text's event.
     RepeatedTerminalId,
+    /// Streams a delta; a stop closes its stream without `abort` or `complete`.
+    ClosesOnStop,
+    /// Streams a delta and ignores `stop`; `dispose` closes its stream without an ending.
+    ClosesOnDispose,
 }
 
-struct Scripted(Fault);
+/// A backend doing `Fault` wrong; the stream's sender it keeps (the closing faults), so that
+/// dropping it closes the stream.
+struct Scripted(
+    Fault,
+    std::sync::Mutex<Option<tokio::sync::mpsc::Sender<SessionEvent>>>,
+);
+
+impl Scripted {
+    fn close_stream(&self) {
+        self.1.lock().expect("sender").take();
+    }
+}
 
 impl Backend for Scripted {
     fn kind(&self) -> &str {
@@ -63,7 +78,12 @@ impl Backend for Scripted {
             stop_reason: "end_turn".into(),
         };
         let script = match self.0 {
-            Fault::DeafToStop | Fault::PanicInStop => vec![delta],
+            Fault::DeafToStop
+            | Fault::PanicInStop
+            | Fault::ClosesOnStop
+            | Fault::ClosesOnDispose => {
+                vec![delta]
+            }
             Fault::OpenAfterComplete => {
                 vec![
                     message(&format!("t-{turn_id}")),
@@ -76,7 +96,13 @@ impl Backend for Scripted {
             }
             Fault::PanicInSend | Fault::PanicInFactory => unreachable!(),
         };
-        let linger = self.0 != Fault::RepeatedTerminalId;
+        let linger = matches!(
+            self.0,
+            Fault::DeafToStop | Fault::PanicInStop | Fault::OpenAfterComplete
+        );
+        if matches!(self.0, Fault::ClosesOnStop | Fault::ClosesOnDispose) {
+            *self.1.lock().expect("sender") = Some(tx.clone());
+        }
         tokio::spawn(async move {
             for e in script {
                 let _ = tx.send(e).await;
@@ -90,6 +116,14 @@ impl Backend for Scripted {
     }
     fn stop(&self) {
         assert!(self.0 != Fault::PanicInStop, "the backend panics in stop");
+        if self.0 == Fault::ClosesOnStop {
+            self.close_stream();
+        }
+    }
+    fn dispose(&self) {
+        if self.0 == Fault::ClosesOnDispose {
+            self.close_stream();
+        }
     }
 }
 
@@ -107,7 +141,7 @@ fn fixture(fault: Fault) -> Fixture {
     let mut registry = BackendRegistry::with_fake();
     registry.register("ai-sdk", move |_| {
         assert!(fault != Fault::PanicInFactory, "the factory panics");
-        Arc::new(Scripted(fault))
+        Arc::new(Scripted(fault, Default::default()))
     });
     let manager = SessionManager::new(stores, registry, ticking_sources());
     for (id, backend) in [("s", "ai-sdk"), ("other", "fake")] {
@@ -157,6 +191,18 @@ fn ended_runs(f: &Fixture, session: &str) -> Vec<(String, usize)> {
             (r.status().to_owned(), terminal)
         })
         .collect()
+}
+
+/// The abort source of the session's only run.
+fn abort_source(f: &Fixture, session: &str) -> serde_json::Value {
+    let runs = f
+        .manager
+        .stores()
+        .runs
+        .list_session_runs(session)
+        .expect("runs");
+    assert_eq!(runs.len(), 1);
+    runs[0].value()["abortSource"].clone()
 }
 
 /// The fake session `other` still takes a turn: the runtime's locks were not broken.
@@ -312,4 +358,42 @@ async fn dispose_stops_the_turns_in_flight_first() {
     let outcome = turn.finish().await.expect("the turn ends");
     assert_eq!(outcome.status, "cancelled");
     assert_eq!(ended_runs(&f, "other"), [("cancelled".to_owned(), 1)]);
+    assert_eq!(abort_source(&f, "other"), json!("runtime_disposed"));
+}
+
+/// A stop ends a turn aborted however the backend ends it: here by closing its stream without
+/// an ending, which alone would be a failure (`missing_terminal_event`).
+#[tokio::test(start_paused = true)]
+async fn a_stopped_turn_whose_stream_just_closes_ends_cancelled() {
+    let f = fixture(Fault::ClosesOnStop);
+    let mut turn = f
+        .manager
+        .send_message("s", text("one"))
+        .await
+        .expect("send");
+    turn.events.recv().await.expect("a delta");
+    assert!(f.manager.stop("s", "stop_button").expect("stop"));
+    let outcome = turn.finish().await.expect("the turn ends");
+    assert_eq!(
+        (outcome.status.as_str(), outcome.failure_class),
+        ("cancelled", None)
+    );
+    assert_eq!(ended_runs(&f, "s"), [("cancelled".to_owned(), 1)]);
+    assert_eq!(abort_source(&f, "s"), json!("stop_button"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn dispose_ends_a_turn_cancelled_when_the_backend_closes_its_stream() {
+    let f = fixture(Fault::ClosesOnDispose);
+    let mut turn = f
+        .manager
+        .send_message("s", text("one"))
+        .await
+        .expect("send");
+    turn.events.recv().await.expect("a delta");
+    f.manager.dispose().expect("dispose");
+    let outcome = turn.finish().await.expect("the turn ends");
+    assert_eq!(outcome.status, "cancelled");
+    assert_eq!(ended_runs(&f, "s"), [("cancelled".to_owned(), 1)]);
+    assert_eq!(abort_source(&f, "s"), json!("runtime_disposed"));
 }

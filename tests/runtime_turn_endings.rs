@@ -4,7 +4,7 @@
 
 mod support;
 
-use makalog::runtime::{SessionEvent, FAKE_ASK_USER_QUESTION_PROMPT};
+use makalog::runtime::{SessionEvent, TurnInput, FAKE_ASK_USER_QUESTION_PROMPT};
 use serde_json::json;
 use support::turns::*;
 
@@ -183,4 +183,41 @@ async fn a_stop_mid_stream_ends_the_run_cancelled_and_the_next_turn_waits_for_th
     let first_end = log.iter().position(|l| l == "turn_state:aborted");
     let second_run = log.iter().rposition(|l| l == "run:created");
     assert!(first_end.is_some() && first_end < second_run, "{log:?}");
+}
+
+/// A stop can name its turn: one naming a turn that has ended stops nothing, so a caller whose
+/// turn ended as it asked (a claimed run's abort) never stops the session's next turn.
+#[tokio::test(start_paused = true)]
+async fn a_stop_naming_an_ended_turn_does_not_stop_the_next() {
+    let f = fixture();
+    let s = session(&f);
+    let turn = |id: &str, t: &str| TurnInput {
+        turn_id: Some(id.into()),
+        ..text(t)
+    };
+    let first = f.manager.send_message(&s, turn("turn-1", "hi")).await;
+    let first = first.expect("send").finish().await.expect("first");
+    assert_eq!(first.status, "completed");
+    let mut second = f
+        .manager
+        .send_message(&s, turn("turn-2", "a long answer"))
+        .await
+        .expect("send");
+    events_until(&mut second, "text_delta").await;
+    assert!(!f
+        .manager
+        .stop_turn(&s, "turn-1", "stop_button")
+        .expect("stop"));
+    assert_eq!(second.finish().await.expect("second").status, "completed");
+    let mut third = f
+        .manager
+        .send_message(&s, turn("turn-3", "a long answer"))
+        .await
+        .expect("send");
+    events_until(&mut third, "text_delta").await;
+    assert!(f
+        .manager
+        .stop_turn(&s, "turn-3", "stop_button")
+        .expect("stop"));
+    assert_eq!(third.finish().await.expect("third").status, "cancelled");
 }

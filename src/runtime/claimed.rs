@@ -250,10 +250,13 @@ impl SessionManager {
         let finish = turn.finish();
         tokio::pin!(finish);
         let outcome = match run.abort {
+            // The turn's end first: an abort racing it stops nothing (and names this turn, so
+            // it never stops the session's next one).
             Some(signal) => tokio::select! {
+                biased;
                 outcome = &mut finish => outcome,
                 _ = signal.wait() => {
-                    let _ = self.stop(child, "stop_button");
+                    let _ = self.stop_turn(child, &claim.target_turn_id, "stop_button");
                     finish.await
                 }
             },

@@ -102,6 +102,8 @@ pub(crate) struct Inner {
 /// backend that does not end its stream after a stop is given up on after a grace).
 #[derive(Default)]
 struct TurnStop {
+    /// The turn's id (empty for a stop asked with no turn in flight).
+    turn: String,
     source: Option<String>,
     asked: Arc<Notify>,
 }
@@ -163,12 +165,16 @@ impl SessionManager {
     /// Sends a message: opens the turn (§12 steps 0–6, durable before this returns), then
     /// streams it in a task that writes the rest. A second turn of the same session waits for
     /// the first.
-    pub async fn send_message(&self, session_id: &str, input: TurnInput) -> Result<Turn> {
+    pub async fn send_message(&self, session_id: &str, mut input: TurnInput) -> Result<Turn> {
         let guard = self.turn_lock(session_id)?.lock_owned().await;
         // A stop recorded by now was an earlier turn's (or came as this one took the session,
         // a window of a few instructions, and is dropped with it).
         let stop_asked = Arc::new(Notify::new());
+        let turn_id = input
+            .turn_id
+            .get_or_insert_with(|| self.inner.sources.new_id());
         let fresh = TurnStop {
+            turn: turn_id.clone(),
             source: None,
             asked: stop_asked.clone(),
         };
@@ -241,6 +247,16 @@ impl SessionManager {
     /// Stops the session's turn in flight, naming `source` as its abort source; false when
     /// the session has no backend yet.
     pub fn stop(&self, session_id: &str, source: &str) -> Result<bool> {
+        self.stop_where(session_id, None, source)
+    }
+
+    /// Stops turn `turn_id` of the session if it is the one in flight; false (and nothing
+    /// stopped) when it is not, so a caller whose turn has just ended never stops the next.
+    pub fn stop_turn(&self, session_id: &str, turn_id: &str, source: &str) -> Result<bool> {
+        self.stop_where(session_id, Some(turn_id), source)
+    }
+
+    fn stop_where(&self, session_id: &str, turn: Option<&str>, source: &str) -> Result<bool> {
         let backend = lock(&self.inner.backends)?.get(session_id).cloned();
         let Some(backend) = backend else {
             return Ok(false);
@@ -248,7 +264,13 @@ impl SessionManager {
         // Both under the lock a turn's start takes: the stop reaches the turn in flight, or
         // (if none holds the session) none, never the next one.
         let mut stops = lock(&self.inner.stops)?;
-        let stop = stops.entry(session_id.to_owned()).or_default();
+        let stop = match turn {
+            None => stops.entry(session_id.to_owned()).or_default(),
+            Some(turn) => match stops.get_mut(session_id) {
+                Some(stop) if stop.turn == turn => stop,
+                _ => return Ok(false),
+            },
+        };
         stop.source = Some(source.to_owned());
         stop.asked.notify_one();
         stop_backend(&*backend);

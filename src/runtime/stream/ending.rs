@@ -3,7 +3,7 @@
 //! use; and the replacement of a terminal event the ledger refuses.
 
 use super::super::begin::{runtime_event, Begun};
-use super::super::manager::{Inner, TurnOutcome};
+use super::super::manager::{lock, Inner, TurnOutcome};
 use super::super::mapping::{terminal_event, Ending};
 use crate::error::{Error, Result};
 use crate::index::SessionRecord;
@@ -42,10 +42,13 @@ pub(super) fn synthetic(
     (event, ending)
 }
 
-/// Ends the turn with `terminal`. When the ledger refuses the event itself (a repeated id, a
-/// field it cannot hold) nothing of the commit was written: the run ends failed by a synthetic
-/// event (`invalid_terminal_event`) instead of staying `running`, and if that is refused too,
-/// both errors are the turn's.
+/// Ends the turn with `terminal`, so that its run never stays `running` in this life. A
+/// refusal (not a disk's failure) is met twice: first by the same commit again, which
+/// completes one refused after its event was stored (a precondition a concurrent update of
+/// the run broke; each step done is skipped, and the stored event seals the run against any
+/// other); then, the event itself refused (a repeated id, a field the ledger cannot hold) and
+/// so nothing of the commit written, by a synthetic event failing the run
+/// (`invalid_terminal_event`). If that is refused too, both errors are the turn's.
 pub(super) fn commit(
     inner: &Inner,
     begun: &Begun,
@@ -53,20 +56,31 @@ pub(super) fn commit(
     events: usize,
     summary: &str,
 ) -> Result<TurnOutcome> {
-    finish(inner, begun, terminal, &ending, events, summary).or_else(|refused| {
-        if !matches!(
-            refused,
+    let refusal = |e: &Error| {
+        matches!(
+            e,
             Error::InvalidInput(_) | Error::InvalidRecord { .. } | Error::IdentityConflict { .. }
-        ) {
-            return Err(refused);
+        )
+    };
+    let outcome = match finish(inner, begun, terminal.clone(), &ending, events, summary) {
+        Err(refused) if refusal(&refused) => {
+            finish(inner, begun, terminal, &ending, events, summary).or_else(|_| {
+                let class = Some("invalid_terminal_event".into());
+                let (event, ending) = synthetic(inner, begun, "failed", class, None);
+                finish(inner, begun, event, &ending, events, summary).map_err(|e| Error::Several {
+                    what: "the turn's terminal event was refused, and so was its replacement"
+                        .into(),
+                    errors: vec![refused, e],
+                })
+            })
         }
-        let class = Some("invalid_terminal_event".into());
-        let (event, ending) = synthetic(inner, begun, "failed", class, None);
-        finish(inner, begun, event, &ending, events, summary).map_err(|e| Error::Several {
-            what: "the turn's terminal event was refused, and so was its replacement".into(),
-            errors: vec![refused, e],
-        })
-    })
+        other => other,
+    }?;
+    // A lock a panic poisoned leaves the run named: a later start finds it ended.
+    if let Ok(mut open) = lock(&inner.open_runs) {
+        open.ended(&begun.ids.session_id);
+    }
+    Ok(outcome)
 }
 
 /// Step 8: the terminal commit, `turn_state`, and the session's header.
@@ -113,7 +127,6 @@ fn finish(
         None,
         &then,
     )?;
-    super::super::manager::lock(&inner.open_runs)?.ended(&ids.session_id);
     Ok(TurnOutcome {
         session_id: ids.session_id.clone(),
         turn_id: ids.turn_id.clone(),

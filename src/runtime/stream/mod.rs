@@ -6,8 +6,8 @@
 //! on (so a fact reaches the caller once durable). Deltas ahead of a fact are handed on
 //! before it is queued, without waiting for its sync. After the stream: the terminal
 //! commit, the final `turn_state` and the session header, in one sync that also covers the
-//! facts still queued. A stream that ends without a terminal event gets a synthetic one
-//! (`missing_terminal_event`).
+//! facts still queued. A stream that ends without a terminal event gets a synthetic one:
+//! `aborted` if a stop was asked, else failed (`missing_terminal_event`).
 //!
 //! A backend is the host's code, and the turn does not wait on it for good: once stopped, it
 //! has [`STOP_GRACE`] to end its stream, after which the turn ends `aborted` without it; once
@@ -92,15 +92,7 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
             match waited {
                 Waited::Event(e) => Some(e),
                 Waited::Closed => None,
-                Waited::GaveUp => {
-                    if terminal.is_none() {
-                        // A stop's grace ran out: the turn ends `aborted`, as it asked.
-                        let source = abort_source().unwrap_or_else(|| "stop_button".into());
-                        let e = ending::synthetic(inner, &begun, "aborted", None, Some(&source));
-                        terminal = Some(e);
-                    }
-                    break;
-                }
+                Waited::GaveUp => break,
             }
         } else {
             match from_backend.try_recv() {
@@ -133,9 +125,14 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
         }
     }
     w.flush();
-    let terminal = terminal.unwrap_or_else(|| {
-        let missing = Some("missing_terminal_event".into());
-        ending::synthetic(inner, &begun, "failed", missing, None)
+    // A stream that ended without a terminal event (closed, or given up on after a stop's
+    // grace) ends the turn `aborted` if a stop was asked, as it asked, else failed.
+    let terminal = terminal.unwrap_or_else(|| match abort_source() {
+        Some(source) => ending::synthetic(inner, &begun, "aborted", None, Some(&source)),
+        None => {
+            let missing = Some("missing_terminal_event".into());
+            ending::synthetic(inner, &begun, "failed", missing, None)
+        }
     });
     // The stream is let go: a backend still sending finds it closed.
     drop(from_backend);
