@@ -397,3 +397,17 @@ async fn dispose_ends_a_turn_cancelled_when_the_backend_closes_its_stream() {
     assert_eq!(ended_runs(&f, "s"), [("cancelled".to_owned(), 1)]);
     assert_eq!(abort_source(&f, "s"), json!("runtime_disposed"));
 }
+
+/// A runtime disposed of starts no turn: a backend made after `dispose` would outlive it.
+#[tokio::test(start_paused = true)]
+async fn a_disposed_runtime_refuses_new_turns_and_writes_nothing() {
+    let f = fixture(Fault::DeafToStop);
+    f.manager.dispose().expect("dispose");
+    let before = labels(&f.storage, "other");
+    let Err(e) = f.manager.send_message("other", text("hello")).await else {
+        panic!("a turn began on a disposed runtime");
+    };
+    assert!(e.to_string().contains("disposed"), "{e}");
+    assert_eq!(labels(&f.storage, "other"), before);
+    assert!(ended_runs(&f, "other").is_empty());
+}

@@ -12,6 +12,7 @@ use crate::store::ExecutionStores;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
@@ -92,6 +93,8 @@ pub(crate) struct Inner {
     turns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Per session: the stop of the turn in flight.
     stops: Mutex<HashMap<String, TurnStop>>,
+    /// Set by `dispose`, under the lock of stops: no turn starts after it.
+    disposed: std::sync::atomic::AtomicBool,
     /// Per claim in flight: its call's fingerprint and the lock a joining call waits on.
     pub claimed: Mutex<HashMap<String, ClaimCall>>,
     /// The runs started and not yet ended, as the open-runs file holds them.
@@ -126,6 +129,7 @@ impl SessionManager {
                 backends: Mutex::default(),
                 turns: Mutex::default(),
                 stops: Mutex::default(),
+                disposed: Default::default(),
                 claimed: Mutex::default(),
                 open_runs: Mutex::default(),
             }),
@@ -178,7 +182,17 @@ impl SessionManager {
             source: None,
             asked: stop_asked.clone(),
         };
-        lock(&self.inner.stops)?.insert(session_id.to_owned(), fresh);
+        {
+            // Under the lock `dispose` sets its mark under: a turn either starts before it, and
+            // is stopped by it, or is refused.
+            let mut stops = lock(&self.inner.stops)?;
+            if self.inner.disposed.load(Ordering::Relaxed) {
+                return Err(Error::InvalidInput(format!(
+                    "the runtime was disposed of: no turn of session {session_id} starts"
+                )));
+            }
+            stops.insert(session_id.to_owned(), fresh);
+        }
         let inner = self.inner.clone();
         // The backend first: a session whose backend cannot be made gets no run. It is made
         // outside the disk waits (its factory is the host's, and a wait in place must never
@@ -288,14 +302,17 @@ impl SessionManager {
         Ok(backend.is_some_and(|b| b.respond_to_user_question(request_id, answers)))
     }
 
-    /// Disposes of every backend, each once its turn in flight (if any) is stopped, with
-    /// abort source `runtime_disposed`: a turn never outlives its backend unended.
+    /// Disposes of every backend, once each session's turn in flight (if any) is stopped with
+    /// abort source `runtime_disposed`. Those turns end as their streams do (a backend deaf to
+    /// the stop within the stream's grace), after this returns; no turn starts after it.
     pub fn dispose(&self) -> Result<()> {
-        let sessions: Vec<String> = lock(&self.inner.backends)?.keys().cloned().collect();
+        let sessions: Vec<String> = {
+            let stops = lock(&self.inner.stops)?;
+            self.inner.disposed.store(true, Ordering::Relaxed);
+            stops.keys().cloned().collect()
+        };
         for session in &sessions {
-            if lock(&self.inner.stops)?.contains_key(session) {
-                self.stop(session, DISPOSED)?;
-            }
+            self.stop(session, DISPOSED)?;
         }
         for (_, backend) in lock(&self.inner.backends)?.drain() {
             let _ = catch_unwind(AssertUnwindSafe(|| backend.dispose()));
