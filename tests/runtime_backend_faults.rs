@@ -7,8 +7,8 @@
 mod support;
 
 use makalog::runtime::{
-    Backend, BackendRegistry, SendInput, SessionEvent, SessionManager, TurnInput,
-    FAKE_ASK_USER_QUESTION_PROMPT,
+    Backend, BackendRegistry, SendInput, SessionEvent, SessionManager, Turn, TurnInput,
+    TurnOutcome, FAKE_ASK_USER_QUESTION_PROMPT,
 };
 use makalog::store::open_execution_stores_for_write;
 use serde_json::json;
@@ -193,6 +193,24 @@ fn ended_runs(f: &Fixture, session: &str) -> Vec<(String, usize)> {
         .collect()
 }
 
+/// A whole turn of `session`: sent, then read to its end.
+async fn whole_turn(f: &Fixture, session: &str, prompt: &str) -> TurnOutcome {
+    let turn = f.manager.send_message(session, text(prompt)).await;
+    turn.expect("send").finish().await.expect("the turn ends")
+}
+
+/// A turn of `session` sent and streaming: its first event (a delta) read.
+async fn streaming_turn(f: &Fixture, session: &str, prompt: &str) -> Turn {
+    let mut turn = f
+        .manager
+        .send_message(session, text(prompt))
+        .await
+        .expect("send");
+    let first = turn.events.recv().await.expect("a delta");
+    assert_eq!(first.type_name(), "text_delta");
+    turn
+}
+
 /// The abort source of the session's only run.
 fn abort_source(f: &Fixture, session: &str) -> serde_json::Value {
     let runs = f
@@ -207,27 +225,14 @@ fn abort_source(f: &Fixture, session: &str) -> serde_json::Value {
 
 /// The fake session `other` still takes a turn: the runtime's locks were not broken.
 async fn other_session_still_works(f: &Fixture) {
-    let outcome = f
-        .manager
-        .send_message("other", text("hello"))
-        .await
-        .expect("send")
-        .finish()
-        .await
-        .expect("turn");
+    let outcome = whole_turn(f, "other", "hello").await;
     assert_eq!(outcome.status, "completed");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_backend_deaf_to_stop_has_its_turn_ended_cancelled_after_a_grace() {
     let f = fixture(Fault::DeafToStop);
-    let mut turn = f
-        .manager
-        .send_message("s", text("one"))
-        .await
-        .expect("send");
-    let first = turn.events.recv().await.expect("a delta");
-    assert_eq!(first.type_name(), "text_delta");
+    let turn = streaming_turn(&f, "s", "one").await;
     assert!(f.manager.stop("s", "stop_button").expect("stop"));
     let outcome = turn.finish().await.expect("the turn ends");
     assert_eq!(outcome.status, "cancelled");
@@ -235,12 +240,7 @@ async fn a_backend_deaf_to_stop_has_its_turn_ended_cancelled_after_a_grace() {
     let log = labels(&f.storage, "s");
     assert!(log.contains(&"turn_state:aborted".to_owned()), "{log:?}");
     // The session's next turn is not held by the first.
-    let mut next = f
-        .manager
-        .send_message("s", text("two"))
-        .await
-        .expect("send");
-    next.events.recv().await.expect("a delta");
+    let next = streaming_turn(&f, "s", "two").await;
     assert!(f.manager.stop("s", "stop_button").expect("stop"));
     assert_eq!(next.finish().await.expect("turn").status, "cancelled");
 }
@@ -249,14 +249,7 @@ async fn a_backend_deaf_to_stop_has_its_turn_ended_cancelled_after_a_grace() {
 async fn a_backend_that_keeps_its_stream_open_after_complete_does_not_hold_the_session() {
     let f = fixture(Fault::OpenAfterComplete);
     for prompt in ["one", "two"] {
-        let outcome = f
-            .manager
-            .send_message("s", text(prompt))
-            .await
-            .expect("send")
-            .finish()
-            .await
-            .expect("the turn ends");
+        let outcome = whole_turn(&f, "s", prompt).await;
         assert_eq!(outcome.status, "completed");
         assert_eq!(outcome.summary, "done");
     }
@@ -269,14 +262,7 @@ async fn a_backend_that_keeps_its_stream_open_after_complete_does_not_hold_the_s
 #[tokio::test(start_paused = true)]
 async fn a_backend_panicking_in_send_fails_the_turn_and_breaks_nothing_else() {
     let f = fixture(Fault::PanicInSend);
-    let outcome = f
-        .manager
-        .send_message("s", text("one"))
-        .await
-        .expect("the opening is written")
-        .finish()
-        .await
-        .expect("the turn ends");
+    let outcome = whole_turn(&f, "s", "one").await;
     assert_eq!(outcome.status, "failed");
     assert_eq!(
         outcome.failure_class.as_deref(),
@@ -301,12 +287,7 @@ async fn a_backend_factory_panicking_is_the_calls_error_and_starts_no_run() {
 #[tokio::test(start_paused = true)]
 async fn a_backend_panicking_in_stop_has_its_turn_ended_and_breaks_nothing_else() {
     let f = fixture(Fault::PanicInStop);
-    let mut turn = f
-        .manager
-        .send_message("s", text("one"))
-        .await
-        .expect("send");
-    turn.events.recv().await.expect("a delta");
+    let turn = streaming_turn(&f, "s", "one").await;
     assert!(f
         .manager
         .stop("s", "stop_button")
@@ -320,14 +301,7 @@ async fn a_backend_panicking_in_stop_has_its_turn_ended_and_breaks_nothing_else(
 #[tokio::test(start_paused = true)]
 async fn a_terminal_event_the_ledger_refuses_ends_the_run_failed_not_running() {
     let f = fixture(Fault::RepeatedTerminalId);
-    let outcome = f
-        .manager
-        .send_message("s", text("one"))
-        .await
-        .expect("send")
-        .finish()
-        .await
-        .expect("the turn ends");
+    let outcome = whole_turn(&f, "s", "one").await;
     assert_eq!(outcome.status, "failed");
     assert_eq!(
         outcome.failure_class.as_deref(),
@@ -366,12 +340,7 @@ async fn dispose_stops_the_turns_in_flight_first() {
 #[tokio::test(start_paused = true)]
 async fn a_stopped_turn_whose_stream_just_closes_ends_cancelled() {
     let f = fixture(Fault::ClosesOnStop);
-    let mut turn = f
-        .manager
-        .send_message("s", text("one"))
-        .await
-        .expect("send");
-    turn.events.recv().await.expect("a delta");
+    let turn = streaming_turn(&f, "s", "one").await;
     assert!(f.manager.stop("s", "stop_button").expect("stop"));
     let outcome = turn.finish().await.expect("the turn ends");
     assert_eq!(
@@ -385,12 +354,7 @@ async fn a_stopped_turn_whose_stream_just_closes_ends_cancelled() {
 #[tokio::test(start_paused = true)]
 async fn dispose_ends_a_turn_cancelled_when_the_backend_closes_its_stream() {
     let f = fixture(Fault::ClosesOnDispose);
-    let mut turn = f
-        .manager
-        .send_message("s", text("one"))
-        .await
-        .expect("send");
-    turn.events.recv().await.expect("a delta");
+    let turn = streaming_turn(&f, "s", "one").await;
     f.manager.dispose().expect("dispose");
     let outcome = turn.finish().await.expect("the turn ends");
     assert_eq!(outcome.status, "cancelled");
