@@ -189,3 +189,29 @@ fn the_index_reads_the_same_facts_from_stored_json_as_the_strict_decoder() {
     );
     assert!(!makalog::index::EventFacts::of(&events[2]).terminal);
 }
+
+/// An event nested as deep as the ledger takes (256 levels) is listed like any other: the
+/// invocation index reads its terminal event back with the ledger's own reader, not one that
+/// stops at 128 levels.
+#[test]
+fn a_terminal_event_nested_deep_is_listed_with_its_invocation() {
+    let (_t, storage) = temp_root();
+    let store = store(&storage);
+    store
+        .append(&opening(S, "run-1", "turn-1", 1.0), Durability::Durable)
+        .expect("opening");
+    let mut deep = terminal(S, "run-1", "turn-1", "end-1", 2.0, "completed")
+        .value()
+        .clone();
+    let mut inner = serde_json::json!([]);
+    for _ in 0..200 {
+        inner = serde_json::json!([inner]);
+    }
+    deep["actions"]["stateDelta"]["n"] = inner;
+    let deep = makalog::event::RuntimeEvent::from_value(deep).expect("the ledger takes it");
+    store.append(&deep, Durability::Durable).expect("terminal");
+    let listed = store.list_session_invocations(S).expect("listed");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].outcome(), Some("completed"));
+    assert_eq!(listed[0].terminal_event.as_ref(), Some(deep.value()));
+}

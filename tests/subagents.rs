@@ -197,3 +197,40 @@ fn a_subagent_costs_one_claims_sync_and_a_new_sessions_syncs() {
         "opening the new child for writing looks for its sidecar once"
     );
 }
+
+/// A child's header rides in its spawn claim, one level down: a header nested deeper than the
+/// claims log can read back is refused with nothing written (it was written, and then every
+/// open of the claims log failed on it), and one that reads back survives a reopen.
+#[test]
+fn a_header_nested_deeper_than_its_claim_reads_back_is_refused_and_writes_nothing() {
+    let (_t, storage) = temp_root();
+    let nested = |levels: usize| {
+        let mut inner = json!([]);
+        for _ in 1..levels {
+            inner = json!([inner]);
+        }
+        let mut h = child("child-deep", "tool-1", 'a');
+        h["externalOrigin"] = json!({ "n": inner });
+        h
+    };
+    {
+        let (_owner, s) = stores::open(&storage);
+        s.sessions
+            .create(session_header("parent", 1))
+            .expect("parent");
+        let root = storage.describe_root();
+        let before = snapshot(&root);
+        match s.sessions.create_subagent(nested(200)) {
+            Err(Error::InvalidInput(why)) => assert!(why.contains("claim"), "{why}"),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert_eq!(before, snapshot(&root), "a refusal writes nothing");
+        s.sessions
+            .create_subagent(nested(100))
+            .expect("a header its claim reads back");
+        s.close().expect("close");
+    }
+    let (_owner, s) = stores::open(&storage);
+    let child = s.sessions.read_session("child-deep").expect("read");
+    assert!(child.is_some(), "the child survives a reopen");
+}

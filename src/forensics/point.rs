@@ -55,9 +55,10 @@ const TIME_KEYS: [&str; 9] = [
     "claimedAt",
 ];
 
-/// The latest instant a JSON payload states at its top level.
+/// The latest instant a JSON payload states at its top level. Read with the ledger's own
+/// reader, which takes every nesting the ledger does (serde_json's stops at 128 levels).
 pub fn stated_time(payload: &[u8]) -> Option<f64> {
-    let v: serde_json::Value = serde_json::from_slice(payload).ok()?;
+    let v = crate::event::parse::parse(std::str::from_utf8(payload).ok()?).ok()?;
     TIME_KEYS
         .iter()
         .filter_map(|k| v.get(k).and_then(serde_json::Value::as_f64))
@@ -164,4 +165,21 @@ fn cut_claims(
     });
     view.cut(CLAIMS_FILE, Cut::At(end));
     Ok((kept, total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stated_time;
+
+    /// A record nested as deep as the ledger takes still states its time: read with the
+    /// ledger's own reader, not one that stops at 128 levels.
+    #[test]
+    fn a_deeply_nested_record_states_its_time() {
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let payload = format!(r#"{{"createdAt":5,"n":{deep},"updatedAt":7}}"#);
+        assert_eq!(stated_time(payload.as_bytes()), Some(7.0));
+        assert_eq!(stated_time(b"{\"createdAt\":5}"), Some(5.0));
+        assert_eq!(stated_time(b"not json"), None);
+        assert_eq!(stated_time(b"\xff"), None);
+    }
 }

@@ -208,7 +208,9 @@ impl SessionIndex {
         json: &mut dyn FnMut(&StoredAt) -> crate::Result<String>,
     ) -> crate::Result<Vec<RuntimeInvocation>> {
         let parse = |text: String, at: &StoredAt| -> crate::Result<serde_json::Value> {
-            serde_json::from_str(&text).map_err(|e| crate::Error::Corrupt {
+            // The ledger's own reader: the event was taken at up to 256 levels of nesting,
+            // where serde_json's reader stops at 128.
+            crate::event::parse::parse(&text).map_err(|e| crate::Error::Corrupt {
                 file: crate::segment::layout::session_dir(&self.session_id),
                 offset: at.offset,
                 what: format!(

@@ -49,7 +49,10 @@ impl ClaimsLog {
         Ok((self.commit.wait_durable(st, last)?, appended))
     }
 
-    /// The payload `record` is appended as, refused if it is over the log's bound.
+    /// The payload `record` is appended as, refused if it is over the log's bound or does not
+    /// read back as the claim it is: replay must take every record the log holds (a spawn
+    /// claim carries its child's header, which its decoder may take nested deeper than the
+    /// claim's reader can, at 128 levels).
     fn encode_bounded(&self, record: &ClaimRecord) -> Result<Vec<u8>> {
         let payload = record.encode()?;
         if payload.len() > self.max_payload as usize {
@@ -59,6 +62,9 @@ impl ClaimsLog {
                 self.max_payload
             )));
         }
+        ClaimRecord::decode(record.kind(), &payload).map_err(|why| {
+            Error::InvalidInput(format!("claim does not read back as written: {why}"))
+        })?;
         Ok(payload)
     }
 
