@@ -79,13 +79,22 @@ fn a_sidecar_with_covers_at_the_end_of_their_range_is_untrusted_never_a_panic() 
         (None, u64::MAX, u64::MAX),
         (Some(1 << 63), (1 << 63) + 100, 3),
     ];
-    for (frame_offset, data_end, last_seq) in cases {
+    // Crafted in the first cover (a rolled segment's) and in the last (the live segment's,
+    // whose frame is read where the cover says rather than checked against the file's size).
+    // A last_seq of 0 keeps the cover's own.
+    let last = header.covers.len() - 1;
+    let cases = cases
+        .into_iter()
+        .chain([(Some(1 << 63), (1 << 63) + 100, 0)]);
+    for (which, (frame_offset, data_end, last_seq)) in cases.flat_map(|c| [(0, c), (last, c)]) {
         let mut view = decode_sidecar_state(&good, &header).expect("state");
         if let Some(offset) = frame_offset {
-            view.covers[0].last_frame_offset = offset;
+            view.covers[which].last_frame_offset = offset;
         }
-        view.covers[0].data_end = data_end;
-        view.covers[0].last_seq = last_seq;
+        view.covers[which].data_end = data_end;
+        if last_seq != 0 {
+            view.covers[which].last_seq = last_seq;
+        }
         let crafted = encode_sidecar(&view, &ids).expect("encode");
         std::fs::write(&path, &crafted).expect("write");
         let reader = makalog::store::ReadOnlySessions::new(&*storage);

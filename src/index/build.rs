@@ -156,6 +156,12 @@ pub fn covers_hold(storage: &dyn Storage, session_id: &str, covers: &[Cover]) ->
             Some(len) if len <= (MAX_FRAME_OVERHEAD as u64 + u64::from(MAX_PAYLOAD_LIMIT)) => len,
             _ => return Ok(false),
         };
+        // A frame the file does not reach is the sidecar's fault, not a read to try (one at
+        // 2^63 or past fails with EINVAL, an I/O error blamed on a sound segment).
+        let size = f.size().map_err(|e| Error::io(&file.path, "stat", e))?;
+        if c.data_end > size {
+            return Ok(false);
+        }
         let Ok(layout) = read_layout(&*f, &file.path) else {
             return Ok(false);
         };
