@@ -59,7 +59,13 @@ pub fn list(root: &Path, json: bool) -> ExitCode {
         if !listed.insert(h.id()) {
             continue;
         }
-        let id = format!("{}{}", "  ".repeat(depth), h.id());
+        // Indented by depth up to a bound, then saying it: a hostile root's chain of parents
+        // would otherwise make the listing grow with the square of its length.
+        let id = if depth <= MAX_INDENT {
+            format!("{}{}", "  ".repeat(depth), h.id())
+        } else {
+            format!("{}[{depth}] {}", "  ".repeat(MAX_INDENT), h.id())
+        };
         let last = h.value()["lastUsedAt"]
             .as_f64()
             .map(iso8601)
@@ -73,6 +79,9 @@ pub fn list(root: &Path, json: bool) -> ExitCode {
     say!("{} sessions", headers.len());
     ExitCode::SUCCESS
 }
+
+/// The deepest a session is indented under its parents in the tree.
+const MAX_INDENT: usize = 32;
 
 /// A session's messages in append order, or one turn's.
 pub fn messages(root: &Path, session: &str, turn: Option<&str>, json: bool) -> ExitCode {

@@ -194,3 +194,44 @@ fn sessions_whose_parents_form_a_cycle_are_listed_once_each() {
         assert_eq!(html.matches(&item).count(), 1, "{id} once in the tree");
     }
 }
+
+/// A chain of parents as long as a hostile root likes would indent each line by its depth, so
+/// the listing grew with the square of the chain: indentation stops at a bound, and a line
+/// deeper than it says its depth.
+#[test]
+fn a_long_chain_of_parents_is_listed_with_bounded_indentation() {
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    let n = 200;
+    {
+        let owner = makalog::root::try_acquire_owner(&root)
+            .expect("acquire")
+            .expect("free");
+        let s = makalog::store::open_execution_stores_for_write(&owner).expect("stores");
+        let mut first = common::subagent_header("link-000", "none");
+        for key in ["subagentParent", "subagentRuntime", "subagentSpawn"] {
+            first.as_object_mut().expect("object").remove(key);
+        }
+        s.sessions.create(first).expect("the root");
+        for i in 1..n {
+            let (id, parent) = (format!("link-{i:03}"), format!("link-{:03}", i - 1));
+            s.sessions
+                .create_subagent(common::subagent_header(&id, &parent))
+                .expect("a child");
+        }
+        s.close().expect("close");
+    }
+    let out = makalog(&["sessions", root.to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(0));
+    let listed = text(&out.stdout);
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), n + 2, "a header, each session, the count");
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let deepest = lines.iter().map(|l| indent(l)).max().expect("lines");
+    assert!(deepest <= 2 * 32, "indented {deepest} columns");
+    let last = lines[n];
+    assert!(
+        last.trim_start().starts_with("[199] link-199"),
+        "the depth said: {last}"
+    );
+}
