@@ -55,6 +55,11 @@ impl MemStorage {
                     path.display()
                 ));
             }
+            // A listing names entries as text: a name that is not UTF-8 (no root has one)
+            // would be listed as another name, or two names as one.
+            if path.to_str().is_none() {
+                return Err(format!("{}: a name that is not UTF-8", path.display()));
+            }
             if range.start > range.end || range.end > out.data.len() {
                 return Err(format!(
                     "{}: its bytes lie outside the buffer",
@@ -77,8 +82,9 @@ impl MemStorage {
                 }
                 let name = child
                     .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default()
+                    .to_owned();
                 let parent_known = out.dirs.contains_key(&parent);
                 let entries = out.dirs.entry(parent.clone()).or_default();
                 debug_assert_eq!(known, entries.iter().any(|e| e.name == name));
@@ -222,5 +228,19 @@ mod tests {
         assert!(tree(&["a/b", "a/b"]).is_err_and(|e| e.contains("named twice")));
         assert!(tree(&["a/b", "a/b/c"]).is_err_and(|e| e.contains("both a file and a directory")));
         assert!(tree(&["a/b/c", "a/b"]).is_err_and(|e| e.contains("named twice")));
+    }
+
+    /// Names that are not UTF-8 (two such differed only in bytes the listing's names lose, and
+    /// a debug build panicked on finding one name twice) are refused, as no root has them.
+    #[test]
+    fn a_name_that_is_not_utf8_is_refused() {
+        use std::os::unix::ffi::OsStrExt;
+        let path = |b: &[u8]| PathBuf::from(std::ffi::OsStr::from_bytes(b));
+        let files = vec![(path(b"d/a\xff"), 0..0), (path(b"d/a\xfe"), 0..0)];
+        let refused = MemStorage::new("bundle", Arc::new(Vec::new()), files);
+        assert!(refused.is_err_and(|e| e.contains("not UTF-8")));
+        let files = vec![(path(b"\xff/a"), 0..0)];
+        let refused = MemStorage::new("bundle", Arc::new(Vec::new()), files);
+        assert!(refused.is_err_and(|e| e.contains("not UTF-8")));
     }
 }
