@@ -177,3 +177,80 @@ fn one_turn_closed(
         .expect("ids");
     (good, view, ids)
 }
+
+/// Events repeated past the covers (an id the sidecar also names, as a raw writer could leave
+/// them) are each confirmed against the sidecar's entries for their id by reading the entry's
+/// frame back. A crafted table piling the most entries allowed on one hash, each naming a large
+/// frame, made every repeat read all of them again: a tail of N repeats read N × 16 large
+/// frames, with no end a hostile root could not push out. Each frame is now read back once.
+#[test]
+fn repeats_past_the_covers_read_each_named_frame_back_once() {
+    use makalog::index::{
+        decode_sidecar_header, decode_sidecar_state, id_entries, id_hash, section,
+    };
+    use std::sync::atomic::Ordering;
+    let (_t, storage) = temp_root();
+    let big = 256 * 1024;
+    {
+        let store = store(&storage);
+        let large = user(S, "run-1", "turn-1", "big", 1.0, &"a".repeat(big));
+        store.append(&large, Durability::Durable).expect("large");
+        store.close().expect("close");
+    }
+    let good = sidecar_bytes(&storage);
+    {
+        let raw =
+            makalog::segment::SegmentWriter::open(&owner(&storage), S, WriterConfig::default())
+                .expect("raw writer")
+                .0;
+        for i in 0..40 {
+            let repeat = user(
+                S,
+                "run-2",
+                "turn-2",
+                "x",
+                10.0 + f64::from(i),
+                &format!("repeat {i}"),
+            );
+            raw.append(
+                makalog::format::RecordKind::RuntimeEvent,
+                repeat.canonical_json().as_bytes(),
+                Durability::Durable,
+            )
+            .expect("raw append");
+        }
+    }
+    let header = decode_sidecar_header(&good).expect("header");
+    let view = decode_sidecar_state(&good, &header).expect("state");
+    let mut ids = section(&good, &header, 2)
+        .and_then(id_entries)
+        .expect("ids");
+    let large = *ids
+        .iter()
+        .find(|e| e.hash == id_hash("big"))
+        .expect("the large event's entry");
+    ids.extend((0..16).map(|_| makalog::index::IdEntry {
+        hash: id_hash("x"),
+        ..large
+    }));
+    ids.sort_by_key(|e| e.hash);
+    std::fs::write(
+        sidecar_path(&storage),
+        encode_sidecar(&view, &ids).expect("encode"),
+    )
+    .expect("craft");
+    let root = makalog::storage::Storage::describe_root(&*storage);
+    let (counted, _) = counting::counting(root, u64::MAX);
+    let reader = makalog::store::ReadOnlySessions::new(&*counted);
+    reader.read_messages(S, None).expect("read-only");
+    let store = RuntimeEventStore::open(&owner(&counted), WriterConfig::default());
+    store.open_session_now(S).expect("open");
+    let events = store.read_session_runtime_events(S).expect("read");
+    assert_eq!(events.len(), 41);
+    store.close().expect("close");
+    let read = counted.meter.read_bytes.load(Ordering::SeqCst);
+    assert!(
+        read < 40 * big as u64,
+        "{read} bytes read for a log of about {big}"
+    );
+}

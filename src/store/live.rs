@@ -2,7 +2,7 @@
 //! memory with the id table of the sidecar it was loaded from mapped.
 
 use super::sidecar_file::{read_sidecar, store_sidecar, write_sidecar, BaseIds, SidecarFile};
-use super::stored::stored_event;
+use super::stored::StoredIds;
 use crate::error::{Error, Result};
 use crate::index::{catch_up, rebuild, resume_point, IdEntry, RuntimeInvocation, SessionIndex};
 use crate::root::Owner;
@@ -174,16 +174,17 @@ pub(crate) fn open_for_writing(
 }
 
 /// Applies the records after what a loaded view covers; ids the sidecar holds are confirmed by
-/// reading the stored event back.
+/// reading the stored event back (each frame once).
 pub(crate) fn caught_up(storage: &dyn Storage, live: &mut LiveView) -> Result<()> {
     let base = live.base.take();
     let session_id = live.view.session_id.clone();
+    let stored = StoredIds::new(storage, &session_id);
     let known = |id: &str| {
         base.as_ref().is_some_and(|b| {
             b.find(id)
                 .unwrap_or_default()
                 .iter()
-                .any(|e| stored_event(storage, &session_id, e, id).is_ok_and(|p| p.is_some()))
+                .any(|e| stored.holds(e, id))
         })
     };
     catch_up(storage, &mut live.view, &known)?;

@@ -25,6 +25,45 @@ pub(crate) fn stored_event(
     Ok(same.then_some(bytes))
 }
 
+/// Confirms a sidecar's id entries against the frames they name while a view catches up past
+/// its covers, each frame read back at most once: a crafted table naming one large frame from
+/// many entries, met by many repeats in the tail, costs one read of it, not one a repeat.
+pub(crate) struct StoredIds<'a> {
+    storage: &'a dyn Storage,
+    session_id: &'a str,
+    /// By frame (ordinal, offset, record): the id of the event stored there, `None` if none
+    /// could be read.
+    read: std::cell::RefCell<HashMap<(u64, u64, u64), Option<String>>>,
+}
+
+impl<'a> StoredIds<'a> {
+    pub(crate) fn new(storage: &'a dyn Storage, session_id: &'a str) -> Self {
+        StoredIds {
+            storage,
+            session_id,
+            read: Default::default(),
+        }
+    }
+
+    /// Whether the event stored where `at` names has id `id`.
+    pub(crate) fn holds(&self, at: &IdEntry, id: &str) -> bool {
+        let key = (at.ordinal, at.offset, at.record_seq);
+        if let Some(stored) = self.read.borrow().get(&key) {
+            return stored.as_deref() == Some(id);
+        }
+        let stored = FramesAt::new(self.storage, self.session_id)
+            .payload(at.ordinal, at.offset, at.record_seq)
+            .ok()
+            .and_then(|bytes| {
+                let json = std::str::from_utf8(&bytes).ok()?;
+                Some(EventFacts::read(json).ok()?.id.into_owned())
+            });
+        let holds = stored.as_deref() == Some(id);
+        self.read.borrow_mut().insert(key, stored);
+        holds
+    }
+}
+
 /// The records stored `at`, read back in order and each decoded by `decode`; one that is not
 /// UTF-8 is damage named by its frame's offset. A span of frames in one segment is read once,
 /// its payloads lent to `decode` uncopied ([`FramesAt::each_payload`]).

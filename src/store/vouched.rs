@@ -5,7 +5,7 @@
 
 use super::live::utf8;
 use super::read_view::{apply_frames, read_from};
-use super::stored::stored_event;
+use super::stored::StoredIds;
 use crate::error::{Error, Result};
 use crate::format::{
     FrameLayout, Tail, FOOTER_LEN, HEADER_LEN, MAX_FRAME_OVERHEAD, MAX_PAYLOAD_LIMIT,
@@ -148,14 +148,11 @@ pub(super) fn vouched_view(
         return Ok(None);
     }
     // Ids the sidecar holds, for events repeated in the tail: a hash match is confirmed by
-    // reading the stored event back, as the general path does.
+    // reading the stored event back (each frame once), as the general path does.
     let ids = section_unchecked(bytes, &header, 2);
+    let stored = StoredIds::new(storage, session_id);
     let known = |id: &str| {
-        find_ids(ids, id_hash(id)).is_ok_and(|entries| {
-            entries
-                .iter()
-                .any(|e| stored_event(storage, session_id, e, id).is_ok_and(|p| p.is_some()))
-        })
+        find_ids(ids, id_hash(id)).is_ok_and(|entries| entries.iter().any(|e| stored.holds(e, id)))
     };
     let mut cursor = resume.cursor(&scan.header, from_last);
     let segment = (path.as_path(), last.ordinal, scan.header.version);
