@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::root::read_marker;
 use crate::segment::layout::list_sessions;
 use crate::storage::Storage;
+use std::collections::HashSet;
 
 /// What became of one log since its head was recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,19 +84,20 @@ pub fn compare_heads(
         )));
     }
     let (ids, _) = list_sessions(storage)?;
+    // Sets, not lists searched: a crafted heads file of a million sessions against a root of
+    // as many would otherwise cost their product.
+    let present: HashSet<&str> = ids.iter().map(String::as_str).collect();
+    let named: HashSet<&str> = recorded.sessions.iter().map(|(r, _)| r.as_str()).collect();
     let mut out = Vec::new();
     for (id, head) in &recorded.sessions {
-        let verdict = if ids.contains(id) {
+        let verdict = if present.contains(id.as_str()) {
             judge(head, &session_chain(storage, id)?)
         } else {
             HeadVerdict::Missing
         };
         out.push((id.clone(), verdict));
     }
-    for id in ids
-        .iter()
-        .filter(|id| !recorded.sessions.iter().any(|(r, _)| r == *id))
-    {
+    for id in ids.iter().filter(|id| !named.contains(id.as_str())) {
         let records = session_chain(storage, id)?.links.len() as u64;
         out.push((id.clone(), HeadVerdict::New { records }));
     }
