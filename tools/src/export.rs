@@ -58,15 +58,16 @@ pub fn run(root: &Path, only: &[String], out: &Path, as_json: bool) -> ExitCode 
         Err(e) => return crate::usage_error(e),
     };
     let partial = format!(".{name}.partial");
-    let made = match write_bundle(
-        &view,
-        &files,
-        &target,
-        &partial,
-        &marker.root_id,
-        live,
-        only,
-    ) {
+    // Made here, so that only a file this export made is removed when it fails: one already
+    // under the name (another export's in progress) is left alone.
+    let file = match target.open(Path::new(&partial), OpenMode::CreateNew) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("makalog: {}: create {partial}: {e}", out.display());
+            return ExitCode::from(1);
+        }
+    };
+    let made = match write_bundle(&view, &files, file, &marker.root_id, live, only) {
         Ok(m) => m,
         Err(why) => {
             let _ = target.remove_file(Path::new(&partial));
@@ -178,15 +179,11 @@ impl Write for SeamWriter {
 fn write_bundle(
     view: &dyn Storage,
     files: &[PathBuf],
-    target: &RealStorage,
-    partial: &str,
+    file: Box<dyn StorageFile>,
     root_id: &str,
     live: bool,
     only: &[String],
 ) -> Result<Made, String> {
-    let file = target
-        .open(Path::new(partial), OpenMode::CreateNew)
-        .map_err(|e| format!("create {partial}: {e}"))?;
     let made_at = crate::time::now_iso8601();
     let mtime = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

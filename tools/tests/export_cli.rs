@@ -258,6 +258,14 @@ fn export_refuses_an_existing_output_an_unknown_session_and_a_non_root() {
         .filter(|n| n.to_string_lossy().contains("partial"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+    // Another export's file in progress (or anyone's) under the name this one would write
+    // first: this export fails and leaves it alone (it removed it).
+    let theirs = t.path().join(".busy.tar.partial");
+    std::fs::write(&theirs, b"theirs").expect("write");
+    let busy = t.path().join("busy.tar");
+    assert_eq!(export(&root, &busy, &[]).status.code(), Some(1));
+    assert_eq!(std::fs::read(&theirs).expect("still there"), b"theirs");
+    assert!(!busy.exists());
 }
 
 /// FORMAT.md orders a bundle's entries by the bytes of their paths: `sessions/a-b/…` before
