@@ -375,3 +375,21 @@ async fn a_disposed_runtime_refuses_new_turns_and_writes_nothing() {
     assert_eq!(labels(&f.storage, "other"), before);
     assert!(ended_runs(&f, "other").is_empty());
 }
+
+/// A turn that fails to start (here its backend's factory panics) leaves no stop behind: a
+/// stop naming it stops nothing, and the session, with neither a backend nor a turn starting,
+/// has nothing to stop.
+#[tokio::test(start_paused = true)]
+async fn a_turn_that_failed_to_start_leaves_no_stop_behind() {
+    let f = fixture(Fault::PanicInFactory);
+    let input = TurnInput {
+        turn_id: Some("t-1".into()),
+        ..text("one")
+    };
+    assert!(f.manager.send_message("s", input).await.is_err());
+    assert!(!f
+        .manager
+        .stop_turn("s", "t-1", "stop_button")
+        .expect("stop"));
+    assert!(!f.manager.stop("s", "stop_button").expect("stop"));
+}

@@ -113,3 +113,54 @@ async fn a_claimed_run_with_an_unused_abort_signal_leaves_the_composition_free_t
     assert_eq!(result.status, "completed");
     c.close().expect("nothing holds the stores");
 }
+
+/// A disposed runtime starts no claimed run, and marks nothing: the claim stays as it was, for
+/// a later process to run (it was marked executing, then refused).
+#[tokio::test]
+async fn a_disposed_runtime_refuses_a_claimed_run_and_marks_nothing() {
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let root = storage.describe_root().display().to_string();
+    stores
+        .sessions
+        .create(parent_header(&root))
+        .expect("parent");
+    let prompt = "a short answer";
+    let (request, intent) = claimed_graph_child(&stores, &root, "a", prompt);
+    let claim = stores
+        .claims
+        .claim_agent_graph_intent(request)
+        .expect("claim")
+        .claim;
+    let status = |stores: &makalog::store::ExecutionStores| {
+        stores
+            .claims
+            .read_agent_graph_intent_claim(&claim.graph_id, &claim.intent_id)
+            .expect("read")
+            .expect("the claim")
+            .status
+    };
+    let before = status(&stores);
+    let manager = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_instant_fake(),
+        Sources::system(),
+    );
+    manager.dispose().expect("dispose");
+    let refused = manager
+        .run_claimed_agent_graph_intent(claimed_run(&claim, &intent, prompt))
+        .await;
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("disposed")),
+        "{refused:?}"
+    );
+    assert_eq!(status(&stores), before);
+    assert!(stores
+        .runs
+        .list_session_runs(&claim.target_session_id)
+        .expect("runs")
+        .is_empty());
+}

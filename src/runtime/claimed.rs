@@ -210,6 +210,11 @@ impl SessionManager {
     ) -> Result<()> {
         let stores = self.stores();
         let child = &claim.target_session_id;
+        // Before the claim is marked executing: a disposed runtime starts no turn, and a
+        // claim marked for one would wait for a later process's retry.
+        if self.inner.is_disposed() {
+            return Err(super::stops::disposed(child));
+        }
         let turn_used = on_disk(|| stores.runs.list_session_runs(child))?
             .iter()
             .any(|r| r.value()["turnId"] == json!(claim.target_turn_id));

@@ -5,6 +5,7 @@
 use super::backend::{Backend, BackendContext, BackendRegistry, SendInput};
 use super::blocking::on_disk;
 use super::sources::Sources;
+use super::stops::TurnStop;
 use super::turn_events::TurnEvents;
 use crate::error::{Error, Result};
 use crate::model::SessionHeader;
@@ -12,7 +13,6 @@ use crate::store::ExecutionStores;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
@@ -88,27 +88,17 @@ pub(crate) struct Inner {
     pub stores: Arc<ExecutionStores>,
     pub sources: Sources,
     registry: BackendRegistry,
-    backends: Mutex<HashMap<String, Arc<dyn Backend>>>,
+    pub(super) backends: Mutex<HashMap<String, Arc<dyn Backend>>>,
     /// Per session: the lock a turn holds while it runs.
     turns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Per session: the stop of the turn in flight.
-    stops: Mutex<HashMap<String, TurnStop>>,
+    pub(super) stops: Mutex<HashMap<String, TurnStop>>,
     /// Set by `dispose`, under the lock of stops: no turn starts after it.
-    disposed: std::sync::atomic::AtomicBool,
+    pub(super) disposed: std::sync::atomic::AtomicBool,
     /// Per claim in flight: its call's fingerprint and the lock a joining call waits on.
     pub claimed: Mutex<HashMap<String, ClaimCall>>,
     /// The runs started and not yet ended, as the open-runs file holds them.
     pub open_runs: Mutex<super::open_runs::OpenRuns>,
-}
-
-/// A turn's stop: the source of the stop asked for, and the signal its stream waits on (a
-/// backend that does not end its stream after a stop is given up on after a grace).
-#[derive(Default)]
-struct TurnStop {
-    /// The turn's id (empty for a stop asked with no turn in flight).
-    turn: String,
-    source: Option<String>,
-    asked: Arc<Notify>,
 }
 
 /// Creates sessions and runs their turns.
@@ -173,26 +163,27 @@ impl SessionManager {
         let guard = self.turn_lock(session_id)?.lock_owned().await;
         // A stop recorded by now was an earlier turn's (or came as this one took the session,
         // a window of a few instructions, and is dropped with it).
-        let stop_asked = Arc::new(Notify::new());
         let turn_id = input
             .turn_id
             .get_or_insert_with(|| self.inner.sources.new_id());
-        let fresh = TurnStop {
-            turn: turn_id.clone(),
-            source: None,
-            asked: stop_asked.clone(),
-        };
-        {
-            // Under the lock `dispose` sets its mark under: a turn either starts before it, and
-            // is stopped by it, or is refused.
-            let mut stops = lock(&self.inner.stops)?;
-            if self.inner.disposed.load(Ordering::Relaxed) {
-                return Err(Error::InvalidInput(format!(
-                    "the runtime was disposed of: no turn of session {session_id} starts"
-                )));
-            }
-            stops.insert(session_id.to_owned(), fresh);
+        let stop_asked = self.inner.turn_started(session_id, turn_id)?;
+        let turn_id = turn_id.clone();
+        // A call that fails before its turn streams forgets the turn's stop.
+        let opening = self.open_turn(session_id, input, guard, stop_asked).await;
+        if opening.is_err() {
+            self.inner.turn_over(session_id, &turn_id);
         }
+        opening
+    }
+
+    /// [`SessionManager::send_message`] once its turn is recorded in flight.
+    async fn open_turn(
+        &self,
+        session_id: &str,
+        input: TurnInput,
+        guard: tokio::sync::OwnedMutexGuard<()>,
+        stop_asked: Arc<Notify>,
+    ) -> Result<Turn> {
         let inner = self.inner.clone();
         // The backend first: a session whose backend cannot be made gets no run. It is made
         // outside the disk waits (its factory is the host's, and a wait in place must never
@@ -213,32 +204,26 @@ impl SessionManager {
         };
         // One disk wait for the header read and the opening's sync.
         let begun = on_disk(|| super::begin::begin(&inner, session_id, read_header()?, &input))?;
-        let from_backend = {
-            // A stop asked while the opening was written is this turn's (it holds the
-            // session): the backend gets it once it has started the turn. Under the lock
-            // `stop` holds, so no stop lands between the two.
-            // A backend that panics is one whose stream ends at once, without a terminal
-            // event: the turn fails (`missing_terminal_event`) and the runtime's locks stay
-            // sound.
-            let stops = lock(&inner.stops)?;
-            let input = SendInput {
-                session_id: session_id.to_owned(),
-                turn_id: begun.ids.turn_id.clone(),
-                text: input.text.clone(),
-                attachments: input.attachments.clone(),
-            };
-            let events = catch_unwind(AssertUnwindSafe(|| backend.send(input)))
-                .unwrap_or_else(|_| mpsc::channel(1).1);
-            if stops.get(session_id).is_some_and(|s| s.source.is_some()) {
-                stop_backend(&*backend);
-            }
-            events
+        // A stop asked while the opening was written is this turn's (it holds the session):
+        // the backend gets it once it has started the turn. A backend that panics is one
+        // whose stream ends at once, without a terminal event: the turn fails
+        // (`missing_terminal_event`) and the runtime's locks stay sound.
+        let send = SendInput {
+            session_id: session_id.to_owned(),
+            turn_id: begun.ids.turn_id.clone(),
+            text: input.text.clone(),
+            attachments: input.attachments.clone(),
         };
+        let from_backend = inner.send_to(session_id, &*backend, || {
+            catch_unwind(AssertUnwindSafe(|| backend.send(send)))
+                .unwrap_or_else(|_| mpsc::channel(1).1)
+        })?;
         let (to_caller, events) = mpsc::channel(super::turn_events::BURSTS);
         let session = session_id.to_owned();
+        let begun_turn = begun.ids.turn_id.clone();
         let done = tokio::spawn(async move {
             let _turn = guard;
-            let source = |inner: &Inner| lock(&inner.stops).ok()?.get(&session)?.source.clone();
+            let source = |inner: &Inner| inner.stop_source(&session);
             let stream = super::stream::Stream {
                 from_backend,
                 to_caller,
@@ -246,9 +231,7 @@ impl SessionManager {
                 abort_source: &|| source(&inner),
             };
             let outcome = super::stream::run(&inner, begun, stream).await;
-            if let Ok(mut s) = lock(&inner.stops) {
-                s.remove(&session);
-            }
+            inner.turn_over(&session, &begun_turn);
             outcome
         });
         Ok(Turn {
@@ -256,39 +239,6 @@ impl SessionManager {
             events: TurnEvents::new(events),
             done,
         })
-    }
-
-    /// Stops the session's turn in flight, naming `source` as its abort source; false when
-    /// the session has no backend yet.
-    pub fn stop(&self, session_id: &str, source: &str) -> Result<bool> {
-        self.stop_where(session_id, None, source)
-    }
-
-    /// Stops turn `turn_id` of the session if it is the one in flight; false (and nothing
-    /// stopped) when it is not, so a caller whose turn has just ended never stops the next.
-    pub fn stop_turn(&self, session_id: &str, turn_id: &str, source: &str) -> Result<bool> {
-        self.stop_where(session_id, Some(turn_id), source)
-    }
-
-    fn stop_where(&self, session_id: &str, turn: Option<&str>, source: &str) -> Result<bool> {
-        let backend = lock(&self.inner.backends)?.get(session_id).cloned();
-        let Some(backend) = backend else {
-            return Ok(false);
-        };
-        // Both under the lock a turn's start takes: the stop reaches the turn in flight, or
-        // (if none holds the session) none, never the next one.
-        let mut stops = lock(&self.inner.stops)?;
-        let stop = match turn {
-            None => stops.entry(session_id.to_owned()).or_default(),
-            Some(turn) => match stops.get_mut(session_id) {
-                Some(stop) if stop.turn == turn => stop,
-                _ => return Ok(false),
-            },
-        };
-        stop.source = Some(source.to_owned());
-        stop.asked.notify_one();
-        stop_backend(&*backend);
-        Ok(true)
     }
 
     /// Answers a question the session's backend asked.
@@ -300,24 +250,6 @@ impl SessionManager {
     ) -> Result<bool> {
         let backend = lock(&self.inner.backends)?.get(session_id).cloned();
         Ok(backend.is_some_and(|b| b.respond_to_user_question(request_id, answers)))
-    }
-
-    /// Disposes of every backend, once each session's turn in flight (if any) is stopped with
-    /// abort source `runtime_disposed`. Those turns end as their streams do (a backend deaf to
-    /// the stop within the stream's grace), after this returns; no turn starts after it.
-    pub fn dispose(&self) -> Result<()> {
-        let sessions: Vec<String> = {
-            let stops = lock(&self.inner.stops)?;
-            self.inner.disposed.store(true, Ordering::Relaxed);
-            stops.keys().cloned().collect()
-        };
-        for session in &sessions {
-            self.stop(session, DISPOSED)?;
-        }
-        for (_, backend) in lock(&self.inner.backends)?.drain() {
-            let _ = catch_unwind(AssertUnwindSafe(|| backend.dispose()));
-        }
-        Ok(())
     }
 
     /// The lock a turn of `session_id` holds while it runs, also when the call that started it
@@ -343,6 +275,11 @@ impl SessionManager {
     /// The session's backend, made on first use from its header's `backend` kind.
     fn backend(&self, session_id: &str, header: &SessionHeader) -> Result<Arc<dyn Backend>> {
         let mut backends = lock(&self.inner.backends)?;
+        // Under the lock `dispose` takes the backends under, after its mark: a backend made
+        // before is disposed of with the others, none is made after.
+        if self.inner.is_disposed() {
+            return Err(super::stops::disposed(session_id));
+        }
         if let Some(b) = backends.get(session_id) {
             return Ok(b.clone());
         }
@@ -355,15 +292,6 @@ impl SessionManager {
         backends.insert(session_id.to_owned(), backend.clone());
         Ok(backend)
     }
-}
-
-/// The abort source of a turn stopped because its runtime disposed of its backend.
-pub const DISPOSED: &str = "runtime_disposed";
-
-/// Stops `backend`'s turn; a panic in the backend's code is its own, and is not carried into
-/// the runtime's locks (the stream's grace ends a turn the stop did not).
-fn stop_backend(backend: &dyn Backend) {
-    let _ = catch_unwind(AssertUnwindSafe(|| backend.stop()));
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> Result<std::sync::MutexGuard<'_, T>> {

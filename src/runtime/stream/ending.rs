@@ -64,7 +64,11 @@ pub(super) fn commit(
     };
     let outcome = match finish(inner, begun, terminal.clone(), &ending, events, summary) {
         Err(refused) if refusal(&refused) => {
-            finish(inner, begun, terminal, &ending, events, summary).or_else(|_| {
+            finish(inner, begun, terminal, &ending, events, summary).or_else(|again| {
+                // A failure that is not a refusal (the disk's) is the turn's as it is.
+                if !refusal(&again) {
+                    return Err(again);
+                }
                 let class = Some("invalid_terminal_event".into());
                 let (event, ending) = synthetic(inner, begun, "failed", class, None);
                 finish(inner, begun, event, &ending, events, summary).map_err(|e| Error::Several {
