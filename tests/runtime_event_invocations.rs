@@ -214,4 +214,17 @@ fn a_terminal_event_nested_deep_is_listed_with_its_invocation() {
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].outcome(), Some("completed"));
     assert_eq!(listed[0].terminal_event.as_ref(), Some(deep.value()));
+    store.close().expect("close");
+    // Rebuilt from the log alone, the same.
+    std::fs::remove_file(sidecar_path(&storage)).expect("no sidecar");
+    let reopened = self::store(&storage);
+    assert_eq!(
+        reopened.list_session_invocations(S).expect("rebuilt"),
+        listed
+    );
+    reopened.close().expect("close");
+    let _ = std::fs::remove_file(sidecar_path(&storage));
+    let index = rebuild(&*storage, S).expect("the index rebuilt read-only");
+    let read = makalog::index::invocations_from_log(&*storage, &index).expect("read");
+    assert_eq!(read, listed);
 }
