@@ -9,7 +9,7 @@ use makalog::storage::Storage;
 use makalog::store::open_execution_stores_for_write;
 use std::sync::Arc;
 use std::time::Duration;
-use support::graph::{claimed_graph_child, claimed_run, parent_header};
+use support::graph::{claimed_child_of_new_parent, claimed_run};
 
 /// A call dropped while its run streams (a caller's timeout) leaves the turn running in its
 /// task; a retry of the claim must not take that live run for one a restart interrupted: it
@@ -20,17 +20,8 @@ async fn a_retry_after_a_dropped_call_waits_for_the_live_run_instead_of_failing_
     let owner = support::owner(&storage);
     let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
     let root = storage.describe_root().display().to_string();
-    stores
-        .sessions
-        .create(parent_header(&root))
-        .expect("parent");
     let prompt = "stream long enough to outlive the first call's patience";
-    let (request, intent) = claimed_graph_child(&stores, &root, "a", prompt);
-    let claim = stores
-        .claims
-        .claim_agent_graph_intent(request)
-        .expect("claim")
-        .claim;
+    let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
     // The fake with its delays: 45 ms a chunk of the echo, on tokio's paused clock.
     let manager = SessionManager::new(
         stores.clone(),
@@ -91,17 +82,8 @@ async fn a_claimed_run_with_an_unused_abort_signal_leaves_the_composition_free_t
     .expect("composition");
     let root = storage.describe_root().display().to_string();
     let stores = c.stores();
-    stores
-        .sessions
-        .create(parent_header(&root))
-        .expect("parent");
     let prompt = "a short answer";
-    let (request, intent) = claimed_graph_child(stores, &root, "a", prompt);
-    let claim = stores
-        .claims
-        .claim_agent_graph_intent(request)
-        .expect("claim")
-        .claim;
+    let (claim, intent) = claimed_child_of_new_parent(stores, &root, prompt);
     let abort = AbortController::new();
     let mut run = claimed_run(&claim, &intent, prompt);
     run.abort = Some(abort.signal());
@@ -122,17 +104,8 @@ async fn a_disposed_runtime_refuses_a_claimed_run_and_marks_nothing() {
     let owner = support::owner(&storage);
     let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
     let root = storage.describe_root().display().to_string();
-    stores
-        .sessions
-        .create(parent_header(&root))
-        .expect("parent");
     let prompt = "a short answer";
-    let (request, intent) = claimed_graph_child(&stores, &root, "a", prompt);
-    let claim = stores
-        .claims
-        .claim_agent_graph_intent(request)
-        .expect("claim")
-        .claim;
+    let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
     let status = |stores: &makalog::store::ExecutionStores| {
         stores
             .claims

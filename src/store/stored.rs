@@ -18,11 +18,14 @@ pub(crate) fn stored_event(
     id: &str,
 ) -> Result<Option<Vec<u8>>> {
     let bytes = FramesAt::new(storage, session_id).payload(at.ordinal, at.offset, at.record_seq)?;
-    let same = std::str::from_utf8(&bytes)
-        .ok()
-        .and_then(|json| EventFacts::read(json).ok())
-        .is_some_and(|f| f.id == id);
+    let same = event_id(&bytes).is_some_and(|stored| stored == id);
     Ok(same.then_some(bytes))
+}
+
+/// The id of the event a payload holds, if it holds one.
+fn event_id(payload: &[u8]) -> Option<String> {
+    let json = std::str::from_utf8(payload).ok()?;
+    Some(EventFacts::read(json).ok()?.id.into_owned())
 }
 
 /// Confirms a sidecar's id entries against the frames they name while a view catches up past
@@ -54,10 +57,7 @@ impl<'a> StoredIds<'a> {
         let stored = FramesAt::new(self.storage, self.session_id)
             .payload(at.ordinal, at.offset, at.record_seq)
             .ok()
-            .and_then(|bytes| {
-                let json = std::str::from_utf8(&bytes).ok()?;
-                Some(EventFacts::read(json).ok()?.id.into_owned())
-            });
+            .and_then(|bytes| event_id(&bytes));
         let holds = stored.as_deref() == Some(id);
         self.read.borrow_mut().insert(key, stored);
         holds

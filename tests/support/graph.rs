@@ -100,3 +100,20 @@ pub fn claimed_run(
         on_ready: None,
     }
 }
+
+/// The parent session under `root`, a linked child and its stored claim for one turn with
+/// `prompt`: what a claimed run starts from.
+pub fn claimed_child_of_new_parent(
+    stores: &ExecutionStores,
+    root: &str,
+    prompt: &str,
+) -> (AgentGraphIntentClaim, AgentGraphRunnableIntent) {
+    stores.sessions.create(parent_header(root)).expect("parent");
+    let (request, intent) = claimed_graph_child(stores, root, "a", prompt);
+    let claim = stores
+        .claims
+        .claim_agent_graph_intent(request)
+        .expect("claim")
+        .claim;
+    (claim, intent)
+}

@@ -77,7 +77,9 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
         // once nothing is. Once the terminal event is in hand, nothing more goes on before the
         // terminal commit is durable: the stream is read to its end (at most a burst more).
         let next = if held.is_empty() || terminal.is_some() {
-            let waited = if give_up.is_none() {
+            let waited = if let Some(at) = give_up {
+                wait_until(&mut from_backend, at).await
+            } else {
                 tokio::select! {
                     biased;
                     e = from_backend.recv() => e.map_or(Waited::Closed, Waited::Event),
@@ -86,8 +88,6 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
                         continue;
                     }
                 }
-            } else {
-                wait_until(&mut from_backend, give_up).await
             };
             match waited {
                 Waited::Event(e) => Some(e),
@@ -147,17 +147,8 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
 }
 
 /// The next event, unless the stream closes first or `give_up` passes.
-async fn wait_until(
-    from_backend: &mut mpsc::Receiver<SessionEvent>,
-    give_up: Option<Instant>,
-) -> Waited {
-    let Some(at) = give_up else {
-        return from_backend
-            .recv()
-            .await
-            .map_or(Waited::Closed, Waited::Event);
-    };
-    match tokio::time::timeout_at(at, from_backend.recv()).await {
+async fn wait_until(from_backend: &mut mpsc::Receiver<SessionEvent>, give_up: Instant) -> Waited {
+    match tokio::time::timeout_at(give_up, from_backend.recv()).await {
         Ok(e) => e.map_or(Waited::Closed, Waited::Event),
         Err(_) => Waited::GaveUp,
     }
