@@ -39,6 +39,16 @@ pub struct SpawnClaimOutcome {
     pub created: bool,
 }
 
+/// What claiming a spawn together with its child's id came to, for a caller holding the claim
+/// it asked for: the claim this call stored is that one, so only a stored one is handed back.
+#[derive(Debug)]
+pub(crate) enum OwnSpawn {
+    /// This call took the id and the spawn.
+    Created,
+    /// The key was taken first: the claim stored for it.
+    Existing(SubagentSpawnClaim),
+}
+
 /// The claims log, open for writing under the owner's lease.
 pub struct ClaimsLog {
     commit: GroupCommit<ClaimsState, ClaimsSink>,

@@ -10,6 +10,7 @@ mod rules;
 mod spawn_header;
 mod table;
 
+pub(crate) use log::OwnSpawn;
 pub use log::{ClaimsLog, GraphClaimOutcome, SpawnClaimOutcome};
 pub use replay::{replay_claims, replay_claims_visiting, ClaimsLink, ClaimsReplay, CLAIMS_FILE};
 pub use request::{

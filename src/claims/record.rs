@@ -69,6 +69,39 @@ impl ClaimRecord {
     }
 }
 
+/// The deepest nesting of arrays and objects replay takes in a payload (serde_json's reader
+/// refuses a 128th level).
+pub const MAX_PAYLOAD_NESTING: usize = 127;
+
+/// How deep arrays and objects nest in `json`, a well-formed JSON text: brackets are counted
+/// outside strings, where an escaped quote does not end the string. A writer checks this
+/// instead of decoding what it has just encoded, which would cost it as much again.
+pub fn payload_nesting(json: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in json {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,5 +196,46 @@ mod tests {
         );
         let want = want.replace("FP", &"f".repeat(64));
         assert_eq!(String::from_utf8(bytes).unwrap(), want);
+    }
+
+    /// A spawn claim whose child header is a string wrapped `levels` times, in arrays holding
+    /// an object beside it and objects in turn, with brackets and escapes inside strings.
+    fn nested(levels: usize) -> ClaimRecord {
+        let mut v = json!("x\\\"]}[{");
+        for i in 0..levels {
+            v = match i % 2 {
+                0 => json!([v, "]", {"k\"{": "}"}]),
+                _ => json!({"a": v, "b": "\\"}),
+            };
+        }
+        spawn(Some(v))
+    }
+
+    /// The scan agrees with the reader: a payload it finds within the bound decodes (as far
+    /// as nesting goes: a bare array is not a header, so such payloads fail validation
+    /// instead), one past it does not, and brackets inside strings (with escaped quotes and
+    /// backslashes before them) are not counted.
+    #[test]
+    fn nesting_scan_agrees_with_the_reader_at_its_bound() {
+        for levels in [0, 1, 2, 5, 125, 126, 127, 130] {
+            let bytes = nested(levels).encode().unwrap();
+            let depth = payload_nesting(&bytes);
+            // The claim's object, then the first array's object beside the string, then a
+            // level a wrap.
+            let want = if levels == 0 { 1 } else { levels + 2 };
+            assert_eq!(depth, want, "{levels} levels");
+            let decoded = ClaimRecord::decode(ClaimKind::SubagentSpawnClaim, &bytes);
+            let too_deep = decoded
+                .as_ref()
+                .is_err_and(|e| e.contains("recursion limit"));
+            assert_eq!(
+                too_deep,
+                depth > MAX_PAYLOAD_NESTING,
+                "{levels}: {decoded:?}"
+            );
+        }
+        assert_eq!(payload_nesting(br#"{"a":"[[[{{\\"}"#), 1);
+        assert_eq!(payload_nesting(br#"[[],[[{}]]]"#), 4);
+        assert_eq!(payload_nesting(b"7"), 0);
     }
 }

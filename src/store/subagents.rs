@@ -6,7 +6,7 @@
 //! its session.
 
 use super::sessions::SessionStore;
-use crate::claims::{spawn_claim_of, SubagentSpawnClaim};
+use crate::claims::{spawn_claim_of, OwnSpawn, SubagentSpawnClaim};
 use crate::error::{Error, Result};
 use crate::model::SessionHeader;
 use serde_json::Value;
@@ -67,10 +67,9 @@ impl SessionStore {
         }
         // The id is taken for good first, as for any session, then the spawn is claimed: both
         // records made durable by one sync of the claims log.
-        let outcome = self.claims().claim_own_spawn(claim)?;
-        if !outcome.created {
+        if let OwnSpawn::Existing(stored) = self.claims().claim_own_spawn(claim)? {
             // Another call claimed the key first.
-            return self.existing_child(outcome.claim, &header);
+            return self.existing_child(stored, &header);
         }
         // A retry that found the claim first may have completed the child (and it may have
         // been updated since): then its header stands.
@@ -173,7 +172,7 @@ impl SessionStore {
 
 #[cfg(test)]
 mod tests {
-    use crate::claims::spawn_claim_of;
+    use crate::claims::{spawn_claim_of, OwnSpawn};
     use crate::model::SessionHeader;
     use crate::root::try_acquire_owner;
     use crate::store::open_execution_stores_for_write;
@@ -214,9 +213,8 @@ mod tests {
         let s = open_execution_stores_for_write(&owner).expect("stores");
         s.sessions.create(header("parent")).expect("parent");
         let made = SessionHeader::from_value(child("kid")).expect("header");
-        s.claims
-            .claim_own_spawn(spawn_claim_of(&made))
-            .expect("the creating call's claims");
+        let claimed = s.claims.claim_own_spawn(spawn_claim_of(&made));
+        assert!(matches!(claimed, Ok(OwnSpawn::Created)), "{claimed:?}");
         let retry = s.sessions.create_subagent(child("kid-2")).expect("retry");
         assert!(!retry.created);
         assert_eq!(retry.header.id(), "kid", "completed by the retry");

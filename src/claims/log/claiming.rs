@@ -1,7 +1,7 @@
 //! Taking claims (§5, §9): each request validated, decided against the tables and, if new,
 //! appended and synced before its answer; the stored claim answers a repeat.
 
-use super::{ClaimsLog, GraphClaimOutcome, SpawnClaimOutcome};
+use super::{ClaimsLog, GraphClaimOutcome, OwnSpawn, SpawnClaimOutcome};
 use crate::claims::request::{
     validate_graph_request, validate_session_claim, validate_spawn_claim, AdmissionStatus,
     AdmissionStatusChange, AgentGraphIntentClaim, AgentGraphIntentClaimRequest, SessionCreateClaim,
@@ -96,21 +96,27 @@ impl ClaimsLog {
         created_at: u64,
     ) -> Result<SpawnClaimOutcome> {
         check_child_header(&claim)?;
-        self.take_id_and_spawn(claim, created_at)
+        let asked = claim.clone();
+        Ok(match self.take_id_and_spawn(claim, created_at)? {
+            OwnSpawn::Created => SpawnClaimOutcome {
+                claim: asked,
+                created: true,
+            },
+            OwnSpawn::Existing(claim) => SpawnClaimOutcome {
+                claim,
+                created: false,
+            },
+        })
     }
 
     /// [`ClaimsLog::claim_session_and_spawn`] of a claim [`spawn_claim_of`](crate::claims::spawn_claim_of) made from a decoded
     /// header: it carries its own child's header by construction, which is not decoded again.
-    pub(crate) fn claim_own_spawn(&self, claim: SubagentSpawnClaim) -> Result<SpawnClaimOutcome> {
+    pub(crate) fn claim_own_spawn(&self, claim: SubagentSpawnClaim) -> Result<OwnSpawn> {
         debug_assert!(check_child_header(&claim).is_ok());
         self.take_id_and_spawn(claim, now_ms())
     }
 
-    fn take_id_and_spawn(
-        &self,
-        claim: SubagentSpawnClaim,
-        created_at: u64,
-    ) -> Result<SpawnClaimOutcome> {
+    fn take_id_and_spawn(&self, claim: SubagentSpawnClaim, created_at: u64) -> Result<OwnSpawn> {
         validate_spawn_claim(&claim)?;
         let session = SessionCreateClaim {
             session_id: claim.child_session_id.clone(),
@@ -120,14 +126,15 @@ impl ClaimsLog {
         let key = claim.key();
         let records = vec![ClaimRecord::Session(session), ClaimRecord::Spawn(claim)];
         let (st, appended) = self.commit_records(records)?;
+        if appended.get(1) == Some(&true) {
+            // Stored as given: no copy of the claim (and the header it carries) is made.
+            return Ok(OwnSpawn::Created);
+        }
         let stored: Option<&StoredSpawnClaim> = st.log.tables.spawn_claim(&key);
         let claim = stored
             .map(|s| s.claim.clone())
             .ok_or_else(|| Error::InvalidInput("claim vanished".into()))?;
-        Ok(SpawnClaimOutcome {
-            claim,
-            created: appended.get(1).copied().unwrap_or(false),
-        })
+        Ok(OwnSpawn::Existing(claim))
     }
 
     /// Takes a session id for good; an id already taken is a conflict.

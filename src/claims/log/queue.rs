@@ -2,6 +2,7 @@
 //! commit: one record waited for alone, or several taken together in one sync.
 
 use super::{ClaimsLog, Guard};
+use crate::claims::record::{payload_nesting, MAX_PAYLOAD_NESTING};
 use crate::claims::table::{ClaimRecord, Decision};
 use crate::error::{Error, Result};
 use crate::format::{next_chain, FrameBatch, FrameKind};
@@ -49,7 +50,7 @@ impl ClaimsLog {
         Ok((self.commit.wait_durable(st, last)?, appended))
     }
 
-    /// The payload `record` is appended as, refused if it is over the log's bound or does not
+    /// The payload `record` is appended as, refused if it is over the log's bound or would not
     /// read back as the claim it is: replay must take every record the log holds (a spawn
     /// claim carries its child's header, which its decoder may take nested deeper than the
     /// claim's reader can, at 128 levels).
@@ -62,9 +63,19 @@ impl ClaimsLog {
                 self.max_payload
             )));
         }
-        ClaimRecord::decode(record.kind(), &payload).map_err(|why| {
-            Error::InvalidInput(format!("claim does not read back as written: {why}"))
-        })?;
+        // What the encoder wrote from typed fields reads back unless it nests too deep.
+        let nesting = payload_nesting(&payload);
+        if nesting > MAX_PAYLOAD_NESTING {
+            return Err(Error::InvalidInput(format!(
+                "claim does not read back as written: it nests {nesting} levels deep, past \
+                 the {MAX_PAYLOAD_NESTING} replay reads"
+            )));
+        }
+        debug_assert_eq!(
+            ClaimRecord::decode(record.kind(), &payload).as_ref(),
+            Ok(record),
+            "a claim within the nesting bound reads back as written"
+        );
         Ok(payload)
     }
 
