@@ -149,6 +149,8 @@ pub(crate) fn encode_unstamped<K: FrameKind>(
     payload: &[u8],
     chain: &ChainValue,
 ) {
+    // One allocation for the frame, not one a doubling while its parts go in.
+    out.reserve(layout.overhead() + payload.len());
     out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     out.extend_from_slice(&[0u8; 4]);
     out.extend_from_slice(&seq.to_le_bytes());

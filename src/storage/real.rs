@@ -86,6 +86,12 @@ impl RealStorage {
                 ),
             ));
         }
+        self.remember_dir(dir);
+        Ok(())
+    }
+
+    /// Remembers `dir` (under the root) as a directory checked or made by this process.
+    fn remember_dir(&self, dir: &Path) {
         if let Ok(mut d) = self.dirs.lock() {
             // Bounded: a host touching many sessions checks their directories again rather
             // than keeping one entry for each forever.
@@ -94,7 +100,6 @@ impl RealStorage {
             }
             d.insert(dir.to_path_buf());
         }
-        Ok(())
     }
 }
 
@@ -221,6 +226,9 @@ impl Storage for RealStorage {
             if let Some(parent) = full.parent().filter(|p| !p.as_os_str().is_empty()) {
                 File::open(parent)?.sync_all()?;
             }
+        } else {
+            // Made just now by `mkdir`, which follows no symlink in its last name: a directory.
+            self.remember_dir(path);
         }
         Ok(())
     }
@@ -364,5 +372,23 @@ mod tests {
         }
         let kept = storage.dirs.lock().expect("dirs").len();
         assert!(kept > 0 && kept <= DIRS_KEPT, "{kept}");
+    }
+
+    /// A directory made through the storage is known to be one: a file opened under it next
+    /// (a new session's first segment) is not preceded by a check of the directory.
+    #[test]
+    fn a_directory_made_is_remembered() {
+        let t = tempfile::tempdir().expect("tmp");
+        let storage = RealStorage::new(t.path().join("root"));
+        storage.create_dir(Path::new("")).expect("root");
+        storage.create_dir(Path::new("sessions")).expect("sessions");
+        storage.create_dir(Path::new("sessions/s1")).expect("s1");
+        let known = storage.dirs.lock().expect("dirs").clone();
+        let want: HashSet<PathBuf> = ["sessions", "sessions/s1"].map(PathBuf::from).into();
+        assert_eq!(known, want);
+        assert_eq!(
+            storage.entry_kind(Path::new("sessions/s1")).expect("kind"),
+            Some(EntryKind::Dir)
+        );
     }
 }

@@ -29,7 +29,7 @@ pub fn decode_object<'a>(
 }
 
 /// Objects of at most this many members are searched by a scan of them.
-const MEMBERS_INLINE: usize = 16;
+const MEMBERS_INLINE: usize = 32;
 const _: () = assert!(
     MEMBERS_INLINE <= u32::BITS as usize,
     "`asked` has a bit a member"
@@ -48,7 +48,7 @@ pub struct Obj<'a> {
     allowed: Vec<&'static str>,
     path: Path,
     /// The output's members in the order they were kept; a later one of the same key wins.
-    out: SmallVec<[(&'static str, Decoded<'a>); 12]>,
+    out: SmallVec<[(&'static str, Decoded<'a>); 24]>,
 }
 
 impl<'a> Obj<'a> {
