@@ -67,6 +67,8 @@ impl<T: Send + Sync + 'static> Shared<T> {
         debug_assert!(c.queue.len() <= MAX_CLOSING);
         // A closer thread that is idle, or busy and about to look at the queue again, takes it.
         if c.queue.len() <= c.idle || c.workers >= MAX_CLOSING {
+            // Woken after the lock is let go, so the closer does not wake only to wait for it.
+            drop(c);
             this.work.notify_one();
             return;
         }
@@ -151,10 +153,11 @@ impl<T: Send + Sync + 'static> Shared<T> {
                 c.deferred.get_or_insert(e);
             }
             c.in_flight -= 1;
-            // Cleared under the lock its waiters check it under, so none misses the signal.
+            // Cleared under the lock its waiters check it under, so none misses the signal
+            // (sent once the lock is let go, so they do not wake only to wait for it).
             slot.closing.store(false, Ordering::SeqCst);
-            self.closed.notify_all();
         }
+        self.closed.notify_all();
         if let Some(guard) = guard.filter(|g| g.is_none()) {
             self.forget_if_unused(id, slot, &guard);
         }
