@@ -1,7 +1,9 @@
 //! `makalog invocations ROOT --session ID`, and the read-only view of a session the other
 //! commands list invocations from.
 
-use makalog::index::{catch_up, rebuild, trusted_sidecar, SessionIndex, SIDECAR_FILE};
+use makalog::index::{
+    catch_up, rebuild, trusted_sidecar, EventGroup, RuntimeInvocation, SessionIndex, SIDECAR_FILE,
+};
 use makalog::root::read_marker;
 use makalog::segment::layout::session_dir;
 use makalog::storage::{RealStorage, Storage};
@@ -34,44 +36,50 @@ pub fn invocations(root: &Path, session: &str, json: bool) -> ExitCode {
     print_invocations(&storage, session, json)
 }
 
+/// A session's invocations as read from `storage`, and the groups of events of those never
+/// opened.
+pub(crate) fn listed(
+    storage: &dyn Storage,
+    session: &str,
+) -> makalog::Result<(Vec<RuntimeInvocation>, Vec<EventGroup>)> {
+    let view = view_of(storage, session)?;
+    let invocations = makalog::index::invocations_from_log(storage, &view)?;
+    // Only a session with events of an invocation never opened is read again whole.
+    let unopened = match view.invocations.values().any(|i| i.opening.is_none()) {
+        true => unopened_groups(storage, session)?,
+        false => Vec::new(),
+    };
+    Ok((invocations, unopened))
+}
+
+/// What `invocations --json` prints, a JSON text a line: each invocation's canonical JSON,
+/// then each group never opened.
+pub(crate) fn json_lines(
+    invocations: &[RuntimeInvocation],
+    unopened: &[EventGroup],
+) -> Vec<String> {
+    let opened = invocations.iter().map(RuntimeInvocation::to_canonical_json);
+    opened
+        .chain(unopened.iter().map(EventGroup::to_canonical_json))
+        .collect()
+}
+
 /// Prints a session's invocations as read from `storage`.
 pub fn print_invocations(storage: &dyn Storage, session: &str, json: bool) -> ExitCode {
-    let listed = view_of(storage, session).and_then(|view| {
-        // Only a session with events of an invocation never opened is read again whole.
-        let unopened = view.invocations.values().any(|i| i.opening.is_none());
-        Ok((
-            makalog::index::invocations_from_log(storage, &view)?,
-            unopened,
-        ))
-    });
-    let (invocations, any_unopened) = match listed {
+    let (invocations, unopened) = match listed(storage, session) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("makalog: {e}");
             return ExitCode::from(1);
         }
     };
-    let unopened = if any_unopened {
-        match unopened_groups(storage, session) {
-            Ok(groups) => groups,
-            Err(e) => {
-                eprintln!("makalog: {e}");
-                return ExitCode::from(1);
-            }
-        }
-    } else {
-        Vec::new()
-    };
     if json {
-        for inv in &invocations {
-            say!("{}", inv.to_canonical_json());
-        }
-        for group in &unopened {
-            say!("{}", group.to_canonical_json());
+        for line in json_lines(&invocations, &unopened) {
+            say!("{line}");
         }
         return ExitCode::SUCCESS;
     }
-    let w = |f: &dyn Fn(&makalog::index::RuntimeInvocation) -> usize, min: usize| {
+    let w = |f: &dyn Fn(&RuntimeInvocation) -> usize, min: usize| {
         invocations.iter().map(f).max().unwrap_or(0).max(min)
     };
     let (wi, wr, wt) = (
@@ -104,10 +112,7 @@ pub fn print_invocations(storage: &dyn Storage, session: &str, json: bool) -> Ex
 }
 
 /// The session's invocations never opened, as groups of their events (live partials counted).
-fn unopened_groups(
-    storage: &dyn Storage,
-    session: &str,
-) -> makalog::Result<Vec<makalog::index::EventGroup>> {
+fn unopened_groups(storage: &dyn Storage, session: &str) -> makalog::Result<Vec<EventGroup>> {
     let reader = makalog::store::ReadOnlySessions::new(storage);
     let read = reader.read_runtime_events(session)?;
     Ok(
@@ -120,8 +125,8 @@ fn unopened_groups(
 
 /// Invocations whose events carry no opening (a ledger of the generation before openings, as
 /// the original runtime writes at HEAD), grouped by invocation id.
-fn print_unopened(groups: &[makalog::index::EventGroup]) {
-    let w = |f: &dyn Fn(&makalog::index::EventGroup) -> usize, min: usize| {
+fn print_unopened(groups: &[EventGroup]) {
+    let w = |f: &dyn Fn(&EventGroup) -> usize, min: usize| {
         groups.iter().map(f).max().unwrap_or(0).max(min)
     };
     let (wi, wr, wt) = (

@@ -33,8 +33,8 @@ pub fn run(
         Err(e) => return failed(e),
     };
     let result = if json {
-        as_json(&at, session).map(|v| {
-            say!("{v}");
+        as_json(&at, session).map(|text| {
+            say!("{text}");
             true
         })
     } else {
@@ -136,7 +136,10 @@ fn claim_line(c: &Value) -> String {
     }
 }
 
-fn as_json(at: &PointView<'_>, session: &str) -> makalog::Result<Value> {
+/// The session at the point as one JSON object. Its invocations are what `invocations --json`
+/// prints, placed as they are printed: an invocation's canonical JSON may nest deeper than
+/// serde_json reads (128 levels), so it is never parsed again.
+fn as_json(at: &PointView<'_>, session: &str) -> makalog::Result<String> {
     let view: &dyn Storage = &at.view;
     let sessions = ReadOnlySessions::new(view);
     let header = sessions.read_session(session)?;
@@ -148,11 +151,11 @@ fn as_json(at: &PointView<'_>, session: &str) -> makalog::Result<Value> {
         "claimsKept": at.claims_kept,
         "claimsTotal": at.claims_total,
         "header": header.as_ref().map(|h| h.value().clone()),
-        "runs": [], "messages": [], "invocations": [],
+        "runs": [], "messages": [],
         "claims": claims(view, session),
     });
     if header.is_none() {
-        return Ok(out);
+        return Ok(with_raw_array(&out, "invocations", &[]));
     }
     let mut runs = Vec::new();
     for (run, events) in sessions.list_session_runs_with_events(session)? {
@@ -168,11 +171,19 @@ fn as_json(at: &PointView<'_>, session: &str) -> makalog::Result<Value> {
         .iter()
         .map(|m| m.value().clone())
         .collect::<Vec<_>>());
-    let index = crate::invocations::view_of(view, session)?;
-    let invocations: Vec<Value> = makalog::index::invocations_from_log(view, &index)?
-        .iter()
-        .map(|i| serde_json::from_str(&i.to_canonical_json()).unwrap_or(Value::Null))
-        .collect();
-    out["invocations"] = json!(invocations);
-    Ok(out)
+    let (invocations, unopened) = crate::invocations::listed(view, session)?;
+    let lines = crate::invocations::json_lines(&invocations, &unopened);
+    Ok(with_raw_array(&out, "invocations", &lines))
+}
+
+/// `object` printed with one more member, `key`, an array of the JSON texts `items` as they
+/// are.
+fn with_raw_array(object: &Value, key: &str, items: &[String]) -> String {
+    debug_assert!(object
+        .as_object()
+        .is_some_and(|o| !o.is_empty() && !o.contains_key(key)));
+    let mut text = object.to_string();
+    text.pop();
+    text.push_str(&format!(",{}:[{}]}}", Value::from(key), items.join(",")));
+    text
 }

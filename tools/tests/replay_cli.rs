@@ -233,3 +233,105 @@ fn replay_exits_1_when_the_session_cannot_be_read_at_the_point() {
         );
     }
 }
+
+/// One JSON text, however deep (serde_json's reader stops at 128 levels by default).
+fn parse_deep(text: &str) -> Value {
+    use serde::Deserialize;
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    Value::deserialize(&mut de).unwrap_or_else(|e| panic!("JSON: {e}: {text}"))
+}
+
+/// A runtime event of session `s1`, invocation `run`, with `extra` members.
+fn event(run: &str, id: &str, ts: f64, extra: Value) -> makalog::event::RuntimeEvent {
+    let mut v = serde_json::json!({
+        "id": id, "invocationId": run, "runId": run, "sessionId": "s1", "turnId": "t1",
+        "ts": ts, "partial": false, "role": "system", "author": "system",
+    });
+    if let (Some(obj), Value::Object(more)) = (v.as_object_mut(), extra) {
+        obj.extend(more);
+    }
+    makalog::event::RuntimeEvent::from_value(v).expect("event")
+}
+
+/// `replay --json` lists a session's invocations as `invocations --json` prints them: one
+/// never opened (a ledger of the generation before openings) included, and a terminal event
+/// nested 200 levels deep (past the 128 serde_json reads back) intact. Before, the first was
+/// left out and the second printed as `null`.
+#[test]
+fn replay_json_lists_every_invocation_as_the_invocations_command_prints_it() {
+    use makalog::segment::Durability;
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    {
+        let owner = makalog::root::try_acquire_owner(&root)
+            .expect("acquire")
+            .expect("free");
+        let stores = makalog::store::open_execution_stores_for_write(&owner).expect("stores");
+        let mut header = common::subagent_header("s1", "p");
+        for k in ["subagentParent", "subagentRuntime", "subagentSpawn"] {
+            header.as_object_mut().expect("object").remove(k);
+        }
+        stores.sessions.create(header).expect("session");
+        let opening = serde_json::json!({
+            "modelVisibility": "hidden",
+            "content": {
+                "kind": "invocation_opened", "protocol": "invocation_opened_v1",
+                "route": {"provenance": "runtime", "backendKind": "fake", "llmConnectionId": "c",
+                          "llmConnectionSlug": "fake", "modelId": "m"},
+                "configuration": {"cwd": "/w", "permissionMode": "ask", "collaborationMode": "agent",
+                                  "orchestrationMode": "default", "orchestrationSource": "session",
+                                  "toolMode": "direct"},
+                "root": {"kind": "user"}, "source": {"kind": "fresh"},
+            },
+        });
+        let mut deep = serde_json::json!([]);
+        for _ in 0..200 {
+            deep = serde_json::json!([deep]);
+        }
+        let end = |deep: Value| {
+            serde_json::json!({"status": "completed",
+                "actions": {"endInvocation": true, "stateDelta": {"n": deep}}})
+        };
+        let events = [
+            event("run-1", "invocation_opened:run-1", 1.0, opening),
+            event("run-1", "end-1", 2.0, end(deep)),
+            event("run-0", "end-0", 3.0, end(Value::Null)),
+        ];
+        for e in &events {
+            stores
+                .runtime_events
+                .append(e, Durability::Durable)
+                .expect("append");
+        }
+        stores.close().expect("close");
+    }
+    let r = root.to_str().expect("utf8");
+    let (last, _, _) = common::last_record(&root, "s1");
+    let out = makalog(&[
+        "replay",
+        r,
+        "--json",
+        "--session",
+        "s1",
+        "--until",
+        &last.seq.to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v = parse_deep(&text(&out.stdout));
+    let listed = makalog(&["invocations", r, "--session", "s1", "--json"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", text(&listed.stderr));
+    let lines: Vec<Value> = text(&listed.stdout).lines().map(parse_deep).collect();
+    assert_eq!(lines.len(), 2, "one opened, one never opened");
+    assert_eq!(v["invocations"].as_array().expect("invocations"), &lines);
+    let opened = &v["invocations"][0];
+    assert_eq!(opened["invocationId"], "run-1");
+    let mut n = &opened["terminalEvent"]["actions"]["stateDelta"]["n"];
+    let mut levels = 0;
+    while let Some(inner) = n.get(0) {
+        n = inner;
+        levels += 1;
+    }
+    assert_eq!(levels, 200, "the deep event, whole");
+    assert_eq!(v["invocations"][1]["invocationId"], "run-0");
+}
