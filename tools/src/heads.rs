@@ -4,7 +4,7 @@
 use crate::time::now_iso8601;
 use makalog::forensics::{compare_heads, read_heads, HeadVerdict, RootHeads};
 use makalog::format::chain::chain_hex;
-use makalog::storage::RealStorage;
+use makalog::storage::{RealStorage, Storage};
 use makalog::Error;
 use serde_json::json;
 use std::path::Path;
@@ -71,12 +71,25 @@ pub fn run(root: &Path, as_json: bool) -> ExitCode {
     code
 }
 
-/// Reads a heads file; a usage error (exit 2) when it cannot be read or is not one.
+/// Reads a heads file; a usage error (exit 2) when it cannot be read or is not one. Read as a
+/// bundle is: a regular file only, so a FIFO or a device given by mistake is refused at once
+/// instead of waited on or read without end.
 pub fn load(path: &Path) -> Result<RootHeads, ExitCode> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| crate::usage_error(format!("{}: {e}", path.display())))?;
-    RootHeads::from_json(&text)
-        .map_err(|why| crate::usage_error(format!("{}: not a heads file: {why}", path.display())))
+    let refuse = |why: String| crate::usage_error(format!("{}: {why}", path.display()));
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(std::path::PathBuf::from)
+        .unwrap_or_default();
+    let bytes = RealStorage::unmapped(dir)
+        .read_file(&name)
+        .map_err(|e| refuse(e.to_string()))?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| refuse("not a heads file: not UTF-8".into()))?;
+    RootHeads::from_json(&text).map_err(|why| refuse(format!("not a heads file: {why}")))
 }
 
 /// Each log's verdict against `recorded`, printed; true when any says evidence was altered

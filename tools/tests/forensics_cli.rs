@@ -241,3 +241,38 @@ fn heads_from_another_root_or_a_file_that_is_not_heads_is_a_usage_error() {
         assert_eq!(makalog(&args).status.code(), Some(2), "{args:?}");
     }
 }
+
+/// A heads file that is a FIFO (a mistaken path, or a hostile one) is refused at once as not a
+/// regular file, exit 2, instead of waited on until a writer comes. Before, `verify --against`
+/// blocked opening it; here a writer is standing by, so it read the writer's junk instead.
+#[test]
+fn a_heads_file_that_is_a_fifo_is_refused_without_waiting_on_it() {
+    use std::io::Write;
+    let (t, root) = demo_root();
+    let fifo = t.path().join("heads.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let at = fifo.clone();
+    let writer = std::thread::spawn(move || {
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&at) {
+            let _ = f.write_all(b"{}");
+        }
+    });
+    let out = makalog(&["verify", s(&root), "--against", s(&fifo)]);
+    // Lets the writer go if makalog never opened the FIFO (read and write never blocks).
+    let _release = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .expect("open the FIFO");
+    writer.join().expect("writer");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("heads.fifo: not a regular file"),
+        "{}",
+        text(&out.stderr)
+    );
+}
