@@ -1,12 +1,12 @@
 //! The export bundle and `makalog verify BUNDLE.tar`: the bundle is checked where it lies,
 //! its entries held in memory and verified as a root, never extracted.
 
-use makalog::forensics::{read_heads, RootHeads};
+use makalog::forensics::{read_heads, LogHead, RootHeads};
 use makalog::storage::{MemStorage, RealStorage, Storage};
 use makalog::verify::verify_root;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -280,27 +280,23 @@ fn check_heads(held: &MemStorage, manifest: &Manifest, findings: &mut Vec<String
             manifest.root_id, recorded.root_id, now.root_id
         ));
     }
-    if recorded.sessions != now.sessions || recorded.claims != now.claims {
-        let names = |h: &RootHeads| {
-            h.sessions
-                .iter()
-                .map(|(id, _)| id.clone())
-                .collect::<Vec<_>>()
-        };
-        for id in names(&recorded).into_iter().chain(names(&now)) {
-            let (a, b) = (
-                recorded.sessions.iter().find(|(x, _)| *x == id),
-                now.sessions.iter().find(|(x, _)| *x == id),
-            );
-            if a != b {
-                findings.push(format!(
-                    "session {id}: its head is not the one the manifest recorded"
-                ));
-            }
+    // Looked up by id, each session once: a crafted manifest's list may be long.
+    let by_id =
+        |h: &RootHeads| -> BTreeMap<String, LogHead> { h.sessions.iter().cloned().collect() };
+    let (was, is) = (by_id(&recorded), by_id(&now));
+    if was.len() != recorded.sessions.len() {
+        findings.push("the manifest's heads name a session more than once".into());
+    }
+    let ids: BTreeSet<&String> = was.keys().chain(is.keys()).collect();
+    for id in ids {
+        if was.get(id) != is.get(id) {
+            findings.push(format!(
+                "session {id}: its head is not the one the manifest recorded"
+            ));
         }
-        if recorded.claims != now.claims {
-            findings.push("claims.log: its head is not the one the manifest recorded".into());
-        }
+    }
+    if recorded.claims != now.claims {
+        findings.push("claims.log: its head is not the one the manifest recorded".into());
     }
 }
 

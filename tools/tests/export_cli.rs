@@ -305,3 +305,52 @@ fn a_bundles_entries_are_in_byte_order_of_their_paths() {
     let out = makalog(&["verify", s(&bundle)]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
 }
+
+/// A manifest whose recorded heads disagree with the bundle's logs names each session that
+/// differs once: one whose head changed, one recorded but not in the bundle, and a session
+/// recorded twice (a crafted manifest) is said to be. Before, a changed session was reported
+/// twice, once from each list, and each list was searched for every name of the other.
+#[test]
+fn a_manifest_whose_heads_disagree_names_each_session_once() {
+    let (t, root) = demo_root();
+    let bundle = t.path().join("b.tar");
+    assert!(export(&root, &bundle, &[]).status.success());
+    let mut edited = entries(&bundle);
+    let (_, manifest) = edited
+        .iter_mut()
+        .find(|(p, _)| p == Path::new("makalog-manifest.json"))
+        .expect("manifest");
+    let mut m: serde_json::Value = serde_json::from_slice(manifest).expect("json");
+    let sessions = m["heads"]["sessions"].as_array_mut().expect("sessions");
+    let first = sessions[0].clone();
+    let changed = first["session"].as_str().expect("id").to_owned();
+    sessions[0]["headSeq"] = serde_json::json!(first["headSeq"].as_u64().expect("seq") + 7);
+    let mut ghost = first.clone();
+    ghost["session"] = serde_json::json!("ghost-session");
+    sessions.push(ghost.clone());
+    sessions.push(ghost);
+    *manifest = serde_json::to_vec(&m).expect("bytes");
+    let altered = t.path().join("heads.tar");
+    write_tar(&altered, &edited);
+    let out = makalog(&["verify", s(&altered)]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let named = |id: &str| {
+        stdout
+            .matches(&format!(
+                "session {id}: its head is not the one the manifest recorded"
+            ))
+            .count()
+    };
+    assert_eq!(named(&changed), 1, "{stdout}");
+    assert_eq!(named("ghost-session"), 1, "{stdout}");
+    assert_eq!(
+        stdout.matches("its head is not the one").count(),
+        2,
+        "no other session: {stdout}"
+    );
+    assert!(
+        stdout.contains("the manifest's heads name a session more than once"),
+        "{stdout}"
+    );
+}
