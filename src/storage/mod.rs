@@ -42,7 +42,9 @@ pub enum OpenMode {
 pub enum EntryKind {
     File,
     Dir,
-    /// Anything else (symlink, socket, …): never followed.
+    /// Anything else (symlink, socket, …): never followed. Also an entry of a real directory
+    /// whose name is not UTF-8, listed by its name made lossy: no name makalog writes is one,
+    /// and such a name cannot be opened through the seam.
     Other,
 }
 

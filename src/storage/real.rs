@@ -283,10 +283,16 @@ impl Storage for RealStorage {
             } else {
                 EntryKind::Other
             };
-            out.push(DirEntry {
-                name: entry.file_name().to_string_lossy().into_owned(),
-                kind,
-            });
+            let entry = match entry.file_name().into_string() {
+                Ok(name) => DirEntry { name, kind },
+                // No name makalog writes is one, and the seam names entries by string, so it
+                // could not be opened: a stray, told by its name made lossy.
+                Err(raw) => DirEntry {
+                    name: raw.to_string_lossy().into_owned(),
+                    kind: EntryKind::Other,
+                },
+            };
+            out.push(entry);
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)

@@ -91,7 +91,10 @@ pub fn run(root: &Path, only: &[String], out: &Path, as_json: bool) -> ExitCode 
         );
     } else {
         for p in &skipped {
-            say!("skipped {}: not a regular file", p.display());
+            say!(
+                "skipped {}: not a regular file, or a name that is not UTF-8",
+                p.display()
+            );
         }
         say!(
             "exported {} files ({} bytes) of root {} into {}{}",

@@ -354,3 +354,30 @@ fn a_manifest_whose_heads_disagree_names_each_session_once() {
         "{stdout}"
     );
 }
+
+/// A stray file whose name is not UTF-8 in a session's directory is skipped by `export` and
+/// said to be, and the bundle still verifies clean; `verify` of the root names it as a stray.
+/// Before, the listing named it lossily and `export` failed reading a file by that name.
+#[test]
+fn a_stray_name_that_is_not_utf8_is_skipped_by_export() {
+    use std::os::unix::ffi::OsStrExt;
+    let (t, root) = demo_root();
+    let name = std::ffi::OsStr::from_bytes(b"stray-\xff\xfe");
+    std::fs::write(root.join("sessions").join("demo-1").join(name), b"x").expect("stray");
+    let bundle = t.path().join("b.tar");
+    let out = export(&root, &bundle, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("skipped sessions/demo-1/stray-\u{fffd}\u{fffd}"),
+        "{}",
+        text(&out.stdout)
+    );
+    let checked = makalog(&["verify", s(&bundle)]);
+    assert_eq!(checked.status.code(), Some(0), "{}", text(&checked.stdout));
+    let verified = makalog(&["verify", s(&root)]);
+    assert!(
+        text(&verified.stdout).contains("stray-\u{fffd}\u{fffd}"),
+        "{}",
+        text(&verified.stdout)
+    );
+}
