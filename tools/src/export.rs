@@ -21,6 +21,9 @@ pub fn run(root: &Path, only: &[String], out: &Path, as_json: bool) -> ExitCode 
             return crate::usage_error(why);
         }
     }
+    if let Err(why) = crate::outside::outside_root(root, out) {
+        return crate::usage_error(why);
+    }
     let source = RealStorage::unmapped(root);
     let marker = match read_marker(&source) {
         Ok(m) => m,

@@ -18,6 +18,7 @@ mod heads;
 mod import;
 mod index;
 mod invocations;
+mod outside;
 mod progress;
 mod replay;
 mod report;

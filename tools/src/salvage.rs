@@ -14,6 +14,9 @@ pub fn run(root: &Path, into: &Path, only: &[String], as_json: bool) -> ExitCode
             return crate::usage_error(why);
         }
     }
+    if let Err(why) = crate::outside::outside_root(root, into) {
+        return crate::usage_error(why);
+    }
     let source = RealStorage::unmapped(root);
     let target = RealStorage::new(into);
     let planned = match crate::progress::spinner("reading the source", || plan(&source, only)) {

@@ -6,12 +6,15 @@ mod gather;
 pub mod html;
 mod svg;
 
-use makalog::storage::RealStorage;
+use makalog::storage::{OpenMode, RealStorage, Storage};
 use makalog::Error;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub fn run(root: &Path, out: &Path) -> ExitCode {
+    if let Err(why) = crate::outside::outside_root(root, out) {
+        return crate::usage_error(why);
+    }
     let storage = RealStorage::unmapped(root);
     if let Err(e) = makalog::root::read_marker(&storage) {
         return crate::usage_error(e);
@@ -42,8 +45,8 @@ pub fn run(root: &Path, out: &Path) -> ExitCode {
         _ => return crate::usage_error(format!("{}: not a file name", out.display())),
     };
     let target = RealStorage::unmapped(dir);
-    if let Err(e) = makalog::storage::write_atomically(&target, Path::new(name), page.as_bytes()) {
-        eprintln!("makalog: {}: {e}", out.display());
+    if let Err(why) = publish(&target, Path::new(name), page.as_bytes()) {
+        eprintln!("makalog: {}: {why}", out.display());
         return ExitCode::from(1);
     }
     say!(
@@ -62,4 +65,24 @@ pub fn run(root: &Path, out: &Path) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// Writes `bytes` as `name` (replacing a report there) through `.NAME.partial`, made new,
+/// synced and renamed into place. The directory is the user's: a partial file already there
+/// (another report being written, or one a crash left) is refused, never removed, and only the
+/// partial file this call made is removed when it fails.
+fn publish(target: &RealStorage, name: &Path, bytes: &[u8]) -> Result<(), String> {
+    let partial = PathBuf::from(format!(".{}.partial", name.display()));
+    let file = target
+        .open(&partial, OpenMode::CreateNew)
+        .map_err(|e| format!("create {}: {e}", partial.display()))?;
+    let written = file.write_all_at(bytes, 0).and_then(|()| file.sync_data());
+    drop(file);
+    let done = written
+        .and_then(|()| target.rename(&partial, name))
+        .and_then(|()| target.sync_dir(Path::new("")));
+    done.map_err(|e| {
+        let _ = target.remove_file(&partial);
+        e.to_string()
+    })
 }
