@@ -7,8 +7,8 @@
 mod support;
 
 use makalog::runtime::{
-    Backend, BackendRegistry, SendInput, SessionEvent, SessionManager, Turn, TurnInput,
-    TurnOutcome, FAKE_ASK_USER_QUESTION_PROMPT,
+    Backend, BackendRegistry, ExecutionComposition, SendInput, SessionEvent, SessionManager, Turn,
+    TurnInput, TurnOutcome, FAKE_ASK_USER_QUESTION_PROMPT,
 };
 use makalog::store::open_execution_stores_for_write;
 use serde_json::json;
@@ -392,4 +392,63 @@ async fn a_turn_that_failed_to_start_leaves_no_stop_behind() {
         .stop_turn("s", "t-1", "stop_button")
         .expect("stop"));
     assert!(!f.manager.stop("s", "stop_button").expect("stop"));
+}
+
+/// A composition shut down while turns run waits for the turns its dispose stopped, then
+/// closes its stores: one of a backend that ends on the stop, and one of a backend deaf to it
+/// (given up on after the stream's grace, tokio's clock). Both runs end cancelled with abort
+/// source `runtime_disposed`, and the stores reopen clean with them ended. `close` alone fails
+/// "still in use" while a turn's task holds the stores; before `shutdown` a caller had no way
+/// to wait for them.
+#[tokio::test(start_paused = true)]
+async fn a_composition_shut_down_mid_turn_waits_for_its_turns_then_closes() {
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let mut registry = BackendRegistry::with_fake();
+    registry.register("ai-sdk", |_| {
+        Arc::new(Scripted(Fault::DeafToStop, Default::default()))
+    });
+    let c = ExecutionComposition::open(&owner, registry, ticking_sources()).expect("open");
+    for (id, backend) in [("s", "ai-sdk"), ("other", "fake")] {
+        c.manager()
+            .create_session(json!({"id": id, "backend": backend, "model": "m"}))
+            .expect("session");
+    }
+    let mut deaf = c
+        .manager()
+        .send_message("s", text("one"))
+        .await
+        .expect("send");
+    assert_eq!(
+        deaf.events.recv().await.expect("a delta").type_name(),
+        "text_delta"
+    );
+    let mut asking = c
+        .manager()
+        .send_message("other", text(FAKE_ASK_USER_QUESTION_PROMPT))
+        .await
+        .expect("send");
+    while asking
+        .events
+        .recv()
+        .await
+        .expect("the question")
+        .type_name()
+        != "user_question_request"
+    {}
+    c.shutdown()
+        .await
+        .expect("shut down with the stores closed");
+    for turn in [deaf, asking] {
+        let outcome = turn.finish().await.expect("the turn ended");
+        assert_eq!(outcome.status, "cancelled");
+    }
+    let stores = open_execution_stores_for_write(&owner).expect("reopened");
+    for session in ["s", "other"] {
+        let runs = stores.runs.list_session_runs(session).expect("runs");
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].status(), "cancelled", "{session}");
+        assert_eq!(runs[0].value()["abortSource"], json!("runtime_disposed"));
+    }
+    stores.close().expect("close");
 }

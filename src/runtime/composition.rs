@@ -50,10 +50,24 @@ impl ExecutionComposition {
         self.manager.recover_interrupted_sessions()
     }
 
-    /// Disposes of the backends and closes the stores (synced, sidecars written).
+    /// Disposes of the backends and closes the stores (synced, sidecars written). A turn still
+    /// running holds the stores, and the close then fails ("still in use"): a caller in an
+    /// async context uses [`ExecutionComposition::shutdown`], which waits for them.
     pub fn close(self) -> Result<()> {
+        let disposed = self.manager.dispose();
+        self.close_stores(disposed)
+    }
+
+    /// Disposes of the backends, waits until every turn stopped by it has ended, then closes
+    /// the stores.
+    pub async fn shutdown(self) -> Result<()> {
+        let disposed = self.manager.shutdown().await;
+        self.close_stores(disposed)
+    }
+
+    /// Closes the stores once the runtime was disposed of (`disposed` its answer).
+    fn close_stores(self, disposed: Result<()>) -> Result<()> {
         let ExecutionComposition { stores, manager } = self;
-        let disposed = manager.dispose();
         drop(manager);
         let stores = Arc::try_unwrap(stores).map_err(|_| {
             Error::InvalidInput("the composition's stores are still in use while it closes".into())

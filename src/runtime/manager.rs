@@ -4,6 +4,7 @@
 
 use super::backend::{Backend, BackendContext, BackendRegistry, SendInput};
 use super::blocking::on_disk;
+use super::live_turns::LiveTurns;
 use super::sources::Sources;
 use super::stops::TurnStop;
 use super::turn_events::TurnEvents;
@@ -99,6 +100,8 @@ pub(crate) struct Inner {
     pub claimed: Mutex<HashMap<String, ClaimCall>>,
     /// The runs started and not yet ended, as the open-runs file holds them.
     pub open_runs: Mutex<super::open_runs::OpenRuns>,
+    /// The turn tasks running, for a shutdown to wait for.
+    pub(super) live: Arc<LiveTurns>,
 }
 
 /// Creates sessions and runs their turns.
@@ -122,6 +125,7 @@ impl SessionManager {
                 disposed: Default::default(),
                 claimed: Mutex::default(),
                 open_runs: Mutex::default(),
+                live: Arc::default(),
             }),
         }
     }
@@ -221,7 +225,11 @@ impl SessionManager {
         let (to_caller, events) = mpsc::channel(super::turn_events::BURSTS);
         let session = session_id.to_owned();
         let begun_turn = begun.ids.turn_id.clone();
+        let live = inner.live.enter();
         let done = tokio::spawn(async move {
+            // Dropped in the reverse order: the runtime (and its stores) before the count.
+            let _live = live;
+            let inner = inner;
             let _turn = guard;
             let source = |inner: &Inner| inner.stop_source(&session);
             let stream = super::stream::Stream {

@@ -16,6 +16,7 @@ mod composition;
 mod events;
 mod fake;
 mod intent;
+mod live_turns;
 mod manager;
 mod mapping;
 mod open_runs;
