@@ -50,7 +50,10 @@ impl RealStorage {
     /// `sessions` itself) would lead out of the root, and the last component's own checks
     /// (`O_NOFOLLOW`, `lstat`) cannot see it. Only plain names are taken.
     fn full(&self, path: &Path) -> io::Result<PathBuf> {
-        let mut dir = PathBuf::new();
+        // Built in one buffer of its final size: every operation on a file takes this path.
+        let len = self.root.as_os_str().len() + 1 + path.as_os_str().len();
+        let mut full = PathBuf::with_capacity(len);
+        full.push(&self.root);
         let mut names = path.components().peekable();
         while let Some(name) = names.next() {
             if !matches!(name, Component::Normal(_)) {
@@ -59,25 +62,23 @@ impl RealStorage {
                     "a path under the root holds only plain names",
                 ));
             }
-            dir.push(name);
+            full.push(name);
             if names.peek().is_some() {
-                self.check_dir(&dir)?;
+                self.check_dir(&full)?;
             }
         }
-        Ok(if dir.as_os_str().is_empty() {
-            self.root.clone()
-        } else {
-            self.root.join(dir)
-        })
+        Ok(full)
     }
 
-    /// Fails unless `dir` (under the root) is a directory itself, not a symlink to one.
-    fn check_dir(&self, dir: &Path) -> io::Result<()> {
+    /// Fails unless `full`, a directory under the root, is a directory itself, not a symlink
+    /// to one.
+    fn check_dir(&self, full: &Path) -> io::Result<()> {
+        let dir = full.strip_prefix(&self.root).unwrap_or(full);
         let known = |dirs: &HashSet<PathBuf>| dirs.contains(dir);
         if self.dirs.lock().is_ok_and(|d| known(&d)) {
             return Ok(());
         }
-        if !fs::symlink_metadata(self.root.join(dir))?.is_dir() {
+        if !fs::symlink_metadata(full)?.is_dir() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
