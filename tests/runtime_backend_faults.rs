@@ -199,6 +199,35 @@ async fn whole_turn(f: &Fixture, session: &str, prompt: &str) -> TurnOutcome {
     turn.expect("send").finish().await.expect("the turn ends")
 }
 
+/// Every event the turn's stream hands the caller from here on, then its outcome.
+async fn read_to_end(mut turn: Turn) -> (Vec<SessionEvent>, TurnOutcome) {
+    let mut seen = Vec::new();
+    while let Some(e) = turn.events.recv().await {
+        seen.push(e);
+    }
+    (seen, turn.finish().await.expect("the turn ends"))
+}
+
+/// How the caller's stream ended: its last two events, named with their reason or code, and
+/// how many `complete` events it had in all.
+fn told_ending(seen: &[SessionEvent]) -> (Vec<String>, usize) {
+    let name = |e: &SessionEvent| match e {
+        SessionEvent::Error { code, .. } => format!("error:{}", code.as_deref().unwrap_or("")),
+        SessionEvent::Abort { reason, .. } => format!("abort:{reason}"),
+        SessionEvent::Complete { stop_reason, .. } => format!("complete:{stop_reason}"),
+        other => other.type_name().to_owned(),
+    };
+    let last = seen[seen.len().saturating_sub(2)..]
+        .iter()
+        .map(name)
+        .collect();
+    let completes = seen
+        .iter()
+        .filter(|e| matches!(e, SessionEvent::Complete { .. }))
+        .count();
+    (last, completes)
+}
+
 /// A turn of `session` sent and streaming: its first event (a delta) read.
 async fn streaming_turn(f: &Fixture, session: &str, prompt: &str) -> Turn {
     let mut turn = f
@@ -234,8 +263,14 @@ async fn a_backend_deaf_to_stop_has_its_turn_ended_cancelled_after_a_grace() {
     let f = fixture(Fault::DeafToStop);
     let turn = streaming_turn(&f, "s", "one").await;
     assert!(f.manager.stop("s", "stop_button").expect("stop"));
-    let outcome = turn.finish().await.expect("the turn ends");
+    let (seen, outcome) = read_to_end(turn).await;
     assert_eq!(outcome.status, "cancelled");
+    // The caller is told the ending the runtime made, as a stopped backend tells it.
+    let told = (
+        vec!["abort:user_stop".into(), "complete:user_stop".into()],
+        1,
+    );
+    assert_eq!(told_ending(&seen), told);
     assert_eq!(ended_runs(&f, "s"), [("cancelled".to_owned(), 1)]);
     let log = labels(&f.storage, "s");
     assert!(log.contains(&"turn_state:aborted".to_owned()), "{log:?}");
@@ -262,8 +297,21 @@ async fn a_backend_that_keeps_its_stream_open_after_complete_does_not_hold_the_s
 #[tokio::test(start_paused = true)]
 async fn a_backend_panicking_in_send_fails_the_turn_and_breaks_nothing_else() {
     let f = fixture(Fault::PanicInSend);
-    let outcome = whole_turn(&f, "s", "one").await;
+    let turn = f
+        .manager
+        .send_message("s", text("one"))
+        .await
+        .expect("send");
+    let (seen, outcome) = read_to_end(turn).await;
     assert_eq!(outcome.status, "failed");
+    let told = (
+        vec![
+            "error:missing_terminal_event".into(),
+            "complete:error".into(),
+        ],
+        1,
+    );
+    assert_eq!(told_ending(&seen), told);
     assert_eq!(
         outcome.failure_class.as_deref(),
         Some("missing_terminal_event")
@@ -301,8 +349,23 @@ async fn a_backend_panicking_in_stop_has_its_turn_ended_and_breaks_nothing_else(
 #[tokio::test(start_paused = true)]
 async fn a_terminal_event_the_ledger_refuses_ends_the_run_failed_not_running() {
     let f = fixture(Fault::RepeatedTerminalId);
-    let outcome = whole_turn(&f, "s", "one").await;
+    let turn = f
+        .manager
+        .send_message("s", text("one"))
+        .await
+        .expect("send");
+    let (seen, outcome) = read_to_end(turn).await;
     assert_eq!(outcome.status, "failed");
+    // The backend's own `complete{end_turn}` is not handed on: the ledger refused it, and the
+    // caller is told the failure that replaced it.
+    let told = (
+        vec![
+            "error:invalid_terminal_event".into(),
+            "complete:error".into(),
+        ],
+        1,
+    );
+    assert_eq!(told_ending(&seen), told);
     assert_eq!(
         outcome.failure_class.as_deref(),
         Some("invalid_terminal_event")

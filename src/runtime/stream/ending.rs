@@ -3,6 +3,7 @@
 //! use; and the replacement of a terminal event the ledger refuses.
 
 use super::super::begin::{runtime_event, Begun};
+use super::super::events::SessionEvent;
 use super::super::manager::{lock, Inner, TurnOutcome};
 use super::super::mapping::{terminal_event, Ending};
 use crate::error::{Error, Result};
@@ -48,43 +49,92 @@ pub(super) fn synthetic(
 /// the run broke; each step done is skipped, and the stored event seals the run against any
 /// other); then, the event itself refused (a repeated id, a field the ledger cannot hold) and
 /// so nothing of the commit written, by a synthetic event failing the run
-/// (`invalid_terminal_event`). If that is refused too, both errors are the turn's.
+/// (`invalid_terminal_event`), which is returned beside the outcome. If that is refused too,
+/// both errors are the turn's.
 pub(super) fn commit(
     inner: &Inner,
     begun: &Begun,
     (terminal, ending): (Value, Ending),
     events: usize,
     summary: &str,
-) -> Result<TurnOutcome> {
+) -> Result<(TurnOutcome, Option<(Value, Ending)>)> {
     let refusal = |e: &Error| {
         matches!(
             e,
             Error::InvalidInput(_) | Error::InvalidRecord { .. } | Error::IdentityConflict { .. }
         )
     };
-    let outcome = match finish(inner, begun, terminal.clone(), &ending, events, summary) {
+    let (outcome, replaced) = match finish(inner, begun, terminal.clone(), &ending, events, summary)
+    {
         Err(refused) if refusal(&refused) => {
-            finish(inner, begun, terminal, &ending, events, summary).or_else(|again| {
+            match finish(inner, begun, terminal, &ending, events, summary) {
                 // A failure that is not a refusal (the disk's) is the turn's as it is.
-                if !refusal(&again) {
-                    return Err(again);
+                Err(again) if refusal(&again) => {
+                    let class = Some("invalid_terminal_event".into());
+                    let (event, ending) = synthetic(inner, begun, "failed", class, None);
+                    match finish(inner, begun, event.clone(), &ending, events, summary) {
+                        Ok(outcome) => Ok((outcome, Some((event, ending)))),
+                        Err(e) => Err(Error::Several {
+                            what:
+                                "the turn's terminal event was refused, and so was its replacement"
+                                    .into(),
+                            errors: vec![refused, e],
+                        }),
+                    }
                 }
-                let class = Some("invalid_terminal_event".into());
-                let (event, ending) = synthetic(inner, begun, "failed", class, None);
-                finish(inner, begun, event, &ending, events, summary).map_err(|e| Error::Several {
-                    what: "the turn's terminal event was refused, and so was its replacement"
-                        .into(),
-                    errors: vec![refused, e],
-                })
-            })
+                other => other.map(|outcome| (outcome, None)),
+            }
         }
-        other => other,
+        other => other.map(|outcome| (outcome, None)),
     }?;
     // A lock a panic poisoned leaves the run named: a later start finds it ended.
     if let Ok(mut open) = lock(&inner.open_runs) {
         open.ended(&begun.ids.session_id);
     }
-    Ok(outcome)
+    Ok((outcome, replaced))
+}
+
+/// What the caller's stream is told of an ending the runtime made in the backend's place, as
+/// the backends of §11 end a turn: `abort{user_stop}` then `complete{user_stop}` for an aborted
+/// turn, `error{recoverable: false}` (its failure class as the code) then `complete{error}`
+/// for a failed one.
+pub(super) fn told(inner: &Inner, terminal: &Value, ending: &Ending) -> Vec<SessionEvent> {
+    debug_assert!(matches!(ending.status, "failed" | "aborted"));
+    let turn_id = terminal["turnId"].as_str().unwrap_or_default().to_owned();
+    let ts = terminal["ts"].as_f64().unwrap_or_default();
+    let s = &inner.sources;
+    let (first, stop_reason) = match ending.status {
+        "aborted" => {
+            let reason = "user_stop".to_owned();
+            let abort = SessionEvent::Abort {
+                id: s.new_id(),
+                turn_id: turn_id.clone(),
+                ts,
+                reason,
+            };
+            (abort, "user_stop")
+        }
+        _ => {
+            let class = ending.failure_class.clone();
+            let error = SessionEvent::Error {
+                id: s.new_id(),
+                turn_id: turn_id.clone(),
+                ts,
+                recoverable: false,
+                message: format!("the turn failed: {}", class.as_deref().unwrap_or("error")),
+                code: class,
+                reason: None,
+            };
+            (error, "error")
+        }
+    };
+    let complete = SessionEvent::Complete {
+        id: s.new_id(),
+        turn_id,
+        ts,
+        stop_reason: stop_reason.to_owned(),
+    };
+    vec![first, complete]
 }
 
 /// Step 8: the terminal commit, `turn_state`, and the session's header.

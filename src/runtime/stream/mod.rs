@@ -7,7 +7,9 @@
 //! before it is queued, without waiting for its sync. After the stream: the terminal
 //! commit, the final `turn_state` and the session header, in one sync that also covers the
 //! facts still queued. A stream that ends without a terminal event gets a synthetic one:
-//! `aborted` if a stop was asked, else failed (`missing_terminal_event`).
+//! `aborted` if a stop was asked, else failed (`missing_terminal_event`). An ending the runtime
+//! makes is told to the caller as §11's backends end a turn (`abort` or `error`, then
+//! `complete`), in place of a backend terminal event the ledger refused.
 //!
 //! A backend is the host's code, and the turn does not wait on it for good: once stopped, it
 //! has [`STOP_GRACE`] to end its stream, after which the turn ends `aborted` without it; once
@@ -72,6 +74,9 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
     let mut held: Vec<SessionEvent> = Vec::new();
     let mut events = 0usize;
     let mut terminal: Option<(Value, Ending)> = None;
+    // Where the backend's terminal event is among the events held (none is handed on after it
+    // before the terminal commit).
+    let mut terminal_at: Option<usize> = None;
     loop {
         // Wait only with nothing in hand; otherwise take what is ready, and hand the burst on
         // once nothing is. Once the terminal event is in hand, nothing more goes on before the
@@ -112,6 +117,7 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
         if terminal.is_none() {
             terminal = w.apply(&event, abort_source);
             if terminal.is_some() {
+                terminal_at = Some(held.len());
                 let closing = Instant::now() + CLOSE_GRACE;
                 give_up = Some(give_up.map_or(closing, |at| at.min(closing)));
             }
@@ -127,17 +133,35 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
     w.flush();
     // A stream that ended without a terminal event (closed, or given up on after a stop's
     // grace) ends the turn `aborted` if a stop was asked, as it asked, else failed.
-    let terminal = terminal.unwrap_or_else(|| match abort_source() {
-        Some(source) => ending::synthetic(inner, &begun, "aborted", None, Some(&source)),
+    // (`made`: the ending the runtime made, none came.)
+    let (terminal, made) = match terminal {
+        Some(terminal) => (terminal, None),
         None => {
-            let missing = Some("missing_terminal_event".into());
-            ending::synthetic(inner, &begun, "failed", missing, None)
+            let made = match abort_source() {
+                Some(source) => ending::synthetic(inner, &begun, "aborted", None, Some(&source)),
+                None => {
+                    let missing = Some("missing_terminal_event".into());
+                    ending::synthetic(inner, &begun, "failed", missing, None)
+                }
+            };
+            (made.clone(), Some(made))
         }
-    });
+    };
     // The stream is let go: a backend still sending finds it closed.
     drop(from_backend);
     let summary = std::mem::take(&mut w.summary);
     let outcome = on_disk(|| ending::commit(inner, &begun, terminal, events, &summary));
+    let outcome = outcome.map(|(outcome, replaced)| {
+        // The caller's stream ends as the ledger ended the turn: an ending the runtime made
+        // (the backend gave none, or one the ledger refused) is told in the backend's place.
+        if let Some(at) = terminal_at.filter(|_| replaced.is_some()) {
+            held.remove(at);
+        }
+        if let Some((event, ending)) = replaced.as_ref().or(made.as_ref()) {
+            held.extend(ending::told(inner, event, ending));
+        }
+        outcome
+    });
     // The terminal commit's sync made the queued facts durable (or failed them with it).
     hand_on(&mut w, &mut held, &to_caller).await;
     outcome.map(|o| TurnOutcome {
