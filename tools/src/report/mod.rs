@@ -78,11 +78,12 @@ fn publish(target: &RealStorage, name: &Path, bytes: &[u8]) -> Result<(), String
         .map_err(|e| format!("create {}: {e}", partial.display()))?;
     let written = file.write_all_at(bytes, 0).and_then(|()| file.sync_data());
     drop(file);
-    let done = written
+    // Removed only while it is still this call's: once renamed, the name is free for another.
+    written
         .and_then(|()| target.rename(&partial, name))
-        .and_then(|()| target.sync_dir(Path::new("")));
-    done.map_err(|e| {
-        let _ = target.remove_file(&partial);
-        e.to_string()
-    })
+        .map_err(|e| {
+            let _ = target.remove_file(&partial);
+            e.to_string()
+        })?;
+    target.sync_dir(Path::new("")).map_err(|e| e.to_string())
 }
