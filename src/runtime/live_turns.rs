@@ -1,5 +1,5 @@
-//! The turns whose tasks are running, counted until each task has let go of the runtime (and
-//! so of its stores): what a shutdown waits for before it closes the stores.
+//! The turns running, counted from the start of each opening until its task has let go of the
+//! runtime (and so of its stores): what a shutdown waits for before it closes the stores.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -17,7 +17,7 @@ pub(crate) struct LiveTurns {
 pub(crate) struct LiveTurn(Arc<LiveTurns>);
 
 impl LiveTurns {
-    /// Counts a turn task about to be spawned.
+    /// Counts a turn from the start of its opening (its task, once spawned, holds the place).
     pub fn enter(self: &Arc<Self>) -> LiveTurn {
         self.running.fetch_add(1, Ordering::SeqCst);
         LiveTurn(self.clone())

@@ -4,7 +4,7 @@
 
 use super::backend::{Backend, BackendContext, BackendRegistry, SendInput};
 use super::blocking::on_disk;
-use super::live_turns::LiveTurns;
+use super::live_turns::{LiveTurn, LiveTurns};
 use super::sources::Sources;
 use super::stops::TurnStop;
 use super::turn_events::TurnEvents;
@@ -170,10 +170,12 @@ impl SessionManager {
         let turn_id = input
             .turn_id
             .get_or_insert_with(|| self.inner.sources.new_id());
-        let stop_asked = self.inner.turn_started(session_id, turn_id)?;
+        let (stop_asked, live) = self.inner.turn_started(session_id, turn_id)?;
         let turn_id = turn_id.clone();
         // A call that fails before its turn streams forgets the turn's stop.
-        let opening = self.open_turn(session_id, input, guard, stop_asked).await;
+        let opening = self
+            .open_turn(session_id, input, guard, (stop_asked, live))
+            .await;
         if opening.is_err() {
             self.inner.turn_over(session_id, &turn_id);
         }
@@ -186,7 +188,7 @@ impl SessionManager {
         session_id: &str,
         input: TurnInput,
         guard: tokio::sync::OwnedMutexGuard<()>,
-        stop_asked: Arc<Notify>,
+        (stop_asked, live): (Arc<Notify>, LiveTurn),
     ) -> Result<Turn> {
         let inner = self.inner.clone();
         // The backend first: a session whose backend cannot be made gets no run. It is made
@@ -225,7 +227,6 @@ impl SessionManager {
         let (to_caller, events) = mpsc::channel(super::turn_events::BURSTS);
         let session = session_id.to_owned();
         let begun_turn = begun.ids.turn_id.clone();
-        let live = inner.live.enter();
         let done = tokio::spawn(async move {
             // Dropped in the reverse order: the runtime (and its stores) before the count.
             let _live = live;

@@ -3,6 +3,7 @@
 //! turn starts and no backend is made.
 
 use super::backend::Backend;
+use super::live_turns::LiveTurn;
 use super::manager::{lock, Inner, SessionManager};
 use crate::error::{Error, Result};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -37,15 +38,21 @@ pub(crate) fn stop_backend(backend: &dyn Backend) {
 }
 
 impl Inner {
-    /// Records turn `turn_id` as the session's turn in flight, with no stop asked yet; the
-    /// signal its stream waits on. Refused once the runtime is disposed of: under the lock
-    /// `dispose` sets its mark under, so a turn either starts before it, and is stopped by it,
-    /// or is refused.
-    pub(crate) fn turn_started(&self, session_id: &str, turn_id: &str) -> Result<Arc<Notify>> {
+    /// Records turn `turn_id` as the session's turn in flight, with no stop asked yet: the
+    /// signal its stream waits on, and its place among the running turns, held from here until
+    /// its task ends (or its opening fails). Refused once the runtime is disposed of: under the
+    /// lock `dispose` sets its mark under, so a turn either starts before it, and is stopped
+    /// and waited for by a shutdown, or is refused.
+    pub(crate) fn turn_started(
+        &self,
+        session_id: &str,
+        turn_id: &str,
+    ) -> Result<(Arc<Notify>, LiveTurn)> {
         let mut stops = lock(&self.stops)?;
         if self.disposed.load(Ordering::Relaxed) {
             return Err(disposed(session_id));
         }
+        let live = self.live.enter();
         let asked = Arc::new(Notify::new());
         let stop = TurnStop {
             turn: turn_id.to_owned(),
@@ -53,7 +60,7 @@ impl Inner {
             asked: asked.clone(),
         };
         stops.insert(session_id.to_owned(), stop);
-        Ok(asked)
+        Ok((asked, live))
     }
 
     /// Turn `turn_id` of the session is over (ended, or never begun): its stop is forgotten,

@@ -1,0 +1,110 @@
+//! A shutdown waits for every turn that began before it: also one still writing its opening
+//! (§12 steps 0–6) when the shutdown came, whose task is not spawned yet.
+
+mod support;
+
+use makalog::runtime::{BackendRegistry, ExecutionComposition, Sources, TurnInput};
+use serde_json::json;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::task::{Context, Waker};
+
+/// A clock that, once armed, stops at its next reading until released: a turn's opening
+/// reads the clock, so an armed clock holds a turn mid-opening.
+struct Gate {
+    armed: AtomicBool,
+    entered: Mutex<mpsc::Sender<()>>,
+    release: Mutex<mpsc::Receiver<()>>,
+}
+
+impl Gate {
+    fn read(&self) -> f64 {
+        if self.armed.swap(false, Ordering::SeqCst) {
+            self.entered
+                .lock()
+                .expect("entered")
+                .send(())
+                .expect("test waits");
+            self.release
+                .lock()
+                .expect("release")
+                .recv()
+                .expect("released");
+        }
+        1_780_000_000_000.0
+    }
+}
+
+/// The turn holds its session from the start of its opening: `shutdown` called while the
+/// opening is being written does not return until that turn has ended and let go of the
+/// runtime (before, it returned at once, the turn not yet counted, and the stores could close
+/// under the opening). The turn is stopped by the shutdown's dispose, and its run is ended
+/// in the ledger when the shutdown returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_waits_for_a_turn_still_writing_its_opening() {
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let (entered_tx, entered) = mpsc::channel();
+    let (release, release_rx) = mpsc::channel();
+    let gate = Arc::new(Gate {
+        armed: AtomicBool::new(false),
+        entered: Mutex::new(entered_tx),
+        release: Mutex::new(release_rx),
+    });
+    let clock = gate.clone();
+    let ids = Sources::system();
+    let sources = Sources::new(move || ids.new_id(), move || clock.read());
+    let c = ExecutionComposition::open(&owner, BackendRegistry::with_instant_fake(), sources)
+        .expect("open");
+    c.manager()
+        .create_session(json!({"id": "s", "backend": "fake", "model": "m"}))
+        .expect("session");
+
+    gate.armed.store(true, Ordering::SeqCst);
+    let manager = c.manager().clone();
+    let sending = tokio::spawn(async move {
+        let input = TurnInput {
+            text: "hello".into(),
+            turn_id: Some("t1".into()),
+            ..TurnInput::default()
+        };
+        let sent = manager.send_message("s", input).await;
+        let ended = match sent {
+            Ok(mut turn) => {
+                while turn.events.recv().await.is_some() {}
+                turn.finish().await.map(|outcome| outcome.status)
+            }
+            Err(e) => Err(e),
+        };
+        drop(manager);
+        ended
+    });
+    tokio::task::spawn_blocking(move || entered.recv())
+        .await
+        .expect("waiter")
+        .expect("the opening read the clock");
+
+    {
+        let mut shutdown = std::pin::pin!(c.manager().shutdown());
+        let first = shutdown
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()));
+        assert!(
+            first.is_pending(),
+            "shutdown returned while a turn was writing its opening"
+        );
+        release.send(()).expect("the opening waits");
+        shutdown.await.expect("shut down");
+    }
+    let runs = c.stores().runs.list_session_runs("s").expect("runs");
+    assert_eq!(runs.len(), 1, "the turn's opening was written");
+    assert_eq!(
+        runs[0].status(),
+        "cancelled",
+        "the turn was ended before shutdown returned"
+    );
+    assert_eq!(runs[0].value()["abortSource"], json!("runtime_disposed"));
+    assert_eq!(sending.await.expect("task").expect("turn"), "cancelled");
+    c.close().expect("close");
+}
