@@ -50,13 +50,20 @@ fn an_unknown_key_inside_an_element_is_named_by_its_path() {
 
 #[test]
 fn objects_at_and_past_the_inline_bound_are_read_by_the_same_rules() {
-    const KEYS: [&str; 20] = [
-        "k00", "k01", "k02", "k03", "k04", "k05", "k06", "k07", "k08", "k09", "k10", "k11", "k12",
-        "k13", "k14", "k15", "k16", "k17", "k18", "k19",
+    // Keys for objects up to past both inline bounds (the input's members and the output's).
+    let all_keys: Vec<&'static str> = (0..MEMBERS_INLINE + 4)
+        .map(|i| &*Box::leak(format!("k{i:02}").into_boxed_str()))
+        .collect();
+    // Just under, at and past the input's bound (at it plus an unknown key is past), and past
+    // it by more; the output spills from its inline space on the way.
+    let sizes = [
+        MEMBERS_INLINE - 1,
+        MEMBERS_INLINE,
+        MEMBERS_INLINE + 1,
+        MEMBERS_INLINE + 4,
     ];
-    // 15 and 16 members are scanned inline (16 plus an unknown key is not), 17 and 20 are not.
-    for n in [15, 16, 17, 20] {
-        let keys = &KEYS[..n];
+    for n in sizes {
+        let keys = &all_keys[..n];
         let value: Value = keys.iter().map(|k| (k.to_string(), json!(1))).collect();
         let all = |o: &mut Obj| keys.iter().try_for_each(|k| o.number(k).map(drop));
         let decoded = decode_object(&value, &Path::root(), all).unwrap();
