@@ -108,3 +108,34 @@ async fn a_shutdown_waits_for_a_turn_still_writing_its_opening() {
     assert_eq!(sending.await.expect("task").expect("turn"), "cancelled");
     c.close().expect("close");
 }
+
+/// A caller that holds its turn and never reads it: once the turn's handed-on events fill
+/// what the caller may fall behind by, the turn waits for it, as backpressure on the backend;
+/// a shutdown's stop ends that wait (the events the caller has no room for are dropped: the
+/// ledger holds what they meant). Before, the turn waited for the caller for good, and so did
+/// the shutdown. On tokio's paused clock: a shutdown that cannot end lets the clock run to the
+/// test's bound and fails it.
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_ends_a_turn_whose_caller_does_not_read() {
+    let f = support::turns::fixture();
+    let s = support::turns::session(&f);
+    // About 500 deltas, one a burst at the fake's pace: more than the caller may fall behind.
+    let prompt = "a caller that never reads its events ".repeat(120);
+    let turn = f
+        .manager
+        .send_message(&s, support::turns::text(&prompt))
+        .await
+        .expect("send");
+    // Long enough for the fake to stream past what the caller may fall behind by.
+    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+    let shut = tokio::time::timeout(std::time::Duration::from_secs(3600), f.manager.shutdown());
+    shut.await
+        .expect("shutdown ended before the bound")
+        .expect("shut down");
+    let outcome = turn.finish().await.expect("the turn ended");
+    assert_eq!(outcome.status, "cancelled");
+    let run = f.manager.stores().runs.list_session_runs(&s).expect("runs");
+    assert_eq!(run.len(), 1);
+    assert_eq!(run[0].status(), "cancelled");
+    assert_eq!(run[0].value()["abortSource"], json!("runtime_disposed"));
+}

@@ -67,9 +67,11 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
         stop_asked,
         abort_source,
     } = stream;
-    let mut stop_asked = std::pin::pin!(stop_asked.notified());
-    // When the turn stops waiting for the backend: set by a stop, or by the terminal event.
-    let mut give_up: Option<Instant> = None;
+    let mut waits = Waits {
+        stop: std::pin::pin!(stop_asked.notified()),
+        stopped: false,
+        give_up: None,
+    };
     let mut w = Writer::new(inner, &begun);
     let mut held: Vec<SessionEvent> = Vec::new();
     let mut events = 0usize;
@@ -82,14 +84,14 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
         // once nothing is. Once the terminal event is in hand, nothing more goes on before the
         // terminal commit is durable: the stream is read to its end (at most a burst more).
         let next = if held.is_empty() || terminal.is_some() {
-            let waited = if let Some(at) = give_up {
+            let waited = if let Some(at) = waits.give_up {
                 wait_until(&mut from_backend, at).await
             } else {
                 tokio::select! {
                     biased;
                     e = from_backend.recv() => e.map_or(Waited::Closed, Waited::Event),
-                    () = stop_asked.as_mut() => {
-                        give_up = Some(Instant::now() + STOP_GRACE);
+                    () = waits.stop.as_mut() => {
+                        waits.stop_came();
                         continue;
                     }
                 }
@@ -103,7 +105,7 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
             match from_backend.try_recv() {
                 Ok(event) => Some(event),
                 Err(TryRecvError::Empty) => {
-                    hand_on(&mut w, &mut held, &to_caller).await;
+                    hand_on(&mut w, &mut held, &to_caller, &mut waits).await;
                     continue;
                 }
                 Err(TryRecvError::Disconnected) => None,
@@ -112,14 +114,13 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
         let Some(event) = next else { break };
         events += 1;
         if event.is_fact() && !w.unsynced() && terminal.is_none() {
-            hand_on(&mut w, &mut held, &to_caller).await;
+            hand_on(&mut w, &mut held, &to_caller, &mut waits).await;
         }
         if terminal.is_none() {
             terminal = w.apply(&event, abort_source);
             if terminal.is_some() {
                 terminal_at = Some(held.len());
-                let closing = Instant::now() + CLOSE_GRACE;
-                give_up = Some(give_up.map_or(closing, |at| at.min(closing)));
+                waits.give_up_by(Instant::now() + CLOSE_GRACE);
             }
         }
         held.push(event);
@@ -127,7 +128,7 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
             if terminal.is_some() {
                 break;
             }
-            hand_on(&mut w, &mut held, &to_caller).await;
+            hand_on(&mut w, &mut held, &to_caller, &mut waits).await;
         }
     }
     w.flush();
@@ -163,7 +164,7 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
         outcome
     });
     // The terminal commit's sync made the queued facts durable (or failed them with it).
-    hand_on(&mut w, &mut held, &to_caller).await;
+    hand_on(&mut w, &mut held, &to_caller, &mut waits).await;
     outcome.map(|o| TurnOutcome {
         fact_failures: w.fact_failures,
         ..o
@@ -178,16 +179,50 @@ async fn wait_until(from_backend: &mut mpsc::Receiver<SessionEvent>, give_up: In
     }
 }
 
+/// What the stream waits on besides the backend: the turn's stop, and when it gives up on
+/// the backend (set by a stop, or by the terminal event).
+struct Waits<'a, 'n> {
+    stop: std::pin::Pin<&'a mut tokio::sync::futures::Notified<'n>>,
+    stopped: bool,
+    give_up: Option<Instant>,
+}
+
+impl Waits<'_, '_> {
+    fn stop_came(&mut self) {
+        self.stopped = true;
+        self.give_up_by(Instant::now() + STOP_GRACE);
+    }
+
+    fn give_up_by(&mut self, at: Instant) {
+        self.give_up = Some(self.give_up.map_or(at, |was| was.min(at)));
+    }
+}
+
 /// Hands the held events to the caller once the facts among them are durable. A caller that
-/// stopped listening ends nothing: the turn is still written.
+/// stopped listening ends nothing: the turn is still written. A caller that listens but has
+/// no room (it fell [`BURSTS`](super::turn_events::BURSTS) behind) is waited for, which holds
+/// the backend back, until the turn is stopped: a stopped turn waits for no caller, and a
+/// burst the caller has no room for is dropped (the ledger holds what it meant, and the
+/// turn's outcome how it ended), so a caller that never reads cannot hold a stop or a
+/// shutdown.
 async fn hand_on(
     w: &mut Writer<'_>,
     held: &mut Vec<SessionEvent>,
     to_caller: &mpsc::Sender<Vec<SessionEvent>>,
+    waits: &mut Waits<'_, '_>,
 ) {
     w.settle();
-    if !held.is_empty() {
-        let burst = std::mem::replace(held, Vec::with_capacity(held.len()));
-        let _ = to_caller.send(burst).await;
+    if held.is_empty() {
+        return;
+    }
+    let burst = std::mem::replace(held, Vec::with_capacity(held.len()));
+    if waits.stopped {
+        let _ = to_caller.try_send(burst);
+        return;
+    }
+    tokio::select! {
+        biased;
+        _ = to_caller.send(burst) => {}
+        () = waits.stop.as_mut() => waits.stop_came(),
     }
 }
