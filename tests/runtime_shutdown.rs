@@ -1,5 +1,7 @@
 //! A shutdown waits for every turn that began before it: also one still writing its opening
-//! (§12 steps 0–6) when the shutdown came, whose task is not spawned yet.
+//! (§12 steps 0–6) when the shutdown came, whose task is not spawned yet. A caller that does
+//! not read its turn cannot hold a stop or a shutdown for good; one that reads late still gets
+//! every event.
 
 mod support;
 
@@ -111,10 +113,10 @@ async fn a_shutdown_waits_for_a_turn_still_writing_its_opening() {
 
 /// A caller that holds its turn and never reads it: once the turn's handed-on events fill
 /// what the caller may fall behind by, the turn waits for it, as backpressure on the backend;
-/// a shutdown's stop ends that wait (the events the caller has no room for are dropped: the
-/// ledger holds what they meant). Before, the turn waited for the caller for good, and so did
-/// the shutdown. On tokio's paused clock: a shutdown that cannot end lets the clock run to the
-/// test's bound and fails it.
+/// after a shutdown's stop, only for the stop's grace (the events the caller has no room for
+/// are then dropped: the ledger holds what they meant). Before, the turn waited for the caller
+/// for good, and so did the shutdown. On tokio's paused clock: a shutdown that cannot end lets
+/// the clock run to the test's bound and fails it.
 #[tokio::test(start_paused = true)]
 async fn a_shutdown_ends_a_turn_whose_caller_does_not_read() {
     let f = support::turns::fixture();
@@ -138,4 +140,47 @@ async fn a_shutdown_ends_a_turn_whose_caller_does_not_read() {
     assert_eq!(run.len(), 1);
     assert_eq!(run[0].status(), "cancelled");
     assert_eq!(run[0].value()["abortSource"], json!("runtime_disposed"));
+}
+
+/// A caller that fell behind and reads again a second after it stopped its turn gets every
+/// event of the turn in order, with no gap, and the turn's ending (`abort`, then `complete`):
+/// a stop drops nothing for a caller that makes room within the stop's grace (before, the
+/// bursts that found no room once the stop came were dropped).
+#[tokio::test(start_paused = true)]
+async fn a_caller_behind_a_stopped_turn_still_gets_every_event() {
+    let f = support::turns::fixture();
+    let s = support::turns::session(&f);
+    let prompt = "a caller that reads late ".repeat(200);
+    let mut turn = f
+        .manager
+        .send_message(&s, support::turns::text(&prompt))
+        .await
+        .expect("send");
+    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+    assert!(f.manager.stop(&s, "stop_button").expect("stop"));
+    // The turn sees the stop while the caller has no room, and the caller reads a second later.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let mut kinds = Vec::new();
+    let mut text = String::new();
+    while let Some(event) = turn.events.recv().await {
+        if let makalog::runtime::SessionEvent::TextDelta { text: piece, .. } = &event {
+            text.push_str(piece);
+        }
+        kinds.push(event.type_name().to_owned());
+    }
+    let deltas = kinds.iter().filter(|k| *k == "text_delta").count();
+    assert!(
+        deltas > 64 * 2,
+        "the caller fell behind by more than its room: {deltas}"
+    );
+    assert_eq!(
+        kinds[kinds.len() - 2..],
+        ["abort", "complete"],
+        "the ending"
+    );
+    assert!(
+        format!("Fake backend received: {prompt}").starts_with(&text),
+        "the deltas are the echo's first ones, with no gap"
+    );
+    assert_eq!(turn.finish().await.expect("ended").status, "cancelled");
 }

@@ -5,15 +5,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::Notify;
 
-/// How many turn tasks are running, and the signal each one's end sends.
+/// How many turns are running (opening, or streaming in their task), and the signal each
+/// one's end sends.
 #[derive(Default)]
 pub(crate) struct LiveTurns {
     running: AtomicUsize,
     ended: Notify,
 }
 
-/// One running turn task's place in the count, given back when dropped: the task drops it
-/// last, after everything of the runtime it held.
+/// One running turn's place in the count, given back when dropped: by its opening if that
+/// fails, else by its task, last, after everything of the runtime it held.
 pub(crate) struct LiveTurn(Arc<LiveTurns>);
 
 impl LiveTurns {
@@ -23,7 +24,7 @@ impl LiveTurns {
         LiveTurn(self.clone())
     }
 
-    /// Waits until no turn task is running.
+    /// Waits until no turn is running.
     pub async fn none_running(&self) {
         loop {
             // Asked for before the count is read, so an end between the two is not missed.
@@ -41,7 +42,7 @@ impl LiveTurns {
 impl Drop for LiveTurn {
     fn drop(&mut self) {
         let before = self.0.running.fetch_sub(1, Ordering::SeqCst);
-        debug_assert!(before > 0, "a turn task counted once");
+        debug_assert!(before > 0, "a turn counted once");
         self.0.ended.notify_waiters();
     }
 }

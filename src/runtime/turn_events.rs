@@ -1,4 +1,5 @@
-//! What a turn's caller receives: the backend's events in order. The stream hands them on in
+//! What a turn's caller receives: the backend's events in order (a prefix of them if it fell
+//! behind a stopped turn past the stop's grace). The stream hands them on in
 //! bursts, one channel message a burst, so a fast backend's turn wakes its caller once a
 //! burst rather than once an event.
 

@@ -1,5 +1,6 @@
 //! A turn's stream and its end (MAKA-MODEL §12, steps 7–8): every backend event goes to the
-//! caller; what it means is written first (`writer`), and the terminal event, with whatever
+//! caller (one that falls behind a stopped turn past its grace gets a prefix of them, see
+//! [`hand_on`]); what it means is written first (`writer`), and the terminal event, with whatever
 //! follows it, only once the terminal commit is durable. The stream takes what the backend has
 //! ready, writes it, then hands it on in one go: the caller is woken once a burst, not once
 //! an event, and the facts of a burst share one sync, waited for before the burst is handed
@@ -71,6 +72,7 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
         stop: std::pin::pin!(stop_asked.notified()),
         stopped: false,
         give_up: None,
+        caller_lost: false,
     };
     let mut w = Writer::new(inner, &begun);
     let mut held: Vec<SessionEvent> = Vec::new();
@@ -180,11 +182,14 @@ async fn wait_until(from_backend: &mut mpsc::Receiver<SessionEvent>, give_up: In
 }
 
 /// What the stream waits on besides the backend: the turn's stop, and when it gives up on
-/// the backend (set by a stop, or by the terminal event).
+/// the backend and on the caller (set by a stop, or by the terminal event).
 struct Waits<'a, 'n> {
     stop: std::pin::Pin<&'a mut tokio::sync::futures::Notified<'n>>,
     stopped: bool,
     give_up: Option<Instant>,
+    /// A burst was dropped, the caller having had no room for it in time: so is every later
+    /// one, and the caller's events are a prefix of the turn's, with no gap.
+    caller_lost: bool,
 }
 
 impl Waits<'_, '_> {
@@ -201,10 +206,10 @@ impl Waits<'_, '_> {
 /// Hands the held events to the caller once the facts among them are durable. A caller that
 /// stopped listening ends nothing: the turn is still written. A caller that listens but has
 /// no room (it fell [`BURSTS`](super::turn_events::BURSTS) behind) is waited for, which holds
-/// the backend back, until the turn is stopped: a stopped turn waits for no caller, and a
-/// burst the caller has no room for is dropped (the ledger holds what it meant, and the
-/// turn's outcome how it ended), so a caller that never reads cannot hold a stop or a
-/// shutdown.
+/// the backend back; once the turn is stopped, only until the stop's grace runs out, as a
+/// backend is: then the burst and every later one are dropped (the ledger holds what they
+/// meant, and the turn's outcome how it ended), so a caller that never reads cannot hold a
+/// stop or a shutdown for good, and one that reads late still gets every event.
 async fn hand_on(
     w: &mut Writer<'_>,
     held: &mut Vec<SessionEvent>,
@@ -216,13 +221,25 @@ async fn hand_on(
         return;
     }
     let burst = std::mem::replace(held, Vec::with_capacity(held.len()));
-    if waits.stopped {
-        let _ = to_caller.try_send(burst);
+    if waits.caller_lost {
         return;
     }
-    tokio::select! {
-        biased;
-        _ = to_caller.send(burst) => {}
-        () = waits.stop.as_mut() => waits.stop_came(),
+    let room = loop {
+        if !waits.stopped {
+            tokio::select! {
+                biased;
+                room = to_caller.reserve() => break Some(room),
+                () = waits.stop.as_mut() => waits.stop_came(),
+            }
+        } else {
+            let by = waits.give_up.unwrap_or_else(Instant::now);
+            break tokio::time::timeout_at(by, to_caller.reserve()).await.ok();
+        }
+    };
+    match room {
+        Some(Ok(room)) => room.send(burst),
+        // The caller stopped listening.
+        Some(Err(_)) => {}
+        None => waits.caller_lost = true,
     }
 }
