@@ -157,7 +157,7 @@ impl SessionManager {
 
     /// [`SessionManager::dispose`], then waits until every turn it stopped has ended and its
     /// task has let go of the runtime and its stores (a backend deaf to the stop is given up
-    /// on after the stream's grace, and so is a caller that does not make room for its turn's events).
+    /// on after the stream's grace, and so is a caller that makes no room for its events).
     pub async fn shutdown(&self) -> Result<()> {
         let disposed = self.dispose();
         self.inner.live.none_running().await;
