@@ -25,7 +25,7 @@ pub fn run(root: &Path, graph: Option<&str>, json: bool) -> ExitCode {
     }
     let problems = replay.map(|r| r.problems).unwrap_or_default();
     for p in &problems {
-        eprintln!("makalog: {}", p.describe());
+        tell!("makalog: {}", p.describe());
     }
     if problems.is_empty() {
         ExitCode::SUCCESS
@@ -42,7 +42,7 @@ pub fn read_claims(storage: &dyn Storage) -> Result<Option<ClaimsReplay>, ExitCo
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => {
-            eprintln!("makalog: {CLAIMS_FILE}: {e}");
+            tell!("makalog: {CLAIMS_FILE}: {e}");
             return Err(ExitCode::from(1));
         }
     };

@@ -28,14 +28,14 @@ const DEMO_SEGMENT_SIZE: u64 = 8 << 10;
 
 pub fn run(root: &Path) -> ExitCode {
     if let Err(e) = write_demo(root) {
-        eprintln!("makalog demo: {e}");
+        tell!("makalog demo: {e}");
         return ExitCode::from(1);
     }
     let storage = RealStorage::new(root);
     let report = match verify_root(&storage) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("makalog demo: verify: {e}");
+            tell!("makalog demo: verify: {e}");
             return ExitCode::from(1);
         }
     };

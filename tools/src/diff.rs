@@ -16,7 +16,7 @@ pub fn run(a: &Path, b: &Path, session: Option<&str>, as_json: bool) -> ExitCode
         Ok(d) => d,
         Err(e @ Error::NotARoot { .. }) => return crate::usage_error(e),
         Err(e) => {
-            eprintln!("makalog: {e}");
+            tell!("makalog: {e}");
             return ExitCode::from(1);
         }
     };

@@ -19,7 +19,7 @@ pub fn run(root: &Path, only: Option<&str>) -> ExitCode {
         None => match list_sessions(&storage) {
             Ok((ids, _)) => ids,
             Err(e) => {
-                eprintln!("makalog: {e}");
+                tell!("makalog: {e}");
                 return ExitCode::from(1);
             }
         },
@@ -35,7 +35,7 @@ pub fn run(root: &Path, only: Option<&str>) -> ExitCode {
             Ok(r) => r,
             Err(e @ Error::InvalidInput(_)) => return crate::usage_error(e),
             Err(e) => {
-                eprintln!("makalog: session {id}: {e}");
+                tell!("makalog: session {id}: {e}");
                 failed = true;
                 continue;
             }
@@ -49,7 +49,7 @@ pub fn run(root: &Path, only: Option<&str>) -> ExitCode {
                     }
                 }
                 Err(e) => {
-                    eprintln!("makalog: session {id}: {e}");
+                    tell!("makalog: session {id}: {e}");
                     stopped = true;
                 }
             }
@@ -58,7 +58,7 @@ pub fn run(root: &Path, only: Option<&str>) -> ExitCode {
         // process owns, that is damage, as verify says.
         if !stopped && !live {
             if let Some(why) = torn_tail(&storage, &id) {
-                eprintln!("makalog: session {id}: {why}");
+                tell!("makalog: session {id}: {why}");
                 stopped = true;
             }
         }

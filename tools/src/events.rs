@@ -14,7 +14,7 @@ pub fn canonicalize() -> ExitCode {
         let line = match line {
             Ok(line) => line,
             Err(e) => {
-                eprintln!("makalog: standard input: {e}");
+                tell!("makalog: standard input: {e}");
                 return ExitCode::from(1);
             }
         };

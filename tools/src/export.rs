@@ -66,7 +66,7 @@ pub fn run(root: &Path, only: &[String], out: &Path, as_json: bool) -> ExitCode 
     let file = match target.open(Path::new(&partial), OpenMode::CreateNew) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("makalog: {}: create {partial}: {e}", out.display());
+            tell!("makalog: {}: create {partial}: {e}", out.display());
             return ExitCode::from(1);
         }
     };
@@ -74,7 +74,7 @@ pub fn run(root: &Path, only: &[String], out: &Path, as_json: bool) -> ExitCode 
         Ok(m) => m,
         Err(why) => {
             let _ = target.remove_file(Path::new(&partial));
-            eprintln!("makalog: {}: {why}", out.display());
+            tell!("makalog: {}: {why}", out.display());
             return ExitCode::from(1);
         }
     };
@@ -82,7 +82,7 @@ pub fn run(root: &Path, only: &[String], out: &Path, as_json: bool) -> ExitCode 
         .rename(Path::new(&partial), Path::new(&name))
         .and_then(|()| target.sync_dir(Path::new("")))
     {
-        eprintln!("makalog: {}: {e}", out.display());
+        tell!("makalog: {}: {e}", out.display());
         return ExitCode::from(1);
     }
     if as_json {
@@ -118,7 +118,7 @@ pub fn run(root: &Path, only: &[String], out: &Path, as_json: bool) -> ExitCode 
 }
 
 fn failed(e: makalog::Error) -> ExitCode {
-    eprintln!("makalog: {e}");
+    tell!("makalog: {e}");
     ExitCode::from(1)
 }
 

@@ -21,7 +21,7 @@ pub fn run(root: &Path, as_json: bool) -> ExitCode {
         Ok(h) => h,
         Err(e @ Error::NotARoot { .. }) => return crate::usage_error(e),
         Err(e) => {
-            eprintln!("makalog: {e}");
+            tell!("makalog: {e}");
             return ExitCode::from(1);
         }
     };
@@ -31,13 +31,15 @@ pub fn run(root: &Path, as_json: bool) -> ExitCode {
         ExitCode::from(1)
     };
     for name in &heads.damaged {
-        eprintln!(
+        tell!(
             "makalog: {name}: damaged; its head is that of its valid prefix (run makalog verify)"
         );
     }
     if as_json {
         let v = heads.to_json(&tool(), &now_iso8601());
-        say!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        for line in serde_json::to_string_pretty(&v).expect("json").lines() {
+            say!("{line}");
+        }
         return code;
     }
     say!("root {} ({}, {})", heads.root_id, tool(), now_iso8601());
@@ -102,7 +104,7 @@ pub fn against(
     let verdicts = compare_heads(storage, recorded).map_err(|e| match e {
         Error::InvalidInput(_) | Error::NotARoot { .. } => crate::usage_error(e),
         e => {
-            eprintln!("makalog: {e}");
+            tell!("makalog: {e}");
             ExitCode::from(1)
         }
     })?;

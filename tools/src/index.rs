@@ -17,7 +17,7 @@ fn sessions(storage: &RealStorage) -> Result<Vec<String>, ExitCode> {
         return Err(crate::usage_error(e));
     }
     list_sessions(storage).map(|(ids, _)| ids).map_err(|e| {
-        eprintln!("makalog: {e}");
+        tell!("makalog: {e}");
         ExitCode::from(1)
     })
 }
@@ -171,7 +171,7 @@ pub fn rebuild_all(root: &Path) -> ExitCode {
         match result {
             Ok(n) => say!("{}: rebuilt ({n} invocations)", path.display()),
             Err(e) => {
-                eprintln!("makalog: {id}: {e}");
+                tell!("makalog: {id}: {e}");
                 failed = true;
             }
         }

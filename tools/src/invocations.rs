@@ -69,7 +69,7 @@ pub fn print_invocations(storage: &dyn Storage, session: &str, json: bool) -> Ex
     let (invocations, unopened) = match listed(storage, session) {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("makalog: {e}");
+            tell!("makalog: {e}");
             return ExitCode::from(1);
         }
     };

@@ -123,6 +123,6 @@ fn main() -> ExitCode {
 
 /// Exit code 2 with a message: usage errors and paths that are not roots.
 pub fn usage_error(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("makalog: {message}");
+    tell!("makalog: {message}");
     ExitCode::from(2)
 }

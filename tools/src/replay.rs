@@ -49,7 +49,7 @@ pub fn run(
 }
 
 fn failed(e: Error) -> ExitCode {
-    eprintln!("makalog: {e}");
+    tell!("makalog: {e}");
     ExitCode::from(1)
 }
 
@@ -72,20 +72,25 @@ fn print(at: &PointView<'_>, session: &str) -> makalog::Result<bool> {
         return Ok(true);
     };
     let h = header.value();
+    say!("");
     say!(
-        "\nHEADER  status {}  name {:?}  created {}  last activity {}",
+        "HEADER  status {}  name {:?}  created {}  last activity {}",
         header.status(),
         h["name"].as_str().unwrap_or_default(),
         h["createdAt"].as_f64().map(iso8601).unwrap_or_default(),
         h["lastUsedAt"].as_f64().map(iso8601).unwrap_or_default()
     );
-    say!("\nRUNS");
+    say!("");
+    say!("RUNS");
     let runs = crate::sessions::print_runs(view, session, false);
-    say!("\nMESSAGES");
+    say!("");
+    say!("MESSAGES");
     let messages = crate::sessions::print_messages(view, session, None, false);
-    say!("\nINVOCATIONS");
+    say!("");
+    say!("INVOCATIONS");
     let invocations = crate::invocations::print_invocations(view, session, false);
-    say!("\nCLAIMS KNOWN THEN");
+    say!("");
+    say!("CLAIMS KNOWN THEN");
     let claims = claims(view, session);
     for c in &claims {
         say!("{}", claim_line(c));

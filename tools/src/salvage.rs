@@ -49,7 +49,7 @@ pub fn run(root: &Path, into: &Path, only: &[String], as_json: bool) -> ExitCode
         }
     }
     if !clean {
-        eprintln!("makalog: the salvaged root does not verify clean");
+        tell!("makalog: the salvaged root does not verify clean");
         ExitCode::from(1)
     } else if report.left_behind.is_empty() {
         ExitCode::SUCCESS
@@ -59,7 +59,7 @@ pub fn run(root: &Path, into: &Path, only: &[String], as_json: bool) -> ExitCode
 }
 
 fn failed(e: Error) -> ExitCode {
-    eprintln!("makalog: {e}");
+    tell!("makalog: {e}");
     ExitCode::from(1)
 }
 

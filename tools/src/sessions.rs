@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 fn failed(e: makalog::Error) -> ExitCode {
-    eprintln!("makalog: {e}");
+    tell!("makalog: {e}");
     ExitCode::from(1)
 }
 
@@ -199,7 +199,7 @@ pub(crate) fn session_root(root: &Path, session: &str) -> Result<RealStorage, Ex
     match ReadOnlySessions::new(&storage).read_session(session) {
         Ok(Some(_)) => Ok(storage),
         Ok(None) => {
-            eprintln!("makalog: {}: no session {session}", root.display());
+            tell!("makalog: {}: no session {session}", root.display());
             Err(ExitCode::from(1))
         }
         Err(e) => Err(failed(e)),

@@ -21,7 +21,7 @@ pub fn run(root: &Path, session: &str, as_json: bool) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("makalog: {e}");
+            tell!("makalog: {e}");
             ExitCode::from(1)
         }
     }

@@ -30,7 +30,7 @@ pub fn run(root: &Path, against: Option<&Path>, as_json: bool) -> ExitCode {
         Ok(r) => r,
         Err(e @ Error::NotARoot { .. }) => return crate::usage_error(e),
         Err(e) => {
-            eprintln!("makalog: {e}");
+            tell!("makalog: {e}");
             return ExitCode::from(1);
         }
     };

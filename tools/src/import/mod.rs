@@ -43,11 +43,11 @@ pub fn run(db_dir: &Path, root: &Path, json: bool) -> ExitCode {
     match import(db_dir, root) {
         Ok((report, outcome)) => print(&report, &outcome, db_dir, root, json),
         Err(Stop::Refused(why)) => {
-            eprintln!("makalog import-sqlite: {why}");
+            tell!("makalog import-sqlite: {why}");
             ExitCode::from(2)
         }
         Err(Stop::Failed(why)) => {
-            eprintln!("makalog import-sqlite: {why}; what was written is kept, and running the import again (once the cause is mended) resumes it");
+            tell!("makalog import-sqlite: {why}; what was written is kept, and running the import again (once the cause is mended) resumes it");
             ExitCode::from(1)
         }
     }
@@ -233,7 +233,7 @@ fn print(
         }
     }
     for t in &unaccounted {
-        eprintln!(
+        tell!(
             "makalog import-sqlite: {} of {}: {} rows unaccounted for",
             t.table,
             t.file,

@@ -28,7 +28,7 @@ pub fn run(root: &Path, out: &Path) -> ExitCode {
         Ok(g) => g,
         Err(e @ Error::NotARoot { .. }) => return crate::usage_error(e),
         Err(e) => {
-            eprintln!("makalog: {e}");
+            tell!("makalog: {e}");
             return ExitCode::from(1);
         }
     };
@@ -46,7 +46,7 @@ pub fn run(root: &Path, out: &Path) -> ExitCode {
     };
     let target = RealStorage::unmapped(dir);
     if let Err(why) = publish(&target, Path::new(name), page.as_bytes()) {
-        eprintln!("makalog: {}: {why}", out.display());
+        tell!("makalog: {}: {why}", out.display());
         return ExitCode::from(1);
     }
     say!(
