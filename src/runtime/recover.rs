@@ -164,6 +164,36 @@ fn recovered_by(terminal: &crate::event::RuntimeEvent) -> Option<(String, Map<St
     Some((reason, extras))
 }
 
+/// Whether `run` was ended by a recovery that a crash cut short after its `run_failed`: a
+/// session-inline run failed with `app_restarted` whose turn's latest `turn_state` says
+/// something else (the `turn_state` recovery queues behind `run_failed` was lost). A turn
+/// with no `turn_state` claims nothing and is left as it is.
+pub(crate) fn recovery_cut_short(inner: &Inner, run: &RunHeader) -> Result<bool> {
+    let v = run.value();
+    if run.status() != "failed"
+        || v["failureClass"] != json!(APP_RESTARTED)
+        || v.get("parentRunId").is_some()
+    {
+        return Ok(false);
+    }
+    let turn_id = v["turnId"].as_str().unwrap_or_default();
+    let latest = latest_turn_state(inner, run.session_id(), turn_id)?;
+    Ok(latest.is_some_and(|status| status != "failed"))
+}
+
+/// The status of the turn's latest `turn_state`, if it has one.
+fn latest_turn_state(inner: &Inner, session_id: &str, turn_id: &str) -> Result<Option<Value>> {
+    let messages = inner
+        .stores
+        .sessions
+        .read_messages(session_id, Some(turn_id))?;
+    Ok(messages
+        .iter()
+        .rev()
+        .find(|m| m.message_type() == "turn_state")
+        .map(|m| m.value()["status"].clone()))
+}
+
 /// The turn's final `turn_state`, unless its latest already says how the run ended.
 fn turn_state(
     inner: &Inner,
@@ -172,15 +202,7 @@ fn turn_state(
     status: &str,
     terminal: &crate::event::RuntimeEvent,
 ) -> Result<Option<SessionRecord>> {
-    let messages = inner
-        .stores
-        .sessions
-        .read_messages(session_id, Some(turn_id))?;
-    let latest = messages
-        .iter()
-        .rev()
-        .find(|m| m.message_type() == "turn_state");
-    if latest.is_some_and(|m| m.value()["status"] == json!(status)) {
+    if latest_turn_state(inner, session_id, turn_id)?.is_some_and(|s| s == json!(status)) {
         return Ok(None);
     }
     let mut state = json!({"type": "turn_state", "id": inner.sources.new_id(), "turnId": turn_id,

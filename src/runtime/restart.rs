@@ -10,7 +10,7 @@
 use super::manager::lock;
 use super::manager::SessionManager;
 use super::open_runs::{read_open_runs, Listing};
-use super::recover::{recover_run, RecoveredRun};
+use super::recover::{recover_run, recovery_cut_short, RecoveredRun};
 use crate::error::Result;
 use crate::model::{RunHeader, SessionHeader};
 use serde_json::json;
@@ -219,19 +219,26 @@ impl SessionManager {
         }
     }
 
-    /// The runs of idle session `id` (whose header is `header`) recovery ends: those without
-    /// their terminal commit, or else, when the header still says a turn runs, the last run if
-    /// a turn's end a crash cut short left it: its terminal RuntimeEvent stored (the end's
-    /// first record) and its `turn_state` or the session's status, queued behind it, not.
-    /// `recover_run` keeps that terminal and writes what is missing. A header that says
-    /// `running` for another reason (a host's, an import's) over a run ended without a
-    /// terminal event is left as it is.
+    /// The runs of idle session `id` (whose header is `header`) recovery ends: those an
+    /// earlier recovery ended but a crash cut short after their `run_failed` (their turn's
+    /// state lost), and those without their terminal commit; or else, when the header still
+    /// says a turn runs, the last run if a turn's end a crash cut short left it: its terminal
+    /// RuntimeEvent stored (the end's first record) and its `turn_state` or the session's
+    /// status, queued behind it, not. `recover_run` keeps the stored terminal and writes what
+    /// is missing. A header that says `running` for another reason (a host's, an import's)
+    /// over a run ended without a terminal event is left as it is.
     fn runs_to_end(&self, id: &str, header: &SessionHeader) -> Result<Vec<RunHeader>> {
         let stores = self.stores();
-        let unfinished = stores.runs.list_unfinished_runs(id)?;
+        let mut ends = Vec::new();
+        for run in stores.runs.list_session_runs(id)? {
+            if recovery_cut_short(&self.inner, &run)? {
+                ends.push(run);
+            }
+        }
+        ends.extend(stores.runs.list_unfinished_runs(id)?);
         let status = header.value()["status"].as_str();
-        if !unfinished.is_empty() || !matches!(status, Some("running" | "waiting_for_user")) {
-            return Ok(unfinished);
+        if !ends.is_empty() || !matches!(status, Some("running" | "waiting_for_user")) {
+            return Ok(ends);
         }
         let Some(last) = stores.runs.list_session_runs(id)?.pop() else {
             return Ok(Vec::new());

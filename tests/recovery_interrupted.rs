@@ -1,0 +1,157 @@
+//! Recovery at start interrupted inside its own end of a run (MAKA-MODEL §12): its writes go
+//! in one sync, and a crash may keep a prefix of them: the terminal event, the run's header and
+//! `run_failed` stored, the turn's `turn_state` and the session's status not. The next
+//! recovery finishes that run's end, whatever the session's header says and whatever other
+//! run is still unfinished, and a third writes nothing.
+
+mod support;
+
+use makalog::runtime::{BackendRegistry, SessionManager, Sources, APP_RESTARTED};
+use makalog::store::{open_execution_stores_for_write, ExecutionStores};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use support::stores::session_header;
+
+fn run(session: &str, run: &str) -> Value {
+    json!({"runId": run, "sessionId": session, "turnId": format!("turn-{run}"),
+           "llmConnectionSlug": "fake", "modelId": "fake-model", "cwd": "/work",
+           "status": "created", "backendKind": "fake", "permissionMode": "ask",
+           "createdAt": 1, "updatedAt": 1, "invocationId": run})
+}
+
+/// A run of `s` whose turn a crash interrupted after its opening: running, `run_started`,
+/// and its turn's `turn_state` running.
+fn interrupted(stores: &ExecutionStores, s: &str, id: &str) {
+    stores.runs.create_run(run(s, id)).expect("run");
+    stores
+        .runs
+        .update_run(s, id, &json!({"status": "running", "updatedAt": 2}))
+        .expect("status");
+    stores
+        .runs
+        .append_event(
+            json!({"type": "run_started", "id": format!("{id}-e0"), "runId": id,
+                             "sessionId": s, "turnId": format!("turn-{id}"), "ts": 2}),
+        )
+        .expect("event");
+    stores
+        .sessions
+        .append_message(
+            s,
+            json!({"type": "turn_state", "id": format!("{id}-state"), "turnId": format!("turn-{id}"),
+                   "ts": 2, "status": "running", "partialOutputRetained": false}),
+        )
+        .expect("turn_state");
+}
+
+/// What a recovery of run `id` kept when it was killed after its `run_failed`: its synthetic
+/// terminal event, the run's header and `run_failed`, as the terminal commit writes them.
+fn recovery_cut_after_run_failed(stores: &ExecutionStores, s: &str, id: &str) {
+    let d = json!({"recovered": true, "recoveryReason": "run_interrupted",
+                   "lastEventType": "run_started"});
+    let mut delta = d.as_object().expect("object").clone();
+    delta.insert("failureClass".into(), json!(APP_RESTARTED));
+    let synthetic = makalog::event::RuntimeEvent::from_value(json!({
+        "id": format!("recovery-{id}"), "invocationId": id, "runId": id, "sessionId": s,
+        "turnId": format!("turn-{id}"), "ts": 9, "partial": false, "role": "system",
+        "author": "system", "status": "failed",
+        "content": {"kind": "error", "code": APP_RESTARTED, "reason": APP_RESTARTED,
+                    "message": APP_RESTARTED},
+        "actions": {"endInvocation": true, "stateDelta": delta}
+    }))
+    .expect("event");
+    let extras: Map<String, Value> = d.as_object().expect("object").clone();
+    stores
+        .runs
+        .commit_terminal(s, id, &synthetic, Some(extras))
+        .expect("the commit's first steps");
+}
+
+fn latest_turn_state(stores: &ExecutionStores, s: &str, id: &str) -> Value {
+    let turn = format!("turn-{id}");
+    stores
+        .sessions
+        .read_messages(s, Some(&turn))
+        .expect("messages")
+        .iter()
+        .rev()
+        .find(|m| m.message_type() == "turn_state")
+        .map(|m| m.value().clone())
+        .expect("a turn_state")
+}
+
+/// Recovers twice: the first finishes `expected`'s ends (in that order), the second finds
+/// nothing to do and writes nothing.
+fn recover_twice(stores: &Arc<ExecutionStores>, s: &str, expected: &[&str]) {
+    let manager = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_fake(),
+        Sources::system(),
+    );
+    let report = manager.recover_interrupted_sessions().expect("recover");
+    let ended: Vec<&str> = report.recovered.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(ended, expected, "{report:?}");
+    for id in expected {
+        let state = latest_turn_state(stores, s, id);
+        assert_eq!(
+            (state["status"].clone(), state["errorClass"].clone()),
+            (json!("failed"), json!(APP_RESTARTED)),
+            "run {id}'s turn ended as its run"
+        );
+        let events = stores.runs.read_events(s, id).expect("events");
+        assert_eq!(events.iter().filter(|(_, e)| e.is_terminal()).count(), 1);
+    }
+    let header = stores
+        .sessions
+        .read_session(s)
+        .expect("read")
+        .expect("header");
+    assert_eq!(header.value()["status"], json!("active"));
+    let again = manager.recover_interrupted_sessions().expect("again");
+    assert!(again.recovered.is_empty(), "{:?}", again.recovered);
+}
+
+/// The turn's opening was cut before the session's status said `running` (the header still
+/// says `active`), and recovery was killed after `run_failed`: the turn's state said
+/// `running` for good.
+#[test]
+fn a_recovery_cut_after_run_failed_is_finished_under_an_active_header() {
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let s = "cut";
+    stores
+        .sessions
+        .create(session_header(s, 1))
+        .expect("session");
+    interrupted(&stores, s, "r1");
+    recovery_cut_after_run_failed(&stores, s, "r1");
+    recover_twice(&stores, s, &["r1"]);
+}
+
+/// Two interrupted runs; recovery was killed after the first one's `run_failed`. The next
+/// recovery ended the second and left the first one's turn `running`.
+#[test]
+fn a_recovery_cut_after_run_failed_is_finished_beside_another_unfinished_run() {
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let s = "two";
+    stores
+        .sessions
+        .create(session_header(s, 1))
+        .expect("session");
+    interrupted(&stores, s, "r1");
+    interrupted(&stores, s, "r2");
+    let mut running = stores
+        .sessions
+        .read_session(s)
+        .expect("read")
+        .expect("header")
+        .value()
+        .clone();
+    running["status"] = json!("running");
+    stores.sessions.update_session(running).expect("running");
+    recovery_cut_after_run_failed(&stores, s, "r1");
+    recover_twice(&stores, s, &["r1", "r2"]);
+}
