@@ -81,11 +81,20 @@ impl SessionManager {
             }
             Listing::Missing | Listing::Damaged { .. } => {
                 report.scanned_all = true;
-                let headers = stores.sessions.list_sessions()?;
-                headers
-                    .into_iter()
-                    .map(|h| (h.id().to_owned(), Some(h)))
-                    .collect()
+                match stores.sessions.list_sessions() {
+                    Ok(headers) => headers
+                        .into_iter()
+                        .map(|h| (h.id().to_owned(), Some(h)))
+                        .collect(),
+                    // A session that cannot be read fails the listing: each is then visited
+                    // by its id, so that one is reported and skipped, as a named one is.
+                    Err(_) => stores
+                        .sessions
+                        .session_ids()?
+                        .into_iter()
+                        .map(|id| (id, None))
+                        .collect(),
+                }
             }
         };
         // Sessions are independent: each is ended on its own, in its own order, and many at
@@ -250,7 +259,8 @@ impl SessionManager {
         Ok(if cut_short { vec![last] } else { Vec::new() })
     }
 
-    /// A session the open-runs file names: opened for writing at once when it exists (ending a
+    /// A session visited by its id (the open-runs file names it, or a listing of every session
+    /// could not read them all): opened for writing at once when it exists (ending a
     /// run needs it, and its reads then answer from its view in memory, not its files again),
     /// and its header.
     fn open_named(&self, id: &str) -> Result<Option<SessionHeader>> {

@@ -188,6 +188,12 @@ impl SessionStore {
             |id| self.events.with_session_state(id, header_of)?,
         )
     }
+
+    /// The ids of every session directory of the root, none of them read: what a caller that
+    /// must go on past a session it cannot read visits one by one.
+    pub(crate) fn session_ids(&self) -> Result<Vec<String>> {
+        session_ids(self.events.storage())
+    }
 }
 
 pub(super) fn header_of(state: &SessionState) -> Result<Option<SessionHeader>> {
