@@ -9,6 +9,10 @@ use crate::index::SessionState;
 use crate::model::{SessionHeader, StoredMessage};
 use crate::storage::Storage;
 
+/// The sessions of a root that can be read (their headers, by `createdAt`, then id) and those
+/// that cannot (by id, with why).
+pub type ReadableSessions = (Vec<SessionHeader>, Vec<(String, Error)>);
+
 /// Sessions read from a root's files: no lease taken, nothing written. What the CLI uses on a
 /// root it may not own.
 pub struct ReadOnlySessions<'s> {
@@ -27,9 +31,30 @@ impl<'s> ReadOnlySessions<'s> {
         header_of(&read_only_state(self.storage, session_id)?)
     }
 
-    /// Every session's latest header, by `createdAt`, then id.
+    /// Every session's latest header, by `createdAt`, then id; the first session that cannot
+    /// be read fails the whole answer.
     pub fn list_sessions(&self) -> Result<Vec<SessionHeader>> {
-        list_with(self.storage, &|id| read_only_state(self.storage, id))
+        let (headers, mut unreadable) = self.list_readable_sessions()?;
+        match unreadable.is_empty() {
+            true => Ok(headers),
+            false => Err(unreadable.swap_remove(0).1),
+        }
+    }
+
+    /// Every session's latest header that can be read, by `createdAt`, then id, and each
+    /// session that cannot be, by id, with why: a forensic listing shows what it can and names
+    /// the rest. Only a root whose sessions cannot be listed at all is an error.
+    pub fn list_readable_sessions(&self) -> Result<ReadableSessions> {
+        let mut headers = Vec::new();
+        let mut unreadable = Vec::new();
+        for id in session_ids(self.storage)? {
+            match read_only_state(self.storage, &id).and_then(|state| header_of(&state)) {
+                Ok(header) => headers.extend(header),
+                Err(e) => unreadable.push((id, e)),
+            }
+        }
+        super::catalog::sort_headers(&mut headers);
+        Ok((headers, unreadable))
     }
 
     /// The session's runs, by `createdAt`, then run id.
@@ -98,20 +123,4 @@ impl ReadOnlySessions<'_> {
             messages: messages_of(self.storage, session_id, state, None),
         })
     }
-}
-
-/// The headers of every session directory of the root, by `createdAt` then id, each session's
-/// state read with `state_of`.
-fn list_with(
-    storage: &dyn Storage,
-    state_of: &dyn Fn(&str) -> Result<SessionState>,
-) -> Result<Vec<SessionHeader>> {
-    let mut headers = Vec::new();
-    for id in session_ids(storage)? {
-        if let Some(header) = header_of(&state_of(&id)?)? {
-            headers.push(header);
-        }
-    }
-    super::catalog::sort_headers(&mut headers);
-    Ok(headers)
 }

@@ -16,21 +16,30 @@ fn failed(e: makalog::Error) -> ExitCode {
     ExitCode::from(1)
 }
 
-/// Every session, subagents under their parents, with status, name and last activity.
+/// Every session, subagents under their parents, with status, name and last activity; each
+/// session that cannot be read is named on standard error (exit 1) and the others listed.
 pub fn list(root: &Path, json: bool) -> ExitCode {
     let storage = RealStorage::unmapped(root);
     if let Err(e) = read_marker(&storage) {
         return crate::usage_error(e);
     }
-    let headers = match ReadOnlySessions::new(&storage).list_sessions() {
-        Ok(h) => h,
+    let (headers, unreadable) = match ReadOnlySessions::new(&storage).list_readable_sessions() {
+        Ok(listed) => listed,
         Err(e) => return failed(e),
+    };
+    // Each session that cannot be read is named (its file and offset), and the others listed.
+    for (_, e) in &unreadable {
+        tell!("makalog: {e}");
+    }
+    let code = match unreadable.is_empty() {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::from(1),
     };
     if json {
         for h in &headers {
             say!("{}", h.canonical_json());
         }
-        return ExitCode::SUCCESS;
+        return code;
     }
     // Children by parent, in listing order; a session whose parent is not here is a root.
     let known: HashSet<&str> = headers.iter().map(SessionHeader::id).collect();
@@ -76,8 +85,11 @@ pub fn list(root: &Path, json: bool) -> ExitCode {
             stack.extend(kids.iter().rev().map(|k| (*k, depth + 1)));
         }
     }
-    say!("{} sessions", headers.len());
-    ExitCode::SUCCESS
+    match unreadable.len() {
+        0 => say!("{} sessions", headers.len()),
+        n => say!("{} sessions, and {n} that could not be read", headers.len()),
+    }
+    code
 }
 
 /// The deepest a session is indented under its parents in the tree.

@@ -235,3 +235,38 @@ fn a_long_chain_of_parents_is_listed_with_bounded_indentation() {
         "the depth said: {last}"
     );
 }
+
+/// One session that cannot be read (its sidecar gone, its first record damaged) hides none of
+/// the others: they are listed, the damaged one is named on standard error with its file and
+/// byte offset, and the exit status says something could not be read.
+#[test]
+fn a_damaged_session_is_named_and_the_others_still_listed() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let dir = root.join("sessions").join("demo-2");
+    std::fs::remove_file(dir.join("index")).expect("sidecar");
+    let segment = dir.join("00000000000000000001.seg");
+    let mut bytes = std::fs::read(&segment).expect("segment");
+    // A byte of the first record's payload: its CRC no longer holds, and records follow.
+    bytes[256 + 40] ^= 0x20;
+    std::fs::write(&segment, &bytes).expect("damage");
+    let before = snapshot(&root);
+    let out = makalog(&["sessions", r]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let listed = stdout.lines().filter(|l| l.contains(" active ")).count();
+    assert_eq!(listed, 7, "every other session:\n{stdout}");
+    assert!(!stdout.contains("demo-2"), "{stdout}");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("sessions/demo-2/00000000000000000001.seg") && stderr.contains("256"),
+        "the damaged file and offset: {stderr}"
+    );
+    assert_eq!(
+        text(&makalog(&["sessions", r, "--json"]).stdout)
+            .lines()
+            .count(),
+        7
+    );
+    assert_eq!(before, snapshot(&root), "listing writes nothing");
+}
