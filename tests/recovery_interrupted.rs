@@ -10,19 +10,15 @@ use makalog::runtime::{BackendRegistry, SessionManager, Sources, APP_RESTARTED};
 use makalog::store::{open_execution_stores_for_write, ExecutionStores};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
-use support::stores::session_header;
-
-fn run(session: &str, run: &str) -> Value {
-    json!({"runId": run, "sessionId": session, "turnId": format!("turn-{run}"),
-           "llmConnectionSlug": "fake", "modelId": "fake-model", "cwd": "/work",
-           "status": "created", "backendKind": "fake", "permissionMode": "ask",
-           "createdAt": 1, "updatedAt": 1, "invocationId": run})
-}
+use support::stores::{run_header, session_header};
 
 /// A run of `s` whose turn a crash interrupted after its opening: running, `run_started`,
 /// and its turn's `turn_state` running.
 fn interrupted(stores: &ExecutionStores, s: &str, id: &str) {
-    stores.runs.create_run(run(s, id)).expect("run");
+    stores
+        .runs
+        .create_run(run_header(s, id, "created"))
+        .expect("run");
     stores
         .runs
         .update_run(s, id, &json!({"status": "running", "updatedAt": 2}))

@@ -17,14 +17,7 @@ use makalog::storage::Storage;
 use makalog::store::{open_execution_stores_for_write, ExecutionStores};
 use serde_json::{json, Value};
 use std::sync::Arc;
-use support::stores::session_header;
-
-fn run(session: &str, run: &str, status: &str) -> Value {
-    json!({"runId": run, "sessionId": session, "turnId": format!("turn-{run}"),
-           "llmConnectionSlug": "fake", "modelId": "fake-model", "cwd": "/work", "status": status,
-           "backendKind": "fake", "permissionMode": "ask", "createdAt": 1, "updatedAt": 1,
-           "invocationId": run})
-}
+use support::stores::{run_header, session_header};
 
 fn run_event(session: &str, run: &str, i: usize, kind: &str) -> Value {
     json!({"type": kind, "id": format!("{run}-e{i}"), "runId": run, "sessionId": session,
@@ -33,7 +26,10 @@ fn run_event(session: &str, run: &str, i: usize, kind: &str) -> Value {
 
 /// A run of `s` left as a crash would: its header at `status`, then `events`.
 fn interrupted(stores: &ExecutionStores, s: &str, id: &str, status: &str, events: &[&str]) {
-    stores.runs.create_run(run(s, id, "created")).expect("run");
+    stores
+        .runs
+        .create_run(run_header(s, id, "created"))
+        .expect("run");
     if status != "created" {
         stores
             .runs
@@ -415,7 +411,7 @@ fn a_continuation_owned_run_is_skipped_and_kept_while_the_others_are_ended() {
         .create(session_header(s, 1))
         .expect("session");
     interrupted(&stores, s, "r-plain", "running", &["run_started"]);
-    let mut owned = run(s, "r-owned", "created");
+    let mut owned = run_header(s, "r-owned", "created");
     owned["continuationSource"] = json!({"sourceInvocationId": "r-plain",
         "sourceRunId": "r-plain", "sourceTurnId": "turn-r-plain",
         "sourceRuntimeEventHighWater": 0});

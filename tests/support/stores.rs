@@ -25,6 +25,14 @@ pub fn session_header(id: &str, created: u64) -> Value {
     })
 }
 
+/// A run header (§7) of `session` at `status`, its turn `turn-<run>` and its invocation its id.
+pub fn run_header(session: &str, run: &str, status: &str) -> Value {
+    json!({"runId": run, "sessionId": session, "turnId": format!("turn-{run}"),
+           "llmConnectionSlug": "fake", "modelId": "fake-model", "cwd": "/work", "status": status,
+           "backendKind": "fake", "permissionMode": "ask", "createdAt": 1, "updatedAt": 1,
+           "invocationId": run})
+}
+
 /// The bytes of every file of a session's directory: what a refusal must leave as it was.
 pub fn session_bytes(root: &Path, session: &str) -> u64 {
     std::fs::read_dir(root.join("sessions").join(session))
