@@ -8,8 +8,9 @@ use super::begin::runtime_event;
 use super::manager::Inner;
 use crate::error::Result;
 use crate::index::SessionRecord;
-use crate::model::{RunHeader, SessionHeader, StoredMessage};
+use crate::model::{RunEvent, RunHeader, SessionHeader, StoredMessage};
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 
 /// The failure class every recovered run gets.
 pub const APP_RESTARTED: &str = "app_restarted";
@@ -164,21 +165,61 @@ fn recovered_by(terminal: &crate::event::RuntimeEvent) -> Option<(String, Map<St
     Some((reason, extras))
 }
 
-/// Whether `run` was ended by a recovery that a crash cut short after its `run_failed`: a
-/// session-inline run failed with `app_restarted` whose turn's latest `turn_state` says
-/// something else (the `turn_state` recovery queues behind `run_failed` was lost). A turn
-/// with no `turn_state` claims nothing and is left as it is.
-pub(crate) fn recovery_cut_short(inner: &Inner, run: &RunHeader) -> Result<bool> {
-    let v = run.value();
-    if run.status() != "failed"
-        || v["failureClass"] != json!(APP_RESTARTED)
-        || v.get("parentRunId").is_some()
-    {
-        return Ok(false);
+/// The runs of `runs` (session `session_id`'s) that a recovery ended but a crash cut short
+/// after its `run_failed`, the `turn_state` queued behind it lost: session-inline runs failed
+/// with `app_restarted`, their terminal run event and recovery's own terminal RuntimeEvent
+/// stored, whose turn's latest `turn_state` says something else. A turn with no `turn_state`
+/// claims nothing and is left as it is, as is a run any of whose reads fails (its own ending
+/// reads it again where that is needed), so no ledger recovery did not write is written to.
+pub(crate) fn recoveries_cut_short(
+    inner: &Inner,
+    session_id: &str,
+    runs: &[RunHeader],
+) -> Vec<RunHeader> {
+    let stores = &inner.stores;
+    let ended_by_recovery = |run: &&RunHeader| {
+        let v = run.value();
+        run.status() == "failed"
+            && v["failureClass"] == json!(APP_RESTARTED)
+            && v.get("parentRunId").is_none()
+            && stores
+                .runs
+                .run_event_types(session_id, run.run_id())
+                .is_ok_and(|types| types.iter().any(|t| RunEvent::is_terminal_type(t)))
+    };
+    let candidates: Vec<&RunHeader> = runs.iter().filter(ended_by_recovery).collect();
+    if candidates.is_empty() {
+        return Vec::new();
     }
-    let turn_id = v["turnId"].as_str().unwrap_or_default();
-    let latest = latest_turn_state(inner, run.session_id(), turn_id)?;
-    Ok(latest.is_some_and(|status| status != "failed"))
+    // One read of the session's messages for every candidate's turn.
+    let Ok(messages) = stores.sessions.read_messages(session_id, None) else {
+        return Vec::new();
+    };
+    let mut latest: HashMap<&str, &Value> = HashMap::new();
+    for m in messages.iter().filter(|m| m.message_type() == "turn_state") {
+        if let Some(turn) = m.turn_id() {
+            latest.insert(turn, &m.value()["status"]);
+        }
+    }
+    let recovery_ended = |run: &RunHeader| {
+        let events = stores
+            .runtime_events
+            .read_immutable_runtime_events(session_id, run.run_id());
+        events.is_ok_and(|events| {
+            events
+                .iter()
+                .find(|e| !e.partial() && e.is_terminal())
+                .is_some_and(|t| recovered_by(t).is_some())
+        })
+    };
+    candidates
+        .into_iter()
+        .filter(|run| {
+            let turn = run.value()["turnId"].as_str().unwrap_or_default();
+            latest.get(turn).is_some_and(|s| **s != json!("failed")) && recovery_ended(run)
+        })
+        .cloned()
+        .collect()
 }
 
 /// The status of the turn's latest `turn_state`, if it has one.

@@ -10,7 +10,7 @@
 use super::manager::lock;
 use super::manager::SessionManager;
 use super::open_runs::{read_open_runs, Listing};
-use super::recover::{recover_run, recovery_cut_short, RecoveredRun};
+use super::recover::{recover_run, recoveries_cut_short, RecoveredRun};
 use crate::error::Result;
 use crate::model::{RunHeader, SessionHeader};
 use serde_json::json;
@@ -230,33 +230,36 @@ impl SessionManager {
 
     /// The runs of idle session `id` (whose header is `header`) recovery ends: those an
     /// earlier recovery ended but a crash cut short after their `run_failed` (their turn's
-    /// state lost), and those without their terminal commit; or else, when the header still
-    /// says a turn runs, the last run if a turn's end a crash cut short left it: its terminal
-    /// RuntimeEvent stored (the end's first record) and its `turn_state` or the session's
-    /// status, queued behind it, not. `recover_run` keeps the stored terminal and writes what
-    /// is missing. A header that says `running` for another reason (a host's, an import's)
-    /// over a run ended without a terminal event is left as it is.
+    /// state lost), and those without their terminal commit; and, when none is without it but
+    /// the header still says a turn runs, the last run if a turn's end a crash cut short left
+    /// it: its terminal RuntimeEvent stored (the end's first record) and its `turn_state` or
+    /// the session's status, queued behind it, not. `recover_run` keeps the stored terminal
+    /// and writes what is missing. A header that says `running` for another reason (a host's,
+    /// an import's) over a run ended without a terminal event is left as it is.
     fn runs_to_end(&self, id: &str, header: &SessionHeader) -> Result<Vec<RunHeader>> {
         let stores = self.stores();
-        let mut ends = Vec::new();
-        for run in stores.runs.list_session_runs(id)? {
-            if recovery_cut_short(&self.inner, &run)? {
-                ends.push(run);
-            }
-        }
-        ends.extend(stores.runs.list_unfinished_runs(id)?);
+        let runs = stores.runs.list_session_runs(id)?;
+        // Cut short after their terminal run event: never among the unfinished.
+        let mut ends = recoveries_cut_short(&self.inner, id, &runs);
+        let unfinished = stores.runs.list_unfinished_runs(id)?;
         let status = header.value()["status"].as_str();
-        if !ends.is_empty() || !matches!(status, Some("running" | "waiting_for_user")) {
+        if !unfinished.is_empty() || !matches!(status, Some("running" | "waiting_for_user")) {
+            ends.extend(unfinished);
             return Ok(ends);
         }
-        let Some(last) = stores.runs.list_session_runs(id)?.pop() else {
-            return Ok(Vec::new());
+        let Some(last) = runs.last() else {
+            return Ok(ends);
         };
+        if ends.iter().any(|r| r.run_id() == last.run_id()) {
+            return Ok(ends);
+        }
         let events = stores
             .runtime_events
             .read_immutable_runtime_events(id, last.run_id())?;
-        let cut_short = events.iter().any(|e| !e.partial() && e.is_terminal());
-        Ok(if cut_short { vec![last] } else { Vec::new() })
+        if events.iter().any(|e| !e.partial() && e.is_terminal()) {
+            ends.push(last.clone());
+        }
+        Ok(ends)
     }
 
     /// A session visited by its id (the open-runs file names it, or a listing of every session
