@@ -44,7 +44,8 @@ pub fn run(root: &Path, only: Option<&str>) -> ExitCode {
         for record in reader {
             match record {
                 Ok(r) => {
-                    if writeln!(out, "{}", r.to_json(&id)).is_err() {
+                    let line = r.to_json(&id).to_string();
+                    if writeln!(out, "{}", crate::output::escaped(&line)).is_err() {
                         return ExitCode::from(1);
                     }
                 }

@@ -2,10 +2,11 @@
 //! `makalog dump ROOT | head`): the tool then stops quietly, as a pipeline expects.
 //!
 //! Every line, to standard output or standard error, is printed with its control characters
-//! (U+0000 to U+001F) escaped as Rust writes them (`\u{1b}`, `\n`, `\r`): a root the tool reads
-//! may be hostile, and a name or a text holding an escape sequence would otherwise reach the
-//! terminal of the person reading (a clipboard write, a cursor move), and a line break would
-//! forge a row. A line the tool prints is one line; JSON output holds no such character raw.
+//! (U+0000 to U+001F, U+007F, U+0080 to U+009F) escaped as JSON writes them (`\u001b`): a root
+//! the tool reads may be hostile, and a name or a text holding an escape sequence (ESC, or C1's
+//! CSI and OSC) would otherwise reach the terminal of the person reading (a clipboard write, a
+//! cursor move), and a line break would forge a row. A line the tool prints is one line; a JSON
+//! line stays valid JSON with the same values.
 
 use std::borrow::Cow;
 use std::io::Write;
@@ -30,20 +31,30 @@ pub fn error_line(args: std::fmt::Arguments<'_>) {
         .and_then(|_| err.write_all(b"\n"));
 }
 
+/// `text` with its control characters escaped: for a writer of many lines (`dump`'s buffered
+/// one) that does not go through [`line`].
+pub fn escaped(text: &str) -> Cow<'_, str> {
+    match shown(format_args!("{text}")) {
+        Cow::Owned(s) => Cow::Owned(s),
+        Cow::Borrowed(_) => Cow::Borrowed(text),
+    }
+}
+
 /// The text of `args` with its control characters escaped.
 fn shown(args: std::fmt::Arguments<'_>) -> Cow<'static, str> {
     let text = match args.as_str() {
         Some(s) => Cow::Borrowed(s),
         None => Cow::Owned(args.to_string()),
     };
-    if !text.chars().any(|c| c.is_ascii_control() && c != '\u{7f}') {
+    if !text.chars().any(char::is_control) {
         return text;
     }
     let mut escaped = String::with_capacity(text.len() + 16);
     for c in text.chars() {
-        match c {
-            '\u{0}'..='\u{1f}' => escaped.extend(c.escape_default()),
-            _ => escaped.push(c),
+        if c.is_control() {
+            escaped.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            escaped.push(c);
         }
     }
     Cow::Owned(escaped)
@@ -75,8 +86,11 @@ mod tests {
         assert_eq!(shown("plain é \" \\ text"), "plain é \" \\ text");
         assert_eq!(
             shown("a\u{1b}]52;c;x\u{7}\r\nb\t"),
-            "a\\u{1b}]52;c;x\\u{7}\\r\\nb\\t"
+            "a\\u001b]52;c;x\\u0007\\u000d\\u000ab\\u0009"
         );
-        assert_eq!(shown("del \u{7f} stays"), "del \u{7f} stays");
+        assert_eq!(shown("\u{7f} \u{9b}31m"), "\\u007f \\u009b31m");
+        let json = serde_json::json!({"name": "x\u{9d}y\u{1b}"}).to_string();
+        let back: serde_json::Value = serde_json::from_str(&shown(&json)).expect("still JSON");
+        assert_eq!(back["name"], "x\u{9d}y\u{1b}");
     }
 }

@@ -8,8 +8,8 @@ mod common;
 use common::{demo_root, makalog, text};
 use serde_json::json;
 
-/// An OSC 52 clipboard write, a carriage return and a forged row.
-const HOSTILE: &str = "x\u{1b}]52;c;aGk=\u{7}\rSESSION demo-9 active\nforged-row";
+/// An OSC 52 clipboard write, a C1 CSI, a carriage return and a forged row.
+const HOSTILE: &str = "x\u{1b}]52;c;aGk=\u{7}\u{9b}31m\rSESSION demo-9 active\nforged-row";
 
 fn hostile_root() -> (tempfile::TempDir, std::path::PathBuf) {
     let (t, root) = demo_root();
@@ -76,7 +76,9 @@ fn no_command_prints_a_control_character_from_the_root() {
     let listed = stdout.lines().filter(|l| l.contains("hostile")).count();
     assert_eq!(listed, 1, "one row for the hostile session:\n{stdout}");
     assert!(
-        stdout.contains("\\u{1b}]52;c;aGk=\\u{7}\\rSESSION demo-9 active\\nforged-row"),
+        stdout.contains(
+            "\\u001b]52;c;aGk=\\u0007\\u009b31m\\u000dSESSION demo-9 active\\u000aforged-row"
+        ),
         "the name shown escaped, whole:\n{stdout}"
     );
 }
