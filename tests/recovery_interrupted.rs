@@ -251,7 +251,11 @@ fn a_cut_recovery_does_not_hide_a_turn_end_cut_after_its_commit() {
     );
     let report = manager.recover_interrupted_sessions().expect("recover");
     let ended: Vec<&str> = report.recovered.iter().map(|r| r.run_id.as_str()).collect();
-    assert_eq!(ended, ["r1", "r2"], "{report:?}");
+    assert_eq!(
+        ended,
+        ["r2", "r1"],
+        "the one only the header names first: {report:?}"
+    );
     assert_eq!(
         latest_turn_state(&stores, s, "r1")["status"],
         json!("failed")

@@ -168,7 +168,8 @@ fn recovered_by(terminal: &crate::event::RuntimeEvent) -> Option<(String, Map<St
 /// The runs of `runs` (session `session_id`'s) that a recovery ended but a crash cut short
 /// after its `run_failed`, the `turn_state` queued behind it lost: session-inline runs failed
 /// with `app_restarted`, their terminal run event and recovery's own terminal RuntimeEvent
-/// stored, whose turn's latest `turn_state` says something else. A turn with no `turn_state`
+/// stored, whose turn's latest `turn_state` says something else (and no later run took the
+/// turn). A turn with no `turn_state`
 /// claims nothing and is left as it is, as is a run any of whose reads fails (its own ending
 /// reads it again where that is needed), so no ledger recovery did not write is written to.
 pub(crate) fn recoveries_cut_short(
@@ -212,11 +213,19 @@ pub(crate) fn recoveries_cut_short(
                 .is_some_and(|t| recovered_by(t).is_some())
         })
     };
+    // A turn a later run took again (a caller may name its turn) is that run's to state.
+    let last_of_turn = |run: &RunHeader| {
+        let turn = &run.value()["turnId"];
+        let mine = runs.iter().rposition(|r| &r.value()["turnId"] == turn);
+        mine.is_some_and(|at| runs[at].run_id() == run.run_id())
+    };
     candidates
         .into_iter()
         .filter(|run| {
             let turn = run.value()["turnId"].as_str().unwrap_or_default();
-            latest.get(turn).is_some_and(|s| **s != json!("failed")) && recovery_ended(run)
+            latest.get(turn).is_some_and(|s| **s != json!("failed"))
+                && last_of_turn(run)
+                && recovery_ended(run)
         })
         .cloned()
         .collect()

@@ -240,25 +240,27 @@ impl SessionManager {
         let stores = self.stores();
         let runs = stores.runs.list_session_runs(id)?;
         // Cut short after their terminal run event: never among the unfinished.
-        let mut ends = recoveries_cut_short(&self.inner, id, &runs);
+        let cut = recoveries_cut_short(&self.inner, id, &runs);
         let unfinished = stores.runs.list_unfinished_runs(id)?;
         let status = header.value()["status"].as_str();
-        if !unfinished.is_empty() || !matches!(status, Some("running" | "waiting_for_user")) {
-            ends.extend(unfinished);
-            return Ok(ends);
+        let mut ends = Vec::new();
+        if unfinished.is_empty() && matches!(status, Some("running" | "waiting_for_user")) {
+            if let Some(last) = runs
+                .last()
+                .filter(|l| cut.iter().all(|r| r.run_id() != l.run_id()))
+            {
+                let events = stores
+                    .runtime_events
+                    .read_immutable_runtime_events(id, last.run_id())?;
+                // First: only the header says its end was cut short, and any end sets the
+                // header `active`; a crash after another's end must not hide it.
+                if events.iter().any(|e| !e.partial() && e.is_terminal()) {
+                    ends.push(last.clone());
+                }
+            }
         }
-        let Some(last) = runs.last() else {
-            return Ok(ends);
-        };
-        if ends.iter().any(|r| r.run_id() == last.run_id()) {
-            return Ok(ends);
-        }
-        let events = stores
-            .runtime_events
-            .read_immutable_runtime_events(id, last.run_id())?;
-        if events.iter().any(|e| !e.partial() && e.is_terminal()) {
-            ends.push(last.clone());
-        }
+        ends.extend(cut);
+        ends.extend(unfinished);
         Ok(ends)
     }
 
