@@ -26,7 +26,7 @@ pub fn canonicalize() -> ExitCode {
             Err(_) => Err(format!("line {} is not valid UTF-8", index + 1)),
         };
         match outcome {
-            Ok(event) => say!("{}", event.canonical_json()),
+            Ok(event) => crate::output::exact_line(event.canonical_json()),
             Err(reason) => {
                 refused = true;
                 say!("error: {reason}");

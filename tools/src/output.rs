@@ -23,6 +23,21 @@ pub fn line(args: std::fmt::Arguments<'_>) {
     }
 }
 
+/// Prints one line whose bytes are the contract (`events canonicalize`'s canonical JSON, which
+/// holds no C0 control or line break), as it is: DEL and C1 characters stay raw, as §2 writes
+/// them. Exits with status 1 if standard output is closed.
+pub fn exact_line(text: &str) {
+    debug_assert!(!text.chars().any(|c| c.is_ascii_control() && c != '\u{7f}'));
+    let mut out = std::io::stdout().lock();
+    if out
+        .write_all(text.as_bytes())
+        .and_then(|_| out.write_all(b"\n"))
+        .is_err()
+    {
+        std::process::exit(1);
+    }
+}
+
 /// Prints one line to standard error (a closed standard error is let be).
 pub fn error_line(args: std::fmt::Arguments<'_>) {
     let mut err = std::io::stderr().lock();

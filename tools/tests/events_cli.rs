@@ -77,3 +77,24 @@ fn empty_input_prints_nothing_and_exits_zero() {
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty());
 }
+
+/// The canonical JSON is printed byte for byte: DEL and C1 characters stay raw, as §2 writes
+/// them (escaped, a hash of the output would not be the event's), and a C0 control comes out
+/// as §2's escape, never raw.
+#[test]
+fn canonical_lines_keep_del_and_c1_characters_raw() {
+    let event = CANONICAL.replace(
+        r#""author":"system""#,
+        "\"author\":\"system\",\"content\":{\"kind\":\"text\",\"text\":\"a\u{7f}b\u{9b}c\\u001Bd\"}",
+    );
+    let out = canonicalize(format!("{event}\n").as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let expected = CANONICAL.replace(
+        r#""author":"system""#,
+        "\"author\":\"system\",\"content\":{\"kind\":\"text\",\"text\":\"a\u{7f}b\u{9b}c\\u001bd\"}",
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{expected}\n")
+    );
+}
