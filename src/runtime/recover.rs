@@ -169,9 +169,9 @@ fn recovered_by(terminal: &crate::event::RuntimeEvent) -> Option<(String, Map<St
 /// after its `run_failed`, the `turn_state` queued behind it lost: session-inline runs failed
 /// with `app_restarted`, their terminal run event and recovery's own terminal RuntimeEvent
 /// stored, whose turn's latest `turn_state` says something else (and no later run took the
-/// turn). A turn with no `turn_state`
-/// claims nothing and is left as it is, as is a run any of whose reads fails (its own ending
-/// reads it again where that is needed), so no ledger recovery did not write is written to.
+/// turn). A turn with no `turn_state` claims nothing and is left as it is, as is a run any of
+/// whose reads fails (its own ending reads it again where that is needed), so no ledger
+/// recovery did not write is written to.
 pub(crate) fn recoveries_cut_short(
     inner: &Inner,
     session_id: &str,
