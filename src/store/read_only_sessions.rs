@@ -3,11 +3,13 @@
 
 use super::messages::messages_of;
 use super::read_view::read_only_state;
-use super::sessions::{header_of, session_ids};
+use super::sessions::{header_of, session_entries};
 use crate::error::{Error, Result};
 use crate::index::SessionState;
 use crate::model::{SessionHeader, StoredMessage};
+use crate::segment::layout::SESSIONS_DIR;
 use crate::storage::Storage;
+use std::path::Path;
 
 /// The sessions of a root that can be read (their headers, by `createdAt`, then id) and those
 /// that cannot (by id, with why).
@@ -42,12 +44,23 @@ impl<'s> ReadOnlySessions<'s> {
     }
 
     /// Every session's latest header that can be read, by `createdAt`, then id, and each
-    /// session that cannot be, by id, with why: a forensic listing shows what it can and names
-    /// the rest. Only a root whose sessions cannot be listed at all is an error.
+    /// session that cannot be, by id, with why, as each entry of `sessions/` that is no session
+    /// directory (by name; never followed): a forensic listing shows what it can and names the
+    /// rest. Only a root whose sessions cannot be listed at all is an error.
     pub fn list_readable_sessions(&self) -> Result<ReadableSessions> {
         let mut headers = Vec::new();
         let mut unreadable = Vec::new();
-        for id in session_ids(self.storage)? {
+        for entry in session_entries(self.storage)? {
+            let id = match entry {
+                Ok(id) => id,
+                Err(name) => {
+                    let path = Path::new(SESSIONS_DIR).join(&name);
+                    let why = "not a session directory (a symlink, a file or a name no session \
+                               has): left out, not followed";
+                    unreadable.push((name, Error::corrupt(path, 0, why)));
+                    continue;
+                }
+            };
             match read_only_state(self.storage, &id).and_then(|state| header_of(&state)) {
                 Ok(header) => headers.extend(header),
                 Err(e) => unreadable.push((id, e)),

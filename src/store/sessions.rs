@@ -210,6 +210,14 @@ pub(super) fn header_of(state: &SessionState) -> Result<Option<SessionHeader>> {
 
 /// The ids of every session directory of the root.
 pub(super) fn session_ids(storage: &dyn Storage) -> Result<Vec<String>> {
+    Ok(session_entries(storage)?.into_iter().flatten().collect())
+}
+
+/// Every entry of the root's `sessions/`: a session directory's id, or the name of an entry
+/// that is none (a symlink, a file, a name no session has), never followed.
+pub(super) fn session_entries(
+    storage: &dyn Storage,
+) -> Result<Vec<std::result::Result<String, String>>> {
     let root = Path::new(SESSIONS_DIR);
     let entries = match storage.list_dir(root) {
         Ok(e) => e,
@@ -218,7 +226,14 @@ pub(super) fn session_ids(storage: &dyn Storage) -> Result<Vec<String>> {
     };
     Ok(entries
         .into_iter()
-        .filter(|e| e.kind == EntryKind::Dir && crate::format::validate_session_id(&e.name).is_ok())
-        .map(|e| e.name)
+        .map(|e| {
+            let session =
+                e.kind == EntryKind::Dir && crate::format::validate_session_id(&e.name).is_ok();
+            if session {
+                Ok(e.name)
+            } else {
+                Err(e.name)
+            }
+        })
         .collect())
 }

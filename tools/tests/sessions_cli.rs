@@ -270,3 +270,33 @@ fn a_damaged_session_is_named_and_the_others_still_listed() {
     );
     assert_eq!(before, snapshot(&root), "listing writes nothing");
 }
+
+/// An entry of `sessions/` that is no session directory (a symlink out of the root, a file)
+/// is named on standard error and left out, never followed; the sessions are listed.
+#[test]
+fn an_entry_that_is_no_session_directory_is_named() {
+    let (t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let elsewhere = t.path().join("elsewhere");
+    std::fs::write(&elsewhere, b"outside the root").expect("file");
+    std::os::unix::fs::symlink(&elsewhere, root.join("sessions").join("linked")).expect("link");
+    std::fs::write(root.join("sessions").join("notes.txt"), b"x").expect("file");
+    let before = snapshot(&root);
+    let out = makalog(&["sessions", r]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        stdout.lines().filter(|l| l.contains(" active ")).count(),
+        8,
+        "{stdout}"
+    );
+    let stderr = text(&out.stderr);
+    for name in ["sessions/linked", "sessions/notes.txt"] {
+        assert!(stderr.contains(name), "{name} named: {stderr}");
+    }
+    assert!(
+        stdout.ends_with("8 sessions, and 2 that could not be read\n"),
+        "{stdout}"
+    );
+    assert_eq!(before, snapshot(&root), "listing writes nothing");
+}
