@@ -14,6 +14,37 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use support::stores::{run_header, session_header};
 
+/// A root holding session `s` (no run yet), its owner and its stores.
+fn root_with(
+    s: &str,
+) -> (
+    tempfile::TempDir,
+    makalog::root::Owner,
+    Arc<ExecutionStores>,
+) {
+    let (t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    stores
+        .sessions
+        .create(session_header(s, 1))
+        .expect("session");
+    (t, owner, stores)
+}
+
+/// Session `s`'s header says a turn runs.
+fn set_running(stores: &ExecutionStores, s: &str) {
+    let mut running = stores
+        .sessions
+        .read_session(s)
+        .expect("read")
+        .expect("header")
+        .value()
+        .clone();
+    running["status"] = json!("running");
+    stores.sessions.update_session(running).expect("running");
+}
+
 /// A run of `s` whose turn a crash interrupted after its opening: running, `run_started`,
 /// and its turn's `turn_state` running.
 fn interrupted(stores: &ExecutionStores, s: &str, id: &str) {
@@ -121,14 +152,8 @@ fn recover_twice(stores: &Arc<ExecutionStores>, s: &str, expected: &[&str]) {
 /// `running` for good.
 #[test]
 fn a_recovery_cut_after_run_failed_is_finished_under_an_active_header() {
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let (_t, _owner, stores) = root_with("cut");
     let s = "cut";
-    stores
-        .sessions
-        .create(session_header(s, 1))
-        .expect("session");
     interrupted(&stores, s, "r1");
     recovery_cut_after_run_failed(&stores, s, "r1");
     recover_twice(&stores, s, &["r1"]);
@@ -138,25 +163,11 @@ fn a_recovery_cut_after_run_failed_is_finished_under_an_active_header() {
 /// recovery ended the second and left the first one's turn `running`.
 #[test]
 fn a_recovery_cut_after_run_failed_is_finished_beside_another_unfinished_run() {
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let (_t, _owner, stores) = root_with("two");
     let s = "two";
-    stores
-        .sessions
-        .create(session_header(s, 1))
-        .expect("session");
     interrupted(&stores, s, "r1");
     interrupted(&stores, s, "r2");
-    let mut running = stores
-        .sessions
-        .read_session(s)
-        .expect("read")
-        .expect("header")
-        .value()
-        .clone();
-    running["status"] = json!("running");
-    stores.sessions.update_session(running).expect("running");
+    set_running(&stores, s);
     recovery_cut_after_run_failed(&stores, s, "r1");
     recover_twice(&stores, s, &["r1", "r2"]);
 }
@@ -213,26 +224,12 @@ fn a_recovery_cut_between_the_header_and_run_failed_is_finished_once() {
 /// finished: the first did not hide the second.
 #[test]
 fn a_cut_recovery_does_not_hide_a_turn_end_cut_after_its_commit() {
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let (_t, _owner, stores) = root_with("both");
     let s = "both";
-    stores
-        .sessions
-        .create(session_header(s, 1))
-        .expect("session");
     interrupted(&stores, s, "r1");
     recovery_cut_after_run_failed(&stores, s, "r1");
     interrupted(&stores, s, "r2");
-    let mut running = stores
-        .sessions
-        .read_session(s)
-        .expect("read")
-        .expect("header");
-    let mut value = running.value().clone();
-    value["status"] = json!("running");
-    running = stores.sessions.update_session(value).expect("running");
-    assert_eq!(running.value()["status"], json!("running"));
+    set_running(&stores, s);
     let done = makalog::event::RuntimeEvent::from_value(json!({
         "id": "done-r2", "invocationId": "r2", "runId": "r2", "sessionId": s,
         "turnId": "turn-r2", "ts": 9, "partial": false, "role": "model", "author": "agent",
