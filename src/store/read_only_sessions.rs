@@ -36,7 +36,8 @@ impl<'s> ReadOnlySessions<'s> {
     /// Every session's latest header, by `createdAt`, then id; the first session that cannot
     /// be read fails the whole answer.
     pub fn list_sessions(&self) -> Result<Vec<SessionHeader>> {
-        let (headers, mut unreadable) = self.list_readable_sessions()?;
+        // Entries that are no session directory are left out, as they always were here.
+        let (headers, mut unreadable) = self.list_entries(false)?;
         match unreadable.is_empty() {
             true => Ok(headers),
             false => Err(unreadable.swap_remove(0).1),
@@ -48,11 +49,18 @@ impl<'s> ReadOnlySessions<'s> {
     /// directory (by name; never followed): a forensic listing shows what it can and names the
     /// rest. Only a root whose sessions cannot be listed at all is an error.
     pub fn list_readable_sessions(&self) -> Result<ReadableSessions> {
+        self.list_entries(true)
+    }
+
+    /// The sessions read and those that cannot be; with `strays`, the entries that are no
+    /// session directory among the latter.
+    fn list_entries(&self, strays: bool) -> Result<ReadableSessions> {
         let mut headers = Vec::new();
         let mut unreadable = Vec::new();
         for entry in session_entries(self.storage)? {
             let id = match entry {
                 Ok(id) => id,
+                Err(_) if !strays => continue,
                 Err(name) => {
                     let path = Path::new(SESSIONS_DIR).join(&name);
                     let why = "not a session directory (a symlink, a file or a name no session \
