@@ -133,7 +133,7 @@ impl ClaimsLog {
         let storage = owner.storage().clone();
         let root_id = owner.marker().root_id_bytes()?;
         let path = Path::new(CLAIMS_FILE);
-        let existing = match storage.read_file(path) {
+        let existing = match crate::storage::data_end::read_data(&*storage, path) {
             Ok(bytes) => Some(bytes),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(Error::io(path, "read", e)),

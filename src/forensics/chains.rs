@@ -93,7 +93,7 @@ pub fn session_chain(storage: &dyn Storage, session_id: &str) -> Result<Chain> {
 /// The chain of the claims log's valid prefix; `None` when the root has no claims log.
 pub fn claims_chain(storage: &dyn Storage) -> Result<Option<Chain>> {
     let marker = read_marker(storage)?;
-    let bytes = match storage.read_file(Path::new(CLAIMS_FILE)) {
+    let bytes = match crate::storage::data_end::read_data(storage, Path::new(CLAIMS_FILE)) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io(CLAIMS_FILE, "read", e)),

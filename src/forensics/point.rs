@@ -140,7 +140,7 @@ fn cut_claims(
     as_of: Option<f64>,
 ) -> Result<(u64, u64)> {
     let root_id = read_marker(storage)?.root_id_bytes()?;
-    let bytes = match storage.read_file(Path::new(CLAIMS_FILE)) {
+    let bytes = match crate::storage::data_end::read_data(storage, Path::new(CLAIMS_FILE)) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, 0)),
         Err(e) => return Err(Error::io(CLAIMS_FILE, "read", e)),

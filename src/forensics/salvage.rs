@@ -170,7 +170,7 @@ impl SalvagePlan<'_> {
 
     fn claims(&mut self, source: &dyn Storage) -> Result<()> {
         let root_id = read_marker(source)?.root_id_bytes()?;
-        let bytes = match source.read_file(Path::new(CLAIMS_FILE)) {
+        let bytes = match crate::storage::data_end::read_data(source, Path::new(CLAIMS_FILE)) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => {

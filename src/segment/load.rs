@@ -5,22 +5,31 @@ use super::layout::{list_session, session_dir, SessionListing};
 use super::scan::{scan_segment, scan_segment_tail, Resume};
 use crate::error::{Error, Result};
 use crate::format::HEADER_LEN;
-use crate::storage::{FileBytes, OpenMode, Storage};
+use crate::storage::{data_end, FileBytes, OpenMode, Storage};
 use std::path::Path;
 
 /// Reads a segment: mapped when a later segment exists (it is sealed and never changes),
-/// read into memory when it is the last (a writer may still be appending to it).
+/// read into memory when it is the last (a writer may still be appending to it). Either way
+/// up to its last non-zero byte and a few zeros ([`data_end`]): a file can claim any length
+/// of zeros for nothing, and they are no data.
 pub fn read_segment(storage: &dyn Storage, path: &Path, is_last: bool) -> Result<FileBytes> {
-    if is_last {
-        storage
-            .read_file(path)
-            .map(FileBytes::Owned)
-            .map_err(|e| Error::io(path, "read", e))
-    } else {
-        storage
-            .map_file(path)
-            .map_err(|e| Error::io(path, "map", e))
+    let file = storage
+        .open(path, OpenMode::Read)
+        .map_err(|e| Error::io(path, "open", e))?;
+    if !is_last {
+        // A sealed segment ends in its footer, or (a roll interrupted before the zeros were
+        // cut) in zeros: only then is it read instead of mapped.
+        let read = |e| Error::io(path, "read", e);
+        let size = file.size().map_err(read)?;
+        if data_end::needed_end(&*file, 0).map_err(read)? == size {
+            return storage
+                .map_file(path)
+                .map_err(|e| Error::io(path, "map", e));
+        }
     }
+    data_end::read_needed(&*file, 0)
+        .map(FileBytes::Owned)
+        .map_err(|e| Error::io(path, "read", e))
 }
 
 /// Lists a session directory and scans its segments one at a time: all of them, or with
@@ -57,7 +66,8 @@ pub fn scan_session_files(
     Ok((listing, scanned))
 }
 
-/// Reads a segment's header bytes and its bytes from `from` to the end of the file.
+/// Reads a segment's header bytes and its bytes from `from` on, to its last non-zero byte and a
+/// few zeros ([`data_end`]).
 pub fn read_segment_tail(
     storage: &dyn Storage,
     path: &Path,
@@ -66,16 +76,11 @@ pub fn read_segment_tail(
     let file = storage
         .open(path, OpenMode::Read)
         .map_err(|e| Error::io(path, "open", e))?;
-    let len = file.size().map_err(|e| Error::io(path, "stat", e))?;
-    let read = |at: u64, n: u64| -> Result<Vec<u8>> {
-        let mut buf = crate::storage::buffer::zeroed(n).map_err(|e| Error::io(path, "read", e))?;
-        let done = file
-            .read_full_at(&mut buf, at)
-            .map_err(|e| Error::io(path, "read", e))?;
-        buf.truncate(done);
-        Ok(buf)
-    };
-    let header = read(0, (HEADER_LEN as u64).min(len))?;
-    let tail = read(from, len.saturating_sub(from))?;
+    let mut header = vec![0u8; HEADER_LEN];
+    let n = file
+        .read_full_at(&mut header, 0)
+        .map_err(|e| Error::io(path, "read", e))?;
+    header.truncate(n);
+    let tail = data_end::read_needed(&*file, from).map_err(|e| Error::io(path, "read", e))?;
     Ok((header, tail))
 }

@@ -4,13 +4,6 @@
 
 use std::io;
 
-/// A buffer of `len` zero bytes, or `OutOfMemory` when it cannot be had.
-pub fn zeroed(len: u64) -> io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    grow(&mut buf, len)?;
-    Ok(buf)
-}
-
 /// Extends `buf` by `more` zero bytes, or fails with `OutOfMemory` leaving it as it was.
 pub fn grow(buf: &mut Vec<u8>, more: u64) -> io::Result<()> {
     let more = reserve(buf, more)?;
@@ -38,7 +31,7 @@ mod tests {
 
     #[test]
     fn a_buffer_no_process_can_have_is_an_error_not_an_abort() {
-        let e = zeroed(u64::MAX).expect_err("no process has 16 EiB");
+        let e = grow(&mut Vec::new(), u64::MAX).expect_err("no process has 16 EiB");
         assert_eq!(e.kind(), io::ErrorKind::OutOfMemory);
         let mut buf = vec![7u8; 3];
         let e = grow(&mut buf, 1 << 62).expect_err("nor 4 EiB more");
@@ -49,6 +42,8 @@ mod tests {
         assert!(room.capacity() >= 5 && room.is_empty());
         grow(&mut buf, 2).expect("two bytes");
         assert_eq!(buf, [7, 7, 7, 0, 0]);
-        assert_eq!(zeroed(4).expect("four"), [0; 4]);
+        let mut four = Vec::new();
+        grow(&mut four, 4).expect("four");
+        assert_eq!(four, [0; 4]);
     }
 }

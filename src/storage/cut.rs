@@ -73,6 +73,13 @@ impl StorageFile for CutFile {
         }
         self.inner.read_at(&mut buf[..n], offset)
     }
+    fn data_after(&self, offset: u64) -> io::Result<Option<(u64, u64)>> {
+        Ok(self
+            .inner
+            .data_after(offset)?
+            .filter(|&(start, _)| start < self.limit)
+            .map(|(start, end)| (start, end.min(self.limit))))
+    }
     fn write_all_at(&self, _: &[u8], _: u64) -> io::Result<()> {
         Err(refused())
     }

@@ -8,8 +8,11 @@
 mod atomic;
 pub(crate) mod buffer;
 mod cut;
+pub mod data_end;
 #[cfg(target_os = "linux")]
 mod direct;
+#[cfg(target_os = "linux")]
+mod holes;
 mod mem;
 mod real;
 #[cfg(feature = "test")]
@@ -77,6 +80,15 @@ pub trait StorageFile: Send + Sync {
     fn read_persisted_at(&self, buf: &mut [u8], offset: u64) -> io::Result<Option<usize>> {
         let _ = (buf, offset);
         Ok(None)
+    }
+
+    /// The next stretch of the file at or after `offset` that may hold anything but zeros, as
+    /// `(start, end)` with `offset <= start < end`, or `None` when only zeros follow. A file
+    /// system's holes (ranges of a sparse file never written, which read as zeros) are left out
+    /// where the storage can tell them; otherwise the stretch is the rest of the file.
+    fn data_after(&self, offset: u64) -> io::Result<Option<(u64, u64)>> {
+        let size = self.size()?;
+        Ok((offset < size).then_some((offset, size)))
     }
 
     /// Reads at `offset` until `buf` is full or the file ends; returns how many bytes were read.

@@ -172,6 +172,15 @@ impl StorageFile for RealFile {
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.0.set_len(len)
     }
+    fn data_after(&self, offset: u64) -> io::Result<Option<(u64, u64)>> {
+        #[cfg(target_os = "linux")]
+        return super::holes::data_after(&self.0, offset);
+        #[cfg(not(target_os = "linux"))]
+        {
+            let size = self.size()?;
+            Ok((offset < size).then_some((offset, size)))
+        }
+    }
     fn read_persisted_at(&self, buf: &mut [u8], offset: u64) -> io::Result<Option<usize>> {
         #[cfg(target_os = "linux")]
         return super::direct::read_direct(&self.0, buf, offset);

@@ -25,7 +25,8 @@ use crate::error::{Error, Result};
 use crate::format::{FrameCursor, RecordKind};
 use crate::index::{invocations_from_log, rebuild, RecordRef, RuntimeInvocation, SessionIndex};
 use crate::segment::layout::session_dir;
-use crate::storage::{EntryKind, FileBytes, OpenMode, Storage, StorageFile};
+use crate::storage::data_end::read_data;
+use crate::storage::{EntryKind, FileBytes, Storage};
 use std::io::ErrorKind;
 
 /// The first read of a file asks for this many bytes: a small session's sidecar and segment
@@ -85,9 +86,13 @@ fn read_only_view(storage: &dyn Storage, session_id: &str) -> Result<ReadOnly> {
         }
     }
     let path = sidecar_path(session_id);
-    // The sidecar is read once: bytes that do not vouch for the log serve the general way.
+    // The sidecar is read once: bytes that do not vouch for the log serve the general way. It
+    // is read as a log is, up to its last non-zero byte and a few zeros: nothing after its last
+    // section belongs to it, and a sparse file of any length costs its maker nothing (a
+    // section that itself ended in more zeros than are kept reads as cut short: the general
+    // way, then).
     let mut sidecar = None;
-    match read_whole(storage, &path) {
+    match read_data(storage, &path) {
         Ok(bytes) => {
             if let Some(vouched) = vouched_view(storage, session_id, &bytes)? {
                 return Ok(ReadOnly::Vouched(vouched));
@@ -120,32 +125,6 @@ fn read_only_view(storage: &dyn Storage, session_id: &str) -> Result<ReadOnly> {
         SidecarFile::Untrusted(_) | SidecarFile::Absent => rebuild(storage, session_id)?,
     };
     Ok(ReadOnly::General(view))
-}
-
-/// A whole file, through one open handle.
-fn read_whole(storage: &dyn Storage, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-    read_from(&*storage.open(path, OpenMode::Read)?, 0)
-}
-
-/// A file's bytes from `at` to its end, in as few reads as it takes: a read that returns less
-/// than asked is taken as the end (it is, for regular files; and whatever was cut short, the
-/// sidecar's section table and the frames' checks find). No stat is needed first.
-pub(super) fn read_from(file: &dyn StorageFile, at: u64) -> std::io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; FIRST_READ];
-    let mut done = 0;
-    loop {
-        // One read a round: a short read is the end (see above), so a small file costs one
-        // system call, not a second one to see the end.
-        done += file.read_at(&mut buf[done..], at + done as u64)?;
-        if done < buf.len() {
-            break;
-        }
-        // A sparse file may claim any length: memory that cannot be had is an error.
-        let more = buf.len() as u64;
-        crate::storage::buffer::grow(&mut buf, more)?;
-    }
-    buf.truncate(done);
-    Ok(buf)
 }
 
 /// Applies the frames `cursor` finds in `bytes` to `view`: frames of the segment at `path`

@@ -4,7 +4,7 @@
 //! caught up over the few bytes after it, with the segment files named from the covers.
 
 use super::live::utf8;
-use super::read_view::{apply_frames, read_from};
+use super::read_view::apply_frames;
 use super::stored::StoredIds;
 use crate::error::{Error, Result};
 use crate::format::{
@@ -17,6 +17,7 @@ use crate::index::{
 use crate::segment::frames_at::payload_of;
 use crate::segment::layout::{segment_file_name, session_dir};
 use crate::segment::{scan_segment_tail, FramesAt, ScanResult};
+use crate::storage::data_end::read_needed;
 use crate::storage::{OpenMode, Storage};
 use std::path::PathBuf;
 
@@ -116,7 +117,7 @@ pub(super) fn vouched_view(
     let read_err = |e| Error::io(&path, "read", e);
     // A small segment is read whole in one call; a large one as its header and its end.
     let (head, bytes_from, last_bytes) = if last.data_end <= WHOLE_READ {
-        let whole = read_from(&*file, 0).map_err(read_err)?;
+        let whole = read_needed(&*file, 0).map_err(read_err)?;
         (whole[..HEADER_LEN.min(whole.len())].to_vec(), 0, whole)
     } else {
         // A frame the file does not reach is the sidecar's fault, not a read to try (one at
@@ -128,7 +129,7 @@ pub(super) fn vouched_view(
         let n = file.read_full_at(&mut head, 0).map_err(read_err)?;
         head.truncate(n);
         let from = last.last_frame_offset;
-        (head, from, read_from(&*file, from).map_err(read_err)?)
+        (head, from, read_needed(&*file, from).map_err(read_err)?)
     };
     if bytes_from + (last_bytes.len() as u64) < last.data_end {
         return Ok(None);

@@ -84,6 +84,9 @@ impl StorageFile for CountingFile {
         self.meter.read_bytes.fetch_add(n as u64, Ordering::SeqCst);
         Ok(n)
     }
+    fn data_after(&self, offset: u64) -> io::Result<Option<(u64, u64)>> {
+        self.inner.data_after(offset)
+    }
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.inner.write_all_at(buf, offset)
     }

@@ -38,7 +38,7 @@ pub fn run(root: &Path, graph: Option<&str>, json: bool) -> ExitCode {
 /// is none); the exit code when it is not a root or the log cannot be read.
 pub fn read_claims(storage: &dyn Storage) -> Result<Option<ClaimsReplay>, ExitCode> {
     let marker = read_marker(storage).map_err(crate::usage_error)?;
-    let bytes = match storage.read_file(Path::new(CLAIMS_FILE)) {
+    let bytes = match makalog::storage::data_end::read_data(storage, Path::new(CLAIMS_FILE)) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => {

@@ -225,3 +225,48 @@ fn an_oversized_marker_is_refused_without_reading_it_whole() {
         "{out}"
     );
 }
+
+/// A session whose last segment claims 64 GiB (a sparse file: zeros after the last frame,
+/// which are no data): every tool answers as it did before the zeros came, exit code and
+/// output alike, without reading them (they would take minutes, and as many bytes of memory).
+#[test]
+fn a_huge_zero_tail_changes_no_answer() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["messages", r, "--session", "demo-1"],
+        vec!["runs", r, "--session", "demo-1"],
+        vec!["timeline", r, "--session", "demo-1", "--json"],
+        vec!["invocations", r, "--session", "demo-1"],
+        vec!["dump", r, "--session", "demo-1"],
+        vec!["sessions", r],
+        vec!["verify", r],
+        vec!["claims", r],
+    ];
+    let answers: Vec<_> = commands.iter().map(|args| makalog(args)).collect();
+    let before = snapshot(&root);
+    let dir = root.join("sessions").join("demo-1");
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+        .collect();
+    segments.sort();
+    let last = segments.last().expect("a segment");
+    let len = std::fs::metadata(last).expect("stat").len();
+    let grow = |to: u64| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(last)
+            .expect("open")
+            .set_len(to)
+            .expect("set_len")
+    };
+    grow(64 << 30);
+    for (args, want) in commands.iter().zip(&answers) {
+        assert_eq!(want.0, Some(0), "{args:?}: {}", want.1);
+        assert_eq!(&makalog(args), want, "{args:?}");
+    }
+    grow(len);
+    assert_eq!(snapshot(&root), before, "nothing written");
+}
