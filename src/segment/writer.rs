@@ -10,6 +10,7 @@ mod open;
 mod sink;
 
 pub use config::WriterConfig;
+pub(crate) use open::refuse_cuts_before;
 use sink::{Chunk, Roll, SegmentSink};
 
 use super::layout::segment_file_name;

@@ -23,8 +23,14 @@ use super::sidecar_file::{sidecar_of, sidecar_path, SidecarFile};
 use super::vouched::{vouched_view, Vouched};
 use crate::error::{Error, Result};
 use crate::format::{FrameCursor, RecordKind};
-use crate::index::{invocations_from_log, rebuild, RecordRef, RuntimeInvocation, SessionIndex};
+use crate::index::{
+    invocations_from_log, rebuild, recorded_durable, RecordRef, RuntimeInvocation, SessionIndex,
+};
+use crate::segment::check_session;
 use crate::segment::layout::session_dir;
+use crate::segment::load::scan_session_files;
+use crate::segment::writer::refuse_cuts_before;
+use crate::segment::Resume;
 use crate::storage::data_end::read_data;
 use crate::storage::{EntryKind, FileBytes, Storage};
 use std::io::ErrorKind;
@@ -56,6 +62,17 @@ pub(crate) fn read_only_state(
         ReadOnly::Absent => Default::default(),
         ReadOnly::Vouched(vouched) => vouched.view.session,
         ReadOnly::General(view) => view.session,
+    })
+}
+
+/// The session's view as its files hold it, read as the read-only stores read it: the short way
+/// where its sidecar vouches for the log, the general way otherwise (where what a sidecar
+/// recorded as durable must still be there); `None` when the session has no directory.
+pub fn read_only_index(storage: &dyn Storage, session_id: &str) -> Result<Option<SessionIndex>> {
+    Ok(match read_only_view(storage, session_id)? {
+        ReadOnly::Absent => None,
+        ReadOnly::Vouched(vouched) => Some(vouched.view),
+        ReadOnly::General(view) => Some(view),
     })
 }
 
@@ -113,6 +130,9 @@ fn read_only_view(storage: &dyn Storage, session_id: &str) -> Result<ReadOnly> {
         }
         Err(_) => {}
     }
+    let durable = sidecar
+        .as_deref()
+        .and_then(|bytes| recorded_durable(bytes, session_id));
     let loaded = match sidecar {
         Some(bytes) => sidecar_of(storage, session_id, FileBytes::Owned(bytes))?,
         None => SidecarFile::Absent,
@@ -124,7 +144,29 @@ fn read_only_view(storage: &dyn Storage, session_id: &str) -> Result<ReadOnly> {
         }
         SidecarFile::Untrusted(_) | SidecarFile::Absent => rebuild(storage, session_id)?,
     };
+    if let Some(durable) = durable {
+        kept_what_was_durable(storage, &view, &durable)?;
+    }
     Ok(ReadOnly::General(view))
+}
+
+/// What a sidecar recorded as durable (`durable`: its last cover, whether or not its covers
+/// still hold) is not read as a write in flight (FORMAT.md, "What a sidecar recorded as durable
+/// is never cut"): where the log now stops short of it, the log is checked as an open for
+/// writing checks it, and a torn tail or torn create there is damage to acknowledged records,
+/// reported as that open refuses the session.
+fn kept_what_was_durable(
+    storage: &dyn Storage,
+    view: &SessionIndex,
+    durable: &Resume,
+) -> Result<()> {
+    let reached = view.covers.last().map(|c| (c.ordinal, c.data_end));
+    if reached >= Some((durable.ordinal, durable.data_end)) {
+        return Ok(());
+    }
+    let (_, scanned) = scan_session_files(storage, &view.session_id, None)?;
+    let check = check_session(&view.session_id, &scanned, None);
+    refuse_cuts_before(&check.problems, &scanned, 0, durable)
 }
 
 /// Applies the frames `cursor` finds in `bytes` to `view`: frames of the segment at `path`

@@ -1,27 +1,19 @@
 //! `makalog invocations ROOT --session ID`, and the read-only view of a session the other
 //! commands list invocations from.
 
-use makalog::index::{
-    catch_up, rebuild, trusted_sidecar, EventGroup, RuntimeInvocation, SessionIndex, SIDECAR_FILE,
-};
+use makalog::index::{rebuild, EventGroup, RuntimeInvocation, SessionIndex};
 use makalog::root::read_marker;
-use makalog::segment::layout::session_dir;
 use makalog::storage::{RealStorage, Storage};
 use std::path::Path;
 use std::process::ExitCode;
 
-/// The view of a session, read-only: its sidecar caught up in memory when it still holds,
-/// a rebuild otherwise.
+/// The view of a session, read-only, as the library's read-only stores read it (a session with
+/// no directory gets the rebuild's error).
 pub(crate) fn view_of(storage: &dyn Storage, id: &str) -> makalog::Result<SessionIndex> {
-    let path = session_dir(id).join(SIDECAR_FILE);
-    if let Ok(bytes) = storage.read_file(&path) {
-        if let Some((mut view, _)) = trusted_sidecar(storage, id, &bytes)? {
-            // Ids are not needed to list invocations.
-            catch_up(storage, &mut view, &|_| true)?;
-            return Ok(view);
-        }
+    match makalog::store::read_only_index(storage, id)? {
+        Some(view) => Ok(view),
+        None => rebuild(storage, id),
     }
-    rebuild(storage, id)
 }
 
 /// Lists a session's invocations, read-only.

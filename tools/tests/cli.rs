@@ -79,6 +79,41 @@ fn verify_reports_damage_with_file_and_offset_and_exits_1_without_writing() {
     assert_eq!(before, snapshot(&root), "verify never writes");
 }
 
+/// A closed session's last record damaged (a flipped bit, no record after it) looks like a
+/// write in flight, but its sidecar recorded it durable: the read commands report the damage
+/// with file and offset and exit 1, as `dump` and `verify` do, instead of answering from the
+/// records before it.
+#[test]
+fn read_commands_report_damage_to_a_record_the_sidecar_recorded_durable() {
+    let (_t, root) = demo_root();
+    let (last, seg, data_end) = last_record(&root, "demo-1");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .expect("open");
+    let mut byte = [0u8];
+    std::fs::File::open(&seg)
+        .expect("open")
+        .read_exact_at(&mut byte, data_end - 2)
+        .expect("read");
+    f.write_all_at(&[byte[0] ^ 0x20], data_end - 2)
+        .expect("write");
+    let r = root.to_str().expect("utf8");
+    let before = snapshot(&root);
+    let at = format!("{} at byte {}", last.file.display(), last.offset);
+    for cmd in ["messages", "runs", "timeline", "invocations", "dump"] {
+        let out = makalog(&[cmd, r, "--session", "demo-1"]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd}: {stderr}");
+        assert!(
+            stderr.contains(&last.file.display().to_string())
+                && stderr.contains(&last.offset.to_string()),
+            "{cmd} names {at}: {stderr}"
+        );
+    }
+    assert_eq!(before, snapshot(&root), "nothing written");
+}
+
 #[test]
 fn verify_exits_2_for_a_path_that_is_not_a_root_and_for_usage_errors() {
     let t = tempfile::tempdir().expect("tmp");

@@ -263,7 +263,7 @@ fn rewrite_failed(storage: &dyn Storage, session_id: &str, failed: &Unsynced) ->
 /// Refuses a repair that would drop bytes before `durable`, the point a sidecar recorded as
 /// synced: there, a torn-looking tail is damage to acknowledged records. `scanned` starts at
 /// segment ordinal `first`.
-fn refuse_cuts_before(
+pub(crate) fn refuse_cuts_before(
     problems: &[crate::recovery::Problem],
     scanned: &[crate::segment::check::ScannedSegment],
     first: u64,
