@@ -101,10 +101,29 @@ def all_zero(buf, start, end=None):
 # File access: never follow symlinks, open only regular files.
 
 
-class FileData:
-    """Read-only view of a regular file (mmap, or b'' when empty)."""
+# FORMAT.md, "Segment file": a log is read to its last non-zero byte and at most this many of
+# the zeros after it (the longest frame any header allows); the rest is taken as zeros.
+ZEROS_KEPT = (16 << 20) + 57
 
-    def __init__(self, path):
+
+def kept_end(buf):
+    """Just past a log's last non-zero byte, then at most ZEROS_KEPT zeros, within the file."""
+    n = len(buf)
+    hi = n
+    while hi > 0:
+        lo = max(0, hi - (1 << 20))
+        chunk = bytes(buf[lo:hi]).rstrip(b"\0")
+        if chunk:
+            return min(n, lo + len(chunk) + ZEROS_KEPT)
+        hi = lo
+    return min(n, ZEROS_KEPT)
+
+
+class FileData:
+    """Read-only view of a regular file (mmap, or b'' when empty); a log (a segment, the claims
+    log) only as far as a reader reads it (kept_end)."""
+
+    def __init__(self, path, log=False):
         self.buf = b""
         self._mm = None
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
@@ -127,6 +146,10 @@ class FileData:
                             break
                         chunks.append(c)
                     self.buf = b"".join(chunks)
+            if log:
+                end = kept_end(self.buf)
+                if end < len(self.buf):
+                    self.buf = bytes(self.buf[:end])
         finally:
             os.close(fd)
 
@@ -627,7 +650,7 @@ def read_session(root, session):
         fname = rel_dir + "/" + name
         name_seq = int(name[:20])
         try:
-            fd = FileData(os.path.join(sdir, name))
+            fd = FileData(os.path.join(sdir, name), log=True)
         except OSError:
             end = {"verdict": "damage", "file": fname, "offset": 0}  # I/O: NOTES.md
             break
@@ -721,7 +744,7 @@ def read_claims(root, root_id):
     st = LogState(hashlib.sha256(CLM_CHAIN_TAG + root_id).digest())
     end = {"verdict": "clean"}
     try:
-        fd = FileData(os.path.join(root, fname))
+        fd = FileData(os.path.join(root, fname), log=True)
     except OSError:
         fd = None
         end = {"verdict": "damage", "file": fname, "offset": 0}  # I/O: NOTES.md

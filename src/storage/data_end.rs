@@ -1,19 +1,31 @@
 //! Reading a file whose trailing zeros are no data: a segment or the claims log, where a reader
 //! takes any number of zeros after the last frame as the end of data (FORMAT.md). A file may
 //! claim any length for nothing (sparse), so a read takes the bytes up to the last non-zero
-//! one and a few zeros after it, and no more: it passes over the file system's holes without
-//! reading them, reads written zeros backwards in bounded steps, and never holds them.
+//! one and at most [`ZEROS_KEPT`] zeros after it, and no more.
 //!
-//! Dropping trailing zeros changes no verdict: after the last non-zero byte a reader finds only
-//! zeros, which are never a frame nor evidence of one, and [`ZEROS_KEPT`] of them are kept so a
-//! log that ended in zeros still ends in zeros, not at the end of its file.
+//! The zeros a writer leaves (a crash leaves at most its preallocation step and a block) are
+//! read backwards from the end, [`READ_BACK`] of them at most; only past those is the file
+//! system's hole map asked where data lies (`SEEK_DATA`), so no verdict on a file a writer
+//! left depends on it. Written zeros past that are read backwards in bounded steps; none is
+//! held beyond what is kept.
+//!
+//! Every frame and every verdict reads the same from the bytes kept: a frame is at most
+//! [`ZEROS_KEPT`] long, so one that starts before the last non-zero byte ends within them, and
+//! zeros after it are never a frame, a footer nor evidence. Only the search for evidence's
+//! length `L` counts to the end of what is read (FORMAT.md, "Segment file").
 
 use super::{OpenMode, Storage, StorageFile};
+use crate::format::{MAX_FRAME_OVERHEAD, MAX_PAYLOAD_LIMIT};
 use std::io;
 use std::path::Path;
 
-/// Zeros kept after the last non-zero byte, where the file has them.
-pub const ZEROS_KEPT: u64 = 4 << 10;
+/// Zeros kept after the last non-zero byte, where the file has them: the longest frame any
+/// header allows.
+pub const ZEROS_KEPT: u64 = MAX_FRAME_OVERHEAD as u64 + MAX_PAYLOAD_LIMIT as u64;
+
+/// Bytes at the end of a file read back before the hole map is asked: more than a crash leaves
+/// of zeros with the default preallocation step (1 MiB and a block).
+pub const READ_BACK: u64 = 2 << 20;
 
 /// Bytes read at once when looking backwards for the last non-zero byte.
 const STEP: u64 = 64 << 10;
@@ -33,12 +45,18 @@ pub fn needed_end(file: &dyn StorageFile, from: u64) -> io::Result<u64> {
     if file.read_full_at(&mut last, size - 1)? == 1 && last[0] != 0 {
         return Ok(size);
     }
+    let kept = |end: u64| size.min(end.saturating_add(ZEROS_KEPT));
+    let mut buf = Vec::new();
+    let back = size.saturating_sub(READ_BACK).max(from);
+    if let Some(end) = last_non_zero(file, (back, size), &mut buf)? {
+        return Ok(kept(end));
+    }
     let mut end = from;
     let mut at = from;
-    let mut buf = Vec::new();
     while let Some((start, stop)) = file.data_after(at)? {
-        let stop = stop.min(size);
-        // A stretch that does not move forward ends the walk (a storage that misreports).
+        let stop = stop.min(back);
+        // Past what was read back, or a stretch that does not move forward (a storage that
+        // misreports): the walk ends.
         if start < at || stop <= start {
             break;
         }
@@ -47,7 +65,7 @@ pub fn needed_end(file: &dyn StorageFile, from: u64) -> io::Result<u64> {
         }
         at = stop;
     }
-    Ok(size.min(end.saturating_add(ZEROS_KEPT)))
+    Ok(kept(end))
 }
 
 /// Just past the last non-zero byte of the stretch `[start, stop)`, read from its end back.
@@ -129,13 +147,13 @@ mod tests {
     }
 
     #[test]
-    fn trailing_zeros_past_a_few_are_left_and_the_rest_is_read_exactly() {
-        // Data, a run of zeros inside it, data, then far more zeros than are kept.
+    fn trailing_zeros_past_those_kept_are_left_and_the_rest_is_read_exactly() {
+        // Data, a run of zeros inside it, data, then more zeros than are kept and read back.
         let mut bytes = vec![7u8; 100];
         bytes.extend(vec![0u8; 300 << 10]);
         bytes.push(9);
         let last = bytes.len() as u64;
-        bytes.extend(vec![0u8; 200 << 10]);
+        bytes.resize((last + ZEROS_KEPT + READ_BACK + (1 << 20)) as usize, 0);
         let file = file_of(&bytes);
         assert_eq!(needed_end(&*file, 0).expect("end"), last + ZEROS_KEPT);
         let read = read_needed(&*file, 50).expect("read");
@@ -148,8 +166,8 @@ mod tests {
     }
 
     #[test]
-    fn a_file_that_ends_in_data_or_in_few_zeros_is_read_whole() {
-        for tail in [0usize, 1, 100] {
+    fn a_file_that_ends_in_data_or_in_fewer_zeros_than_kept_is_read_whole() {
+        for tail in [0usize, 1, 100, 3 << 20] {
             let mut bytes = vec![0u8; 40 << 10];
             bytes[0] = 1;
             bytes[20 << 10] = 2;
@@ -163,13 +181,52 @@ mod tests {
         assert_eq!(read_needed(&*small, 20).expect("read"), Vec::<u8>::new());
     }
 
+    /// A sparse file: `data` then a hole to `len`, its reads counted.
+    struct Sparse {
+        data: Vec<u8>,
+        len: u64,
+        read: std::sync::atomic::AtomicU64,
+    }
+
+    impl StorageFile for Sparse {
+        fn size(&self) -> io::Result<u64> {
+            Ok(self.len)
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            let n = buf.len().min(self.len.saturating_sub(offset) as usize);
+            for (i, b) in buf[..n].iter_mut().enumerate() {
+                *b = self.data.get(offset as usize + i).copied().unwrap_or(0);
+            }
+            self.read
+                .fetch_add(n as u64, std::sync::atomic::Ordering::SeqCst);
+            Ok(n)
+        }
+        fn data_after(&self, offset: u64) -> io::Result<Option<(u64, u64)>> {
+            let end = self.data.len() as u64;
+            Ok((offset < end).then_some((offset, end)))
+        }
+        fn write_all_at(&self, _: &[u8], _: u64) -> io::Result<()> {
+            Err(io::ErrorKind::PermissionDenied.into())
+        }
+        fn sync_data(&self) -> io::Result<()> {
+            Err(io::ErrorKind::PermissionDenied.into())
+        }
+        fn set_len(&self, _: u64) -> io::Result<()> {
+            Err(io::ErrorKind::PermissionDenied.into())
+        }
+    }
+
     #[test]
-    fn only_zeros_after_from_leave_the_zeros_kept() {
-        let file = file_of(&vec![0u8; 1 << 20]);
-        assert_eq!(needed_end(&*file, 0).expect("end"), ZEROS_KEPT);
-        assert_eq!(
-            read_needed(&*file, 0).expect("read").len() as u64,
-            ZEROS_KEPT
-        );
+    fn a_hole_past_what_is_read_back_is_passed_over_unread() {
+        let file = Sparse {
+            data: vec![5u8; 100],
+            len: 1 << 40,
+            read: Default::default(),
+        };
+        assert_eq!(needed_end(&file, 0).expect("end"), 100 + ZEROS_KEPT);
+        let read = file.read.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(read <= READ_BACK + 101, "read {read} bytes of a terabyte");
+        // All zeros from `from` on: only those kept.
+        assert_eq!(needed_end(&file, 200).expect("end"), 200 + ZEROS_KEPT);
     }
 }

@@ -120,7 +120,7 @@ pub fn verify_root_observed(
 /// Replays the claims log read-only and lists quarantined tails cut from it.
 fn verify_claims(storage: &dyn Storage, report: &mut VerifyReport, live: bool) -> Result<()> {
     let path = Path::new(CLAIMS_FILE);
-    let bytes = match storage.read_file(path) {
+    let bytes = match crate::storage::data_end::read_data(storage, path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         // Something at its name that cannot be read as a claims log (a FIFO, a symlink) is a

@@ -226,9 +226,9 @@ fn an_oversized_marker_is_refused_without_reading_it_whole() {
     );
 }
 
-/// A session whose last segment claims 64 GiB (a sparse file: zeros after the last frame,
-/// which are no data): every tool answers as it did before the zeros came, exit code and
-/// output alike, without reading them (they would take minutes, and as many bytes of memory).
+/// A session's last segment and the claims log each claiming 64 GiB (sparse files: zeros after
+/// the last frame, which are no data): every tool answers as it did before the zeros came, exit
+/// code and output alike, without reading them (they would take minutes, and as much memory).
 #[test]
 fn a_huge_zero_tail_changes_no_answer() {
     let (_t, root) = demo_root();
@@ -263,10 +263,22 @@ fn a_huge_zero_tail_changes_no_answer() {
             .expect("set_len")
     };
     grow(64 << 30);
+    let claims = root.join("claims.log");
+    let claims_len = std::fs::metadata(&claims).expect("stat").len();
+    let grow_claims = |to: u64| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&claims)
+            .expect("open")
+            .set_len(to)
+            .expect("set_len")
+    };
+    grow_claims(64 << 30);
     for (args, want) in commands.iter().zip(&answers) {
         assert_eq!(want.0, Some(0), "{args:?}: {}", want.1);
         assert_eq!(&makalog(args), want, "{args:?}");
     }
     grow(len);
+    grow_claims(claims_len);
     assert_eq!(snapshot(&root), before, "nothing written");
 }

@@ -293,3 +293,32 @@ fn where_a_segment_belongs_is_reported_where_format_md_says() {
     }
     assert_agree(&roots);
 }
+
+/// Logs with more zeros after their last non-zero byte than a reader reads (FORMAT.md, "Segment
+/// file": the rest is taken as zeros): every log of a demo root grown sparse past that, and a
+/// copy whose logs also end in a stray byte (a torn tail) before the zeros. Both readers read
+/// only as far as the page says, and agree.
+#[test]
+fn logs_with_more_zeros_than_are_read_read_the_same() {
+    let (tmp, root) = common::demo_root();
+    let past = (16 << 20) + 57 + (3 << 20);
+    let mut cases = Vec::new();
+    for (name, stray) in [("zeros", false), ("stray byte, then zeros", true)] {
+        let copy = tmp.path().join(name);
+        copy_dir(&root, &copy);
+        for rel in log_files(&copy) {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(copy.join(&rel))
+                .expect("open");
+            let len = f.metadata().expect("stat").len();
+            if stray {
+                use std::os::unix::fs::FileExt;
+                f.write_all_at(&[0x5a], len).expect("stray");
+            }
+            f.set_len(len + past).expect("grow");
+        }
+        cases.push((name.to_owned(), copy));
+    }
+    assert_agree(&cases);
+}
