@@ -270,3 +270,31 @@ fn a_cut_recovery_does_not_hide_a_turn_end_cut_after_its_commit() {
     let again = manager.recover_interrupted_sessions().expect("again");
     assert!(again.recovered.is_empty(), "{:?}", again.recovered);
 }
+
+/// The turn's `turn_state` the recovery writes carries the turn's lineage (MAKA-MODEL §12,
+/// writes for an interrupted run, step 4), as its latest `turn_state` states it (here one an
+/// import brought: makalog's own turns state none).
+#[test]
+fn recovery_states_the_turn_failed_with_its_lineage() {
+    let (_t, _owner, stores) = root_with("lineage");
+    let s = "lineage";
+    interrupted(&stores, s, "r1");
+    let lineage = json!({"parentTurnId": "turn-0", "retriedFromTurnId": "turn-00",
+                         "regeneratedFromTurnId": "turn-000", "branchOfTurnId": "turn-b",
+                         "parentSessionId": "parent"});
+    let mut state = json!({"type": "turn_state", "id": "r1-state-2", "turnId": "turn-r1",
+                           "ts": 3, "status": "running", "partialOutputRetained": false});
+    for (k, v) in lineage.as_object().expect("object") {
+        state[k] = v.clone();
+    }
+    stores
+        .sessions
+        .append_message(s, state)
+        .expect("turn_state");
+    set_running(&stores, s);
+    recover_twice(&stores, s, &["r1"]);
+    let ended = latest_turn_state(&stores, s, "r1");
+    for (k, v) in lineage.as_object().expect("object") {
+        assert_eq!(&ended[k], v, "{k} in {ended}");
+    }
+}

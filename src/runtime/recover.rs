@@ -231,7 +231,16 @@ pub(crate) fn recoveries_cut_short(
         .collect()
 }
 
-/// The status of the turn's latest `turn_state`, if it has one.
+/// The fields of a `turn_state` that say where its turn came from (MAKA-MODEL §6).
+const TURN_LINEAGE: [&str; 5] = [
+    "parentTurnId",
+    "retriedFromTurnId",
+    "regeneratedFromTurnId",
+    "branchOfTurnId",
+    "parentSessionId",
+];
+
+/// The turn's latest `turn_state`, if it has one.
 fn latest_turn_state(inner: &Inner, session_id: &str, turn_id: &str) -> Result<Option<Value>> {
     let messages = inner
         .stores
@@ -241,7 +250,7 @@ fn latest_turn_state(inner: &Inner, session_id: &str, turn_id: &str) -> Result<O
         .iter()
         .rev()
         .find(|m| m.message_type() == "turn_state")
-        .map(|m| m.value()["status"].clone()))
+        .map(|m| m.value().clone()))
 }
 
 /// The turn's final `turn_state`, unless its latest already says how the run ended.
@@ -252,12 +261,22 @@ fn turn_state(
     status: &str,
     terminal: &crate::event::RuntimeEvent,
 ) -> Result<Option<SessionRecord>> {
-    if latest_turn_state(inner, session_id, turn_id)?.is_some_and(|s| s == json!(status)) {
+    let latest = latest_turn_state(inner, session_id, turn_id)?;
+    if latest
+        .as_ref()
+        .is_some_and(|l| l["status"] == json!(status))
+    {
         return Ok(None);
     }
     let mut state = json!({"type": "turn_state", "id": inner.sources.new_id(), "turnId": turn_id,
                            "ts": inner.sources.now(), "status": status,
                            "partialOutputRetained": false});
+    // The turn's lineage, as its latest state gives it.
+    for field in TURN_LINEAGE {
+        if let Some(v) = latest.as_ref().and_then(|l| l.get(field)) {
+            state[field] = v.clone();
+        }
+    }
     if status == "failed" {
         let class = terminal.value()["actions"]["stateDelta"]["failureClass"].clone();
         state["errorClass"] = if class.is_string() {
