@@ -119,3 +119,33 @@ fn a_huge_zero_tail_after_the_last_claim_is_neither_read_nor_held() {
     let read = storage.meter.reads() - before;
     assert!(read < READ_BOUND, "the claims log's open read {read} bytes");
 }
+
+/// A torn create (a segment whose header never reached the disk: only zeros) that claims 1 GiB
+/// is quarantined as far as a reader reads it, not copied out whole, and removed.
+#[test]
+fn a_huge_torn_create_is_quarantined_without_its_zeros() {
+    let (_t, storage) = metered();
+    let owner = owner_of(&storage);
+    let dir = session_dir(&storage, S);
+    std::fs::create_dir_all(&dir).expect("session dir");
+    let seg = segment(&storage, S);
+    std::fs::File::create(&seg).expect("create");
+    grow(&seg, HOLE);
+    let before = storage.meter.reads();
+    let store = RuntimeEventStore::open(&owner, WriterConfig::default());
+    turn(&store, S, "r1", 1.0);
+    store.close().expect("close");
+    let read = storage.meter.reads() - before;
+    assert!(
+        read < READ_BOUND,
+        "recovery read {read} bytes of a 1 GiB hole"
+    );
+    let copy = dir.join("00000000000000000001.seg.torn-0");
+    let len = std::fs::metadata(&copy).expect("quarantined").len();
+    assert!(len < READ_BOUND, "a quarantine copy of {len} bytes");
+    let view = rebuild(&*storage, S).expect("rebuild");
+    assert_eq!(
+        invocations_from_log(&*storage, &view).expect("one").len(),
+        1
+    );
+}

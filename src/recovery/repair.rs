@@ -36,8 +36,8 @@ pub fn apply(storage: &dyn Storage, repairs: Vec<Repair>) -> Result<RecoveryRepo
                 f.sync_data().map_err(|e| Error::io(file, "fdatasync", e))?;
             }
             Repair::RemoveTornCreate { file } => {
-                let bytes = storage
-                    .read_file(file)
+                // As far as a reader reads it: a sparse file's zeros are not copied out whole.
+                let bytes = crate::storage::data_end::read_data(storage, file)
                     .map_err(|e| Error::io(file, "read", e))?;
                 report
                     .quarantined
