@@ -118,32 +118,14 @@ pub fn read_data(storage: &dyn Storage, path: &Path) -> io::Result<Vec<u8>> {
 mod tests {
     use super::*;
 
-    /// A file held in memory, for reading.
-    struct Bytes(Vec<u8>);
-
-    impl StorageFile for Bytes {
-        fn size(&self) -> io::Result<u64> {
-            Ok(self.0.len() as u64)
-        }
-        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-            let from = (offset as usize).min(self.0.len());
-            let n = buf.len().min(self.0.len() - from);
-            buf[..n].copy_from_slice(&self.0[from..from + n]);
-            Ok(n)
-        }
-        fn write_all_at(&self, _: &[u8], _: u64) -> io::Result<()> {
-            Err(io::ErrorKind::PermissionDenied.into())
-        }
-        fn sync_data(&self) -> io::Result<()> {
-            Err(io::ErrorKind::PermissionDenied.into())
-        }
-        fn set_len(&self, _: u64) -> io::Result<()> {
-            Err(io::ErrorKind::PermissionDenied.into())
-        }
-    }
-
+    /// A file of `bytes` whose storage knows no holes.
     fn file_of(bytes: &[u8]) -> Box<dyn StorageFile> {
-        Box::new(Bytes(bytes.to_vec()))
+        Box::new(Sparse {
+            data: bytes.to_vec(),
+            len: bytes.len() as u64,
+            holes: false,
+            read: Default::default(),
+        })
     }
 
     #[test]
@@ -181,10 +163,12 @@ mod tests {
         assert_eq!(read_needed(&*small, 20).expect("read"), Vec::<u8>::new());
     }
 
-    /// A sparse file: `data` then a hole to `len`, its reads counted.
+    /// A file held in memory: `data`, then zeros to `len` (with `holes`, a hole the storage
+    /// reports as one), its reads counted.
     struct Sparse {
         data: Vec<u8>,
         len: u64,
+        holes: bool,
         read: std::sync::atomic::AtomicU64,
     }
 
@@ -202,7 +186,11 @@ mod tests {
             Ok(n)
         }
         fn data_after(&self, offset: u64) -> io::Result<Option<(u64, u64)>> {
-            let end = self.data.len() as u64;
+            let end = if self.holes {
+                self.data.len() as u64
+            } else {
+                self.len
+            };
             Ok((offset < end).then_some((offset, end)))
         }
         fn write_all_at(&self, _: &[u8], _: u64) -> io::Result<()> {
@@ -221,6 +209,7 @@ mod tests {
         let file = Sparse {
             data: vec![5u8; 100],
             len: 1 << 40,
+            holes: true,
             read: Default::default(),
         };
         assert_eq!(needed_end(&file, 0).expect("end"), 100 + ZEROS_KEPT);
