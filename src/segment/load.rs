@@ -10,8 +10,8 @@ use std::path::Path;
 
 /// Reads a segment: mapped when a later segment exists (it is sealed and never changes),
 /// read into memory when it is the last (a writer may still be appending to it). Either way
-/// up to its last non-zero byte and a few zeros ([`data_end`]): a file can claim any length
-/// of zeros for nothing, and they are no data.
+/// up to its last non-zero byte and at most a frame's length of zeros ([`data_end`]): a file
+/// can claim any length of zeros for nothing, and they are no data.
 pub fn read_segment(storage: &dyn Storage, path: &Path, is_last: bool) -> Result<FileBytes> {
     let file = storage
         .open(path, OpenMode::Read)
@@ -66,8 +66,8 @@ pub fn scan_session_files(
     Ok((listing, scanned))
 }
 
-/// Reads a segment's header bytes and its bytes from `from` on, to its last non-zero byte and a
-/// few zeros ([`data_end`]).
+/// Reads a segment's header bytes and its bytes from `from` on, to its last non-zero byte and
+/// at most a frame's length of zeros ([`data_end`]).
 pub fn read_segment_tail(
     storage: &dyn Storage,
     path: &Path,

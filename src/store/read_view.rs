@@ -104,10 +104,10 @@ fn read_only_view(storage: &dyn Storage, session_id: &str) -> Result<ReadOnly> {
     }
     let path = sidecar_path(session_id);
     // The sidecar is read once: bytes that do not vouch for the log serve the general way. It
-    // is read as a log is, up to its last non-zero byte and a few zeros: nothing after its last
-    // section belongs to it, and a sparse file of any length costs its maker nothing (a
-    // section that itself ended in more zeros than are kept reads as cut short: the general
-    // way, then).
+    // is read as a log is, up to its last non-zero byte and at most a frame's length of zeros:
+    // nothing after its last section belongs to it, and a sparse file of any length costs its
+    // maker nothing (a section that itself ended in more zeros than are kept would read as cut
+    // short: the general way, then).
     let mut sidecar = None;
     match read_data(storage, &path) {
         Ok(bytes) => {
