@@ -37,7 +37,9 @@ const FIRST_READ: usize = 16 << 10;
 /// (`from` if there is none), then at most [`ZEROS_KEPT`] zeros, within the file.
 pub fn needed_end(file: &dyn StorageFile, from: u64) -> io::Result<u64> {
     let size = file.size()?;
-    if from >= size {
+    // No more than the zeros kept after `from`: all of it is needed, wherever its last
+    // non-zero byte is, and nothing need be read to find it.
+    if size.saturating_sub(from) <= ZEROS_KEPT {
         return Ok(size);
     }
     // A file that ends in data (a sealed segment's footer, a log cut at close) needs all of it.
@@ -148,15 +150,23 @@ mod tests {
     }
 
     #[test]
-    fn a_file_that_ends_in_data_or_in_fewer_zeros_than_kept_is_read_whole() {
+    fn a_file_that_ends_in_data_or_in_fewer_zeros_than_kept_is_read_whole_and_once() {
         for tail in [0usize, 1, 100, 3 << 20] {
             let mut bytes = vec![0u8; 40 << 10];
             bytes[0] = 1;
             bytes[20 << 10] = 2;
             bytes.extend(vec![3u8; 5]);
             bytes.extend(vec![0u8; tail]);
-            let file = file_of(&bytes);
-            assert_eq!(read_needed(&*file, 0).expect("read"), bytes, "tail {tail}");
+            let file = Sparse {
+                len: bytes.len() as u64,
+                data: bytes.clone(),
+                holes: false,
+                read: Default::default(),
+            };
+            assert_eq!(read_needed(&file, 0).expect("read"), bytes, "tail {tail}");
+            // No search of the zeros before the read: each byte is read once.
+            let read = file.read.load(std::sync::atomic::Ordering::SeqCst);
+            assert_eq!(read, bytes.len() as u64, "tail {tail}");
         }
         let small = file_of(&[0u8; 10]);
         assert_eq!(read_needed(&*small, 0).expect("read"), [0u8; 10]);
