@@ -1,6 +1,8 @@
 //! Sidecars crafted with their CRCs intact: a sidecar is a cache read before the log, so
 //! whatever it names is bounded by what its covers vouch for, and one that breaks a rule is
-//! untrusted and rebuilt, never a hang, a panic or an I/O error blamed on a sound segment.
+//! untrusted and rebuilt, never a hang, a panic or an I/O error blamed on a sound segment (one
+//! whose last cover names a record the log does not hold refuses the session, as a log cut
+//! short of its sidecar does: FORMAT.md, "What a sidecar recorded as durable is never cut").
 
 mod support;
 
@@ -95,8 +97,30 @@ fn a_sidecar_with_covers_at_the_end_of_their_range_is_untrusted_never_a_panic() 
         if last_seq != 0 {
             view.covers[which].last_seq = last_seq;
         }
+        // A last cover naming a record the log does not hold says records acknowledged as
+        // durable are gone: a log cut or a sidecar forged, which no reader can tell apart, so
+        // the session is refused, naming where its log ends, and nothing is written.
+        let lost = which == last && view.covers[last].last_seq > header.covers[last].last_seq;
         let crafted = encode_sidecar(&view, &ids).expect("encode");
         std::fs::write(&path, &crafted).expect("write");
+        if lost {
+            let before = snapshot(&makalog::storage::Storage::describe_root(&*storage));
+            let reader = makalog::store::ReadOnlySessions::new(&*storage);
+            let e = reader
+                .read_messages(S, None)
+                .expect_err(&format!("refused: {:?}", view.covers[last]));
+            assert!(e.to_string().contains("recorded as durable"), "{e}");
+            let store = RuntimeEventStore::open(&owner, config.clone());
+            let e = store.open_session_now(S).expect_err("refused");
+            assert!(matches!(e, makalog::Error::Corrupt { .. }), "{e}");
+            store.close().expect("close");
+            assert_eq!(
+                snapshot(&makalog::storage::Storage::describe_root(&*storage)),
+                before,
+                "nothing written"
+            );
+            continue;
+        }
         let reader = makalog::store::ReadOnlySessions::new(&*storage);
         assert!(reader.read_session(S).expect("read-only").is_none());
         assert_eq!(reader.read_messages(S, None).expect("read-only").len(), 0);

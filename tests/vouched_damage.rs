@@ -49,3 +49,92 @@ fn a_damaged_record_the_sidecar_covers_is_damage_to_a_read_only_view_too() {
     assert!(e.to_string().contains("recorded as durable"), "{e}");
     assert_eq!(std::fs::read(&seg).expect("read"), bytes, "nothing cut");
 }
+
+/// Everything a read of `S` and an open for writing answer for a log that stops before what its
+/// sidecar recorded as durable: both refuse, naming `file` at `offset`, and nothing is written.
+fn refused_where_the_log_ends(
+    store: &RuntimeEventStore,
+    root: &std::path::Path,
+    file: &std::path::Path,
+    offset: u64,
+) {
+    let before = support::snapshot(root);
+    match store.list_session_invocations(S) {
+        Err(Error::Corrupt {
+            file: f, offset: o, ..
+        }) => {
+            assert!(file.ends_with(&f), "{f:?} is not {file:?}");
+            assert_eq!(o, offset, "where the log now ends");
+        }
+        other => panic!("read the records left as the whole log: {other:?}"),
+    }
+    let e = store
+        .append(
+            &support::events::opening(S, "r9", "turn-r9", 90.0),
+            makalog::segment::Durability::Durable,
+        )
+        .expect_err("refused");
+    assert!(e.to_string().contains("recorded as durable"), "{e}");
+    assert_eq!(support::snapshot(root), before, "nothing written");
+}
+
+#[test]
+fn a_log_cut_cleanly_before_what_the_sidecar_covers_is_damage() {
+    let (_t, storage) = metered();
+    let owner = owner_of(&storage);
+    let store = RuntimeEventStore::open(&owner, WriterConfig::default());
+    turn(&store, S, "r1", 1.0);
+    turn(&store, S, "r2", 10.0);
+    store.close().expect("close");
+    let last = SessionReader::open(&*storage, S, 1)
+        .expect("reader")
+        .last()
+        .expect("a record")
+        .expect("valid");
+    // The last record removed whole: what is left is a clean log, one record shorter.
+    let seg = segment(&storage, S);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .expect("open");
+    file.set_len(last.offset).expect("cut");
+    drop(file);
+
+    let store = RuntimeEventStore::open(&owner, WriterConfig::default());
+    refused_where_the_log_ends(&store, &session_dir(&storage, S), &seg, last.offset);
+}
+
+#[test]
+fn a_last_segment_the_sidecar_covers_removed_is_damage() {
+    let (_t, storage) = metered();
+    let owner = owner_of(&storage);
+    // Segments small enough that two turns roll at least once.
+    let config = WriterConfig {
+        segment_size: 2048,
+        ..WriterConfig::default()
+    };
+    let store = RuntimeEventStore::open(&owner, config.clone());
+    turn(&store, S, "r1", 1.0);
+    turn(&store, S, "r2", 10.0);
+    store.close().expect("close");
+    let mut segs: Vec<_> = std::fs::read_dir(session_dir(&storage, S))
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+        .collect();
+    segs.sort();
+    assert!(segs.len() >= 2, "rolled: {segs:?}");
+    let gone = segs.pop().expect("last");
+    std::fs::remove_file(&gone).expect("remove");
+    let left = segs.last().expect("one left").clone();
+    // The sealed segment left ends with its footer; its records end before it.
+    let records_end = SessionReader::open(&*storage, S, 1)
+        .expect("reader")
+        .last()
+        .expect("a record")
+        .expect("valid")
+        .end;
+
+    let store = RuntimeEventStore::open(&owner, config);
+    refused_where_the_log_ends(&store, &session_dir(&storage, S), &left, records_end);
+}

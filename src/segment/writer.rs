@@ -6,11 +6,12 @@
 //! the flush that carries the frames, so rolls need no lock of their own.
 
 mod config;
+mod durable_point;
 mod open;
 mod sink;
 
 pub use config::WriterConfig;
-pub(crate) use open::refuse_cuts_before;
+pub(crate) use durable_point::refuse_losing_durable;
 use sink::{Chunk, Roll, SegmentSink};
 
 use super::layout::segment_file_name;

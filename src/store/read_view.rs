@@ -29,7 +29,7 @@ use crate::index::{
 use crate::segment::check_session;
 use crate::segment::layout::session_dir;
 use crate::segment::load::scan_session_files;
-use crate::segment::writer::refuse_cuts_before;
+use crate::segment::writer::refuse_losing_durable;
 use crate::segment::Resume;
 use crate::storage::data_end::read_data;
 use crate::storage::{EntryKind, FileBytes, Storage};
@@ -153,20 +153,23 @@ fn read_only_view(storage: &dyn Storage, session_id: &str) -> Result<ReadOnly> {
 /// What a sidecar recorded as durable (`durable`: its last cover, whether or not its covers
 /// still hold) is not read as a write in flight (FORMAT.md, "What a sidecar recorded as durable
 /// is never cut"): where the log now stops short of it, the log is checked as an open for
-/// writing checks it, and a torn tail or torn create there is damage to acknowledged records,
-/// reported as that open refuses the session.
+/// writing checks it: a torn tail or torn create there, or a log that ends before it, is damage
+/// to acknowledged records, reported as that open refuses the session.
 fn kept_what_was_durable(
     storage: &dyn Storage,
     view: &SessionIndex,
     durable: &Resume,
 ) -> Result<()> {
-    let reached = view.covers.last().map(|c| (c.ordinal, c.data_end));
-    if reached >= Some((durable.ordinal, durable.data_end)) {
+    let reached = view.covers.last().is_some_and(|c| {
+        (c.ordinal, c.data_end) >= (durable.ordinal, durable.data_end)
+            && c.last_seq >= durable.last_seq
+    });
+    if reached {
         return Ok(());
     }
     let (_, scanned) = scan_session_files(storage, &view.session_id, None)?;
     let check = check_session(&view.session_id, &scanned, None);
-    refuse_cuts_before(&check.problems, &scanned, 0, durable)
+    refuse_losing_durable(&view.session_id, &check, &scanned, 0, durable)
 }
 
 /// Applies the frames `cursor` finds in `bytes` to `view`: frames of the segment at `path`

@@ -115,6 +115,33 @@ fn read_commands_report_damage_to_a_record_the_sidecar_recorded_durable() {
 }
 
 #[test]
+fn read_commands_report_a_log_cut_cleanly_before_what_the_sidecar_recorded_durable() {
+    let (_t, root) = demo_root();
+    let (last, seg, _) = last_record(&root, "demo-1");
+    // The last record removed whole: every frame left is sound, one record is gone.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .expect("open")
+        .set_len(last.offset)
+        .expect("cut");
+    let r = root.to_str().expect("utf8");
+    let before = snapshot(&root);
+    for cmd in ["messages", "runs", "timeline", "invocations"] {
+        let out = makalog(&[cmd, r, "--session", "demo-1"]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd}: {stderr}");
+        assert!(
+            stderr.contains(&last.file.display().to_string())
+                && stderr.contains(&last.offset.to_string())
+                && stderr.contains("recorded as durable"),
+            "{cmd} names where the log ends: {stderr}"
+        );
+    }
+    assert_eq!(before, snapshot(&root), "nothing written");
+}
+
+#[test]
 fn verify_exits_2_for_a_path_that_is_not_a_root_and_for_usage_errors() {
     let t = tempfile::tempdir().expect("tmp");
     let out = makalog(&["verify", t.path().to_str().expect("utf8")]);

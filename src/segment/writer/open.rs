@@ -1,7 +1,7 @@
 //! Opening a session's writer: recovering what follows a trusted point by the decision table,
 //! making what it adopts durable, and opening (or creating) the segment to append to.
 
-use super::{Head, SegmentSink, SegmentWriter, WriterConfig};
+use super::{refuse_losing_durable, Head, SegmentSink, SegmentWriter, WriterConfig};
 use crate::commit::{AppendFile, GroupCommit};
 use crate::error::{Error, Result};
 use crate::format::{
@@ -95,7 +95,7 @@ impl SegmentWriter {
         let check = check_session(session_id, &scanned, resume.as_ref());
         if let Some(d) = durable {
             let first = resume.map_or(0, |r| r.ordinal);
-            refuse_cuts_before(&check.problems, &scanned, first, &d)?;
+            refuse_losing_durable(session_id, &check, &scanned, first, &d)?;
         }
         let repairs = plan(&check.problems)?;
         let report = apply(&*storage, repairs)?;
@@ -258,40 +258,6 @@ fn rewrite_failed(storage: &dyn Storage, session_id: &str, failed: &Unsynced) ->
         })
         .collect();
     crate::commit::rewrite_and_sync(storage, &files)
-}
-
-/// Refuses a repair that would drop bytes before `durable`, the point a sidecar recorded as
-/// synced: there, a torn-looking tail is damage to acknowledged records. `scanned` starts at
-/// segment ordinal `first`.
-pub(crate) fn refuse_cuts_before(
-    problems: &[crate::recovery::Problem],
-    scanned: &[crate::segment::check::ScannedSegment],
-    first: u64,
-    durable: &Resume,
-) -> Result<()> {
-    use crate::recovery::Problem;
-    for p in problems {
-        let (file, offset) = match p {
-            Problem::TornTail { file, offset, .. } => (file, *offset),
-            Problem::TornCreate { file, .. } => (file, 0),
-            _ => continue,
-        };
-        let Some(i) = scanned.iter().position(|s| &s.file.path == file) else {
-            continue;
-        };
-        let ordinal = first.saturating_add(i as u64);
-        if ordinal < durable.ordinal || (ordinal == durable.ordinal && offset < durable.data_end) {
-            return Err(Error::corrupt(
-                file,
-                offset,
-                format!(
-                    "damage to records the index sidecar recorded as durable (through record {}); refusing to cut them as a torn tail",
-                    durable.last_seq
-                ),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// Completes a seal a crash interrupted: cuts zeros left after the footer and makes the
