@@ -220,3 +220,43 @@ fn a_sidecar_naming_one_record_twice_is_not_trusted() {
         .expect("read");
     assert_eq!(texts(read), sent);
 }
+
+/// A sidecar forged to leave a message out, its covers and CRCs intact, is believed by the
+/// short way (its covers say where the log is, not that every record is listed); a read from
+/// the segments alone ([`Sidecars::Ignored`](makalog::store::Sidecars)) answers what the log
+/// holds.
+#[test]
+fn a_read_from_the_segments_alone_answers_what_a_forged_sidecar_leaves_out() {
+    use makalog::index::{decode_sidecar_header, decode_sidecar_state, encode_sidecar};
+    use makalog::index::{id_entries, section, Messages};
+    use makalog::store::{ReadOnlySessions, Sidecars};
+    let (_t, storage) = temp_root();
+    let (_owner, s) = stores::open(&storage);
+    s.sessions.create(session_header("s", 1)).expect("session");
+    let sent: Vec<String> = (0..3)
+        .map(|i| appended(&s, user(&format!("m{i}"), "t", i)))
+        .collect();
+    s.close().expect("close");
+    let path = storage.describe_root().join("sessions/s/index");
+    let good = std::fs::read(&path).expect("sidecar");
+    let header = decode_sidecar_header(&good).expect("header");
+    let mut view = decode_sidecar_state(&good, &header).expect("state");
+    let kept: Messages = view.session.messages.iter().skip(1).collect();
+    view.session.messages = kept;
+    let ids = section(&good, &header, 2)
+        .and_then(id_entries)
+        .expect("ids");
+    std::fs::write(&path, encode_sidecar(&view, &ids).expect("encode")).expect("forge");
+    let believed = ReadOnlySessions::new(&*storage)
+        .read_messages("s", None)
+        .expect("read");
+    assert_eq!(texts(believed), sent[1..]);
+    let read = ReadOnlySessions::with(&*storage, Sidecars::Ignored)
+        .read_messages("s", None)
+        .expect("read");
+    assert_eq!(texts(read), sent);
+    let index = makalog::store::read_only_index(&*storage, "s", Sidecars::Ignored)
+        .expect("read")
+        .expect("a session");
+    assert_eq!(index.session.messages.len(), 3);
+}

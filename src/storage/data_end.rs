@@ -3,8 +3,10 @@
 //! claim any length for nothing (sparse), so a read takes the bytes up to the last non-zero
 //! one and at most [`ZEROS_KEPT`] zeros after it, and no more.
 //!
-//! The zeros a writer leaves (a crash leaves at most its preallocation step and a block) are
-//! read backwards from the end, [`READ_BACK`] of them at most; only past those is the file
+//! A file with no more than [`ZEROS_KEPT`] bytes past where a read starts is read whole, once:
+//! all of it is needed. Of a longer one, the zeros a writer leaves (a crash leaves at most its
+//! preallocation step and a block) are read backwards from the end, [`READ_BACK`] of them at
+//! most; only past those is the file
 //! system's hole map asked where data lies (`SEEK_DATA`), so no verdict on a file a writer
 //! left depends on it. Written zeros past that are read backwards in bounded steps; none is
 //! held beyond what is kept.

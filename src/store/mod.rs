@@ -30,7 +30,7 @@ pub use execution::{open_execution_stores_for_write, open_execution_stores_with,
 pub use identity::check_identity;
 pub use open_sessions::{DEFAULT_MAX_OPEN_SESSIONS, MAX_CLOSING};
 pub use read_only_sessions::{ReadOnlySessions, ReadableSessions, SessionContents};
-pub use read_view::read_only_index;
+pub use read_view::{read_only_index, Sidecars};
 pub(crate) use runs::run_is_new;
 pub use runs::{AgentRunStore, RunWithEvents};
 pub use runtime_events::{AppendedEvent, RuntimeEventStore};

@@ -2,7 +2,7 @@
 //! answers, asked of a root the caller may not own.
 
 use super::messages::messages_of;
-use super::read_view::read_only_state;
+use super::read_view::{read_only_state, Sidecars};
 use super::sessions::{header_of, session_entries};
 use crate::error::{Error, Result};
 use crate::index::SessionState;
@@ -19,18 +19,25 @@ pub type ReadableSessions = (Vec<SessionHeader>, Vec<(String, Error)>);
 /// root it may not own.
 pub struct ReadOnlySessions<'s> {
     pub(super) storage: &'s dyn Storage,
+    pub(super) sidecars: Sidecars,
 }
 
 impl<'s> ReadOnlySessions<'s> {
-    /// Sessions of the root `storage` is rooted at.
+    /// Sessions of the root `storage` is rooted at, read the short way where a sidecar holds.
     pub fn new(storage: &'s dyn Storage) -> Self {
-        ReadOnlySessions { storage }
+        ReadOnlySessions::with(storage, Sidecars::Trusted)
+    }
+
+    /// Sessions of the root `storage` is rooted at, each read as `sidecars` says
+    /// ([`Sidecars::Ignored`]: from its segments alone).
+    pub fn with(storage: &'s dyn Storage, sidecars: Sidecars) -> Self {
+        ReadOnlySessions { storage, sidecars }
     }
 
     /// The session's latest header, or `None` if it has none.
     pub fn read_session(&self, session_id: &str) -> Result<Option<SessionHeader>> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        header_of(&read_only_state(self.storage, session_id)?)
+        header_of(&read_only_state(self.storage, session_id, self.sidecars)?)
     }
 
     /// Every session's latest header, by `createdAt`, then id; the first session that cannot
@@ -69,7 +76,9 @@ impl<'s> ReadOnlySessions<'s> {
                     continue;
                 }
             };
-            match read_only_state(self.storage, &id).and_then(|state| header_of(&state)) {
+            match read_only_state(self.storage, &id, self.sidecars)
+                .and_then(|state| header_of(&state))
+            {
                 Ok(header) => headers.extend(header),
                 Err(e) => unreadable.push((id, e)),
             }
@@ -81,7 +90,7 @@ impl<'s> ReadOnlySessions<'s> {
     /// The session's runs, by `createdAt`, then run id.
     pub fn list_session_runs(&self, session_id: &str) -> Result<Vec<crate::model::RunHeader>> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        super::runs::runs_of(&read_only_state(self.storage, session_id)?)
+        super::runs::runs_of(&read_only_state(self.storage, session_id, self.sidecars)?)
     }
 
     /// A run's events in sequence order, each with its sequence number.
@@ -91,7 +100,7 @@ impl<'s> ReadOnlySessions<'s> {
         run_id: &str,
     ) -> Result<Vec<(u64, crate::model::RunEvent)>> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        let state = read_only_state(self.storage, session_id)?;
+        let state = read_only_state(self.storage, session_id, self.sidecars)?;
         let run = state.runs.get(run_id).ok_or_else(|| Error::NotFound {
             what: format!("run {run_id} of session {session_id}"),
         })?;
@@ -105,7 +114,7 @@ impl<'s> ReadOnlySessions<'s> {
         turn_id: Option<&str>,
     ) -> Result<Vec<StoredMessage>> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        let state = read_only_state(self.storage, session_id)?;
+        let state = read_only_state(self.storage, session_id, self.sidecars)?;
         messages_of(self.storage, session_id, &state, turn_id)
     }
 
@@ -117,7 +126,7 @@ impl<'s> ReadOnlySessions<'s> {
         session_id: &str,
     ) -> Result<Vec<super::runs::RunWithEvents>> {
         crate::format::validate_session_id(session_id).map_err(Error::InvalidInput)?;
-        let state = read_only_state(self.storage, session_id)?;
+        let state = read_only_state(self.storage, session_id, self.sidecars)?;
         super::runs::runs_with_events_of(self.storage, session_id, &state)
     }
 }

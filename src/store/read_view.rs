@@ -39,12 +39,24 @@ use std::io::ErrorKind;
 /// each come in one read.
 pub(super) const FIRST_READ: usize = 16 << 10;
 
+/// What a read-only view takes from a session's sidecar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sidecars {
+    /// A sidecar whose covers hold against the log answers, caught up over what follows it.
+    #[default]
+    Trusted,
+    /// Every sidecar is ignored and each view rebuilt from the segments alone: for a root one
+    /// did not write, where a sidecar forged with its checksums intact could leave records out
+    /// of every answer (its covers say where the log is, not that every record is listed).
+    Ignored,
+}
+
 /// The session's invocations as its files hold them; none when it has no directory.
 pub(crate) fn read_only_invocations(
     storage: &dyn Storage,
     session_id: &str,
 ) -> Result<Vec<RuntimeInvocation>> {
-    match read_only_view(storage, session_id)? {
+    match read_only_view(storage, session_id, Sidecars::Trusted)? {
         ReadOnly::Absent => Ok(Vec::new()),
         ReadOnly::Vouched(vouched) => vouched.invocations(storage),
         ReadOnly::General(view) => invocations_from_log(storage, &view),
@@ -57,8 +69,9 @@ pub(crate) fn read_only_invocations(
 pub(crate) fn read_only_state(
     storage: &dyn Storage,
     session_id: &str,
+    sidecars: Sidecars,
 ) -> Result<crate::index::SessionState> {
-    Ok(match read_only_view(storage, session_id)? {
+    Ok(match read_only_view(storage, session_id, sidecars)? {
         ReadOnly::Absent => Default::default(),
         ReadOnly::Vouched(vouched) => vouched.view.session,
         ReadOnly::General(view) => view.session,
@@ -67,9 +80,14 @@ pub(crate) fn read_only_state(
 
 /// The session's view as its files hold it, read as the read-only stores read it: the short way
 /// where its sidecar vouches for the log, the general way otherwise (where what a sidecar
-/// recorded as durable must still be there); `None` when the session has no directory.
-pub fn read_only_index(storage: &dyn Storage, session_id: &str) -> Result<Option<SessionIndex>> {
-    Ok(match read_only_view(storage, session_id)? {
+/// recorded as durable must still be there), or from the segments alone where `sidecars` says
+/// so; `None` when the session has no directory.
+pub fn read_only_index(
+    storage: &dyn Storage,
+    session_id: &str,
+    sidecars: Sidecars,
+) -> Result<Option<SessionIndex>> {
+    Ok(match read_only_view(storage, session_id, sidecars)? {
         ReadOnly::Absent => None,
         ReadOnly::Vouched(vouched) => Some(vouched.view),
         ReadOnly::General(view) => Some(view),
@@ -87,7 +105,7 @@ enum ReadOnly {
     General(SessionIndex),
 }
 
-fn read_only_view(storage: &dyn Storage, session_id: &str) -> Result<ReadOnly> {
+fn read_only_view(storage: &dyn Storage, session_id: &str, sidecars: Sidecars) -> Result<ReadOnly> {
     // Every way below opens files by name under the session's directory, which would follow a
     // symlink there out of the root: its kind is checked first (one lstat, no listing).
     let dir = session_dir(session_id);
@@ -101,6 +119,9 @@ fn read_only_view(storage: &dyn Storage, session_id: &str) -> Result<ReadOnly> {
             let why = "not a directory (a symlink is never followed)";
             return Err(Error::io(&dir, "open", std::io::Error::other(why)));
         }
+    }
+    if sidecars == Sidecars::Ignored {
+        return Ok(ReadOnly::General(rebuild(storage, session_id)?));
     }
     let path = sidecar_path(session_id);
     // The sidecar is read once: bytes that do not vouch for the log serve the general way. It

@@ -133,7 +133,11 @@ impl RuntimeEventStore {
         let open = match self.open_for_reading(session_id)? {
             Some(open) => open,
             None => {
-                let state = super::read_view::read_only_state(self.storage(), session_id)?;
+                let state = super::read_view::read_only_state(
+                    self.storage(),
+                    session_id,
+                    super::read_view::Sidecars::Trusted,
+                )?;
                 match self.opened_meanwhile(session_id)? {
                     Some(open) => open,
                     None => return Ok(read(&state)),

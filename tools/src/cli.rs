@@ -142,6 +142,11 @@ pub enum Command {
         /// The HTML file to write (replaced if present).
         #[arg(short = 'o', long = "output", value_name = "report.html")]
         output: PathBuf,
+        /// Answer from the segments alone, every index sidecar ignored: slower, and nothing
+        /// taken on a sidecar's word (for a root you did not write: a sidecar forged with its
+        /// checksums intact can leave records out).
+        #[arg(long)]
+        from_segments: bool,
     },
     /// Print a shell completion script.
     #[command(
@@ -229,6 +234,11 @@ pub enum Command {
         /// One JSON object per invocation.
         #[arg(long)]
         json: bool,
+        /// Answer from the segments alone, every index sidecar ignored: slower, and nothing
+        /// taken on a sidecar's word (for a root you did not write: a sidecar forged with its
+        /// checksums intact can leave records out).
+        #[arg(long)]
+        from_segments: bool,
     },
     /// Every session, subagents under their parents: status, last activity, name.
     #[command(after_help = "Examples:\n  makalog sessions ROOT\n  makalog sessions ROOT --json")]
@@ -238,6 +248,11 @@ pub enum Command {
         /// One canonical header per line.
         #[arg(long)]
         json: bool,
+        /// Answer from the segments alone, every index sidecar ignored: slower, and nothing
+        /// taken on a sidecar's word (for a root you did not write: a sidecar forged with its
+        /// checksums intact can leave records out).
+        #[arg(long)]
+        from_segments: bool,
     },
     /// A session's runs with their status, duration and events.
     #[command(
@@ -252,6 +267,11 @@ pub enum Command {
         /// One JSON object per run: its header and its numbered events.
         #[arg(long)]
         json: bool,
+        /// Answer from the segments alone, every index sidecar ignored: slower, and nothing
+        /// taken on a sidecar's word (for a root you did not write: a sidecar forged with its
+        /// checksums intact can leave records out).
+        #[arg(long)]
+        from_segments: bool,
     },
     /// A session's turns in order: runs, invocations and outcomes, with times and durations.
     #[command(
@@ -266,6 +286,11 @@ pub enum Command {
         /// One JSON object per turn.
         #[arg(long)]
         json: bool,
+        /// Answer from the segments alone, every index sidecar ignored: slower, and nothing
+        /// taken on a sidecar's word (for a root you did not write: a sidecar forged with its
+        /// checksums intact can leave records out).
+        #[arg(long)]
+        from_segments: bool,
     },
     /// A session's stored messages in append order.
     #[command(
@@ -283,6 +308,11 @@ pub enum Command {
         /// One canonical message per line.
         #[arg(long)]
         json: bool,
+        /// Answer from the segments alone, every index sidecar ignored: slower, and nothing
+        /// taken on a sidecar's word (for a root you did not write: a sidecar forged with its
+        /// checksums intact can leave records out).
+        #[arg(long)]
+        from_segments: bool,
     },
 }
 

@@ -4,20 +4,25 @@
 use makalog::index::{rebuild, EventGroup, RuntimeInvocation, SessionIndex};
 use makalog::root::read_marker;
 use makalog::storage::{RealStorage, Storage};
+use makalog::store::Sidecars;
 use std::path::Path;
 use std::process::ExitCode;
 
 /// The view of a session, read-only, as the library's read-only stores read it (a session with
 /// no directory gets the rebuild's error).
-pub(crate) fn view_of(storage: &dyn Storage, id: &str) -> makalog::Result<SessionIndex> {
-    match makalog::store::read_only_index(storage, id)? {
+pub(crate) fn view_of(
+    storage: &dyn Storage,
+    id: &str,
+    sidecars: Sidecars,
+) -> makalog::Result<SessionIndex> {
+    match makalog::store::read_only_index(storage, id, sidecars)? {
         Some(view) => Ok(view),
         None => rebuild(storage, id),
     }
 }
 
 /// Lists a session's invocations, read-only.
-pub fn invocations(root: &Path, session: &str, json: bool) -> ExitCode {
+pub fn invocations(root: &Path, session: &str, json: bool, sidecars: Sidecars) -> ExitCode {
     let storage = RealStorage::unmapped(root);
     if let Err(e) = read_marker(&storage) {
         return crate::usage_error(e);
@@ -25,7 +30,7 @@ pub fn invocations(root: &Path, session: &str, json: bool) -> ExitCode {
     if let Err(why) = makalog::format::validate_session_id(session) {
         return crate::usage_error(why);
     }
-    print_invocations(&storage, session, json)
+    print_invocations(&storage, session, json, sidecars)
 }
 
 /// A session's invocations as read from `storage`, and the groups of events of those never
@@ -33,8 +38,9 @@ pub fn invocations(root: &Path, session: &str, json: bool) -> ExitCode {
 pub(crate) fn listed(
     storage: &dyn Storage,
     session: &str,
+    sidecars: Sidecars,
 ) -> makalog::Result<(Vec<RuntimeInvocation>, Vec<EventGroup>)> {
-    let view = view_of(storage, session)?;
+    let view = view_of(storage, session, sidecars)?;
     let invocations = makalog::index::invocations_from_log(storage, &view)?;
     // Only a session with events of an invocation never opened is read again whole.
     let unopened = match view.invocations.values().any(|i| i.opening.is_none()) {
@@ -57,8 +63,13 @@ pub(crate) fn json_lines(
 }
 
 /// Prints a session's invocations as read from `storage`.
-pub fn print_invocations(storage: &dyn Storage, session: &str, json: bool) -> ExitCode {
-    let (invocations, unopened) = match listed(storage, session) {
+pub fn print_invocations(
+    storage: &dyn Storage,
+    session: &str,
+    json: bool,
+    sidecars: Sidecars,
+) -> ExitCode {
+    let (invocations, unopened) = match listed(storage, session, sidecars) {
         Ok(v) => v,
         Err(e) => {
             tell!("makalog: {e}");

@@ -71,7 +71,11 @@ fn main() -> ExitCode {
             output,
             json,
         } => export::run(&root, &sessions, &output, json),
-        Command::Report { root, output } => report::run(&root, &output),
+        Command::Report {
+            root,
+            output,
+            from_segments,
+        } => report::run(&root, &output, sidecars(from_segments)),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(
@@ -100,24 +104,38 @@ fn main() -> ExitCode {
             root,
             session,
             json,
-        } => invocations::invocations(&root, &session, json),
-        Command::Sessions { root, json } => sessions::list(&root, json),
+            from_segments,
+        } => invocations::invocations(&root, &session, json, sidecars(from_segments)),
+        Command::Sessions {
+            root,
+            json,
+            from_segments,
+        } => sessions::list(&root, json, sidecars(from_segments)),
         Command::Timeline {
             root,
             session,
             json,
-        } => timeline::run(&root, &session, json),
+            from_segments,
+        } => timeline::run(&root, &session, json, sidecars(from_segments)),
         Command::Runs {
             root,
             session,
             json,
-        } => sessions::runs(&root, &session, json),
+            from_segments,
+        } => sessions::runs(&root, &session, json, sidecars(from_segments)),
         Command::Messages {
             root,
             session,
             turn,
             json,
-        } => sessions::messages(&root, &session, turn.as_deref(), json),
+            from_segments,
+        } => sessions::messages(
+            &root,
+            &session,
+            turn.as_deref(),
+            json,
+            sidecars(from_segments),
+        ),
     }
 }
 
@@ -125,4 +143,12 @@ fn main() -> ExitCode {
 pub fn usage_error(message: impl std::fmt::Display) -> ExitCode {
     tell!("makalog: {message}");
     ExitCode::from(2)
+}
+
+/// What `--from-segments` asks of the read-only views.
+fn sidecars(from_segments: bool) -> makalog::store::Sidecars {
+    match from_segments {
+        true => makalog::store::Sidecars::Ignored,
+        false => makalog::store::Sidecars::Trusted,
+    }
 }

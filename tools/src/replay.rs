@@ -4,7 +4,7 @@
 use crate::time::iso8601;
 use makalog::forensics::{view_at, Point, PointView};
 use makalog::storage::Storage;
-use makalog::store::ReadOnlySessions;
+use makalog::store::{ReadOnlySessions, Sidecars};
 use makalog::Error;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -23,7 +23,7 @@ pub fn run(
         (None, Some(Err(why))) => return crate::usage_error(why),
         _ => return crate::usage_error("give one of --until SEQ and --at TIME"),
     };
-    let storage = match crate::sessions::session_root(root, session) {
+    let storage = match crate::sessions::session_root(root, session, Sidecars::Trusted) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -82,13 +82,14 @@ fn print(at: &PointView<'_>, session: &str) -> makalog::Result<bool> {
     );
     say!("");
     say!("RUNS");
-    let runs = crate::sessions::print_runs(view, session, false);
+    let runs = crate::sessions::print_runs(view, session, false, Sidecars::Trusted);
     say!("");
     say!("MESSAGES");
-    let messages = crate::sessions::print_messages(view, session, None, false);
+    let messages = crate::sessions::print_messages(view, session, None, false, Sidecars::Trusted);
     say!("");
     say!("INVOCATIONS");
-    let invocations = crate::invocations::print_invocations(view, session, false);
+    let invocations =
+        crate::invocations::print_invocations(view, session, false, Sidecars::Trusted);
     say!("");
     say!("CLAIMS KNOWN THEN");
     let claims = claims(view, session);
@@ -176,7 +177,7 @@ fn as_json(at: &PointView<'_>, session: &str) -> makalog::Result<String> {
         .iter()
         .map(|m| m.value().clone())
         .collect::<Vec<_>>());
-    let (invocations, unopened) = crate::invocations::listed(view, session)?;
+    let (invocations, unopened) = crate::invocations::listed(view, session, Sidecars::Trusted)?;
     let lines = crate::invocations::json_lines(&invocations, &unopened);
     Ok(with_raw_array(&out, "invocations", &lines))
 }

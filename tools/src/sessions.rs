@@ -6,7 +6,7 @@ use crate::time::iso8601;
 use makalog::model::{SessionHeader, StoredMessage};
 use makalog::root::read_marker;
 use makalog::storage::{RealStorage, Storage};
-use makalog::store::ReadOnlySessions;
+use makalog::store::{ReadOnlySessions, Sidecars};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::process::ExitCode;
@@ -18,15 +18,16 @@ fn failed(e: makalog::Error) -> ExitCode {
 
 /// Every session, subagents under their parents, with status, name and last activity; each
 /// session that cannot be read is named on standard error (exit 1) and the others listed.
-pub fn list(root: &Path, json: bool) -> ExitCode {
+pub fn list(root: &Path, json: bool, sidecars: Sidecars) -> ExitCode {
     let storage = RealStorage::unmapped(root);
     if let Err(e) = read_marker(&storage) {
         return crate::usage_error(e);
     }
-    let (headers, unreadable) = match ReadOnlySessions::new(&storage).list_readable_sessions() {
-        Ok(listed) => listed,
-        Err(e) => return failed(e),
-    };
+    let (headers, unreadable) =
+        match ReadOnlySessions::with(&storage, sidecars).list_readable_sessions() {
+            Ok(listed) => listed,
+            Err(e) => return failed(e),
+        };
     // Each session that cannot be read is named (its file and offset), and the others listed.
     for (_, e) in &unreadable {
         tell!("makalog: {e}");
@@ -96,9 +97,15 @@ pub fn list(root: &Path, json: bool) -> ExitCode {
 const MAX_INDENT: usize = 32;
 
 /// A session's messages in append order, or one turn's.
-pub fn messages(root: &Path, session: &str, turn: Option<&str>, json: bool) -> ExitCode {
-    match session_root(root, session) {
-        Ok(storage) => print_messages(&storage, session, turn, json),
+pub fn messages(
+    root: &Path,
+    session: &str,
+    turn: Option<&str>,
+    json: bool,
+    sidecars: Sidecars,
+) -> ExitCode {
+    match session_root(root, session, sidecars) {
+        Ok(storage) => print_messages(&storage, session, turn, json, sidecars),
         Err(code) => code,
     }
 }
@@ -109,8 +116,9 @@ pub fn print_messages(
     session: &str,
     turn: Option<&str>,
     json: bool,
+    sidecars: Sidecars,
 ) -> ExitCode {
-    let sessions = ReadOnlySessions::new(storage);
+    let sessions = ReadOnlySessions::with(storage, sidecars);
     let messages = match sessions.read_messages(session, turn) {
         Ok(m) => m,
         Err(e) => return failed(e),
@@ -136,16 +144,21 @@ pub fn print_messages(
 
 /// A session's runs by createdAt: status, turn, when created and how long they took, and their
 /// events.
-pub fn runs(root: &Path, session: &str, json: bool) -> ExitCode {
-    match session_root(root, session) {
-        Ok(storage) => print_runs(&storage, session, json),
+pub fn runs(root: &Path, session: &str, json: bool, sidecars: Sidecars) -> ExitCode {
+    match session_root(root, session, sidecars) {
+        Ok(storage) => print_runs(&storage, session, json, sidecars),
         Err(code) => code,
     }
 }
 
 /// Prints a session's runs and their events as read from `storage`.
-pub fn print_runs(storage: &dyn Storage, session: &str, json: bool) -> ExitCode {
-    let sessions = ReadOnlySessions::new(storage);
+pub fn print_runs(
+    storage: &dyn Storage,
+    session: &str,
+    json: bool,
+    sidecars: Sidecars,
+) -> ExitCode {
+    let sessions = ReadOnlySessions::with(storage, sidecars);
     let runs = match sessions.list_session_runs_with_events(session) {
         Ok(r) => r,
         Err(e) => return failed(e),
@@ -200,7 +213,11 @@ pub fn print_runs(storage: &dyn Storage, session: &str, json: bool) -> ExitCode 
 
 /// The root's storage once it is a root holding session `session`; otherwise the exit code
 /// that says why not (a usage error, no such session, or damage).
-pub(crate) fn session_root(root: &Path, session: &str) -> Result<RealStorage, ExitCode> {
+pub(crate) fn session_root(
+    root: &Path,
+    session: &str,
+    sidecars: Sidecars,
+) -> Result<RealStorage, ExitCode> {
     let storage = RealStorage::unmapped(root);
     if let Err(e) = read_marker(&storage) {
         return Err(crate::usage_error(e));
@@ -208,7 +225,7 @@ pub(crate) fn session_root(root: &Path, session: &str) -> Result<RealStorage, Ex
     if let Err(why) = makalog::format::validate_session_id(session) {
         return Err(crate::usage_error(why));
     }
-    match ReadOnlySessions::new(&storage).read_session(session) {
+    match ReadOnlySessions::with(&storage, sidecars).read_session(session) {
         Ok(Some(_)) => Ok(storage),
         Ok(None) => {
             tell!("makalog: {}: no session {session}", root.display());

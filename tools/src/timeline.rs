@@ -4,18 +4,18 @@
 
 use crate::sessions::session_root;
 use crate::time::iso8601;
-use makalog::store::ReadOnlySessions;
+use makalog::store::{ReadOnlySessions, Sidecars};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(root: &Path, session: &str, as_json: bool) -> ExitCode {
-    let storage = match session_root(root, session) {
+pub fn run(root: &Path, session: &str, as_json: bool, sidecars: Sidecars) -> ExitCode {
+    let storage = match session_root(root, session, sidecars) {
         Ok(s) => s,
         Err(code) => return code,
     };
-    match timeline(&storage, session) {
+    match timeline(&storage, session, sidecars) {
         Ok(turns) => {
             print(&turns, as_json);
             ExitCode::SUCCESS
@@ -28,8 +28,12 @@ pub fn run(root: &Path, session: &str, as_json: bool) -> ExitCode {
 }
 
 /// The session's turns in the order they started (their first record's time), as JSON.
-fn timeline(storage: &makalog::storage::RealStorage, session: &str) -> makalog::Result<Vec<Value>> {
-    let sessions = ReadOnlySessions::new(storage);
+fn timeline(
+    storage: &makalog::storage::RealStorage,
+    session: &str,
+    sidecars: Sidecars,
+) -> makalog::Result<Vec<Value>> {
+    let sessions = ReadOnlySessions::with(storage, sidecars);
     let mut turns = Turns::default();
     for m in sessions.read_messages(session, None)? {
         let (Some(id), at) = (m.turn_id(), m.value()["ts"].as_f64().unwrap_or(0.0)) else {
@@ -53,7 +57,7 @@ fn timeline(storage: &makalog::storage::RealStorage, session: &str) -> makalog::
         }
         push(t, "runs", r);
     }
-    let view = crate::invocations::view_of(storage, session)?;
+    let view = crate::invocations::view_of(storage, session, sidecars)?;
     for inv in makalog::index::invocations_from_log(storage, &view)? {
         let t = turns.get(&inv.turn_id, inv.opened_at);
         let mut i = json!({"invocationId": inv.invocation_id, "openedAt": inv.opened_at,

@@ -3,7 +3,7 @@
 use makalog::index::RuntimeInvocation;
 use makalog::model::{RunHeader, SessionHeader, StoredMessage};
 use makalog::storage::Storage;
-use makalog::store::ReadOnlySessions;
+use makalog::store::{ReadOnlySessions, Sidecars};
 use makalog::verify::VerifyReport;
 use serde_json::Value;
 
@@ -66,14 +66,18 @@ pub struct Gathered {
     pub claims: Vec<Value>,
 }
 
-pub fn gather(storage: &dyn Storage, progress: &(dyn Fn() + Sync)) -> makalog::Result<Gathered> {
+pub fn gather(
+    storage: &dyn Storage,
+    sidecars: Sidecars,
+    progress: &(dyn Fn() + Sync),
+) -> makalog::Result<Gathered> {
     let verify = makalog::verify::verify_root(storage)?;
     let tables = match crate::claims::read_claims(storage) {
         Ok(Some(replay)) => replay.tables,
         _ => Default::default(),
     };
     let claims = crate::claims::claims_by_session(&tables);
-    let reads = ReadOnlySessions::new(storage);
+    let reads = ReadOnlySessions::with(storage, sidecars);
     let (ids, _) = makalog::segment::layout::list_sessions(storage)?;
     // Every session on every core; one that cannot be read is shown as such, never dropped.
     let mut sessions = makalog::parallel::map(&ids, |id| {
@@ -89,7 +93,7 @@ pub fn gather(storage: &dyn Storage, progress: &(dyn Fn() + Sync)) -> makalog::R
             claims: claims.get(id).cloned().unwrap_or_default(),
             unreadable: None,
         };
-        if let Err(e) = read_session(storage, &reads, id, &mut read) {
+        if let Err(e) = read_session(storage, (&reads, sidecars), id, &mut read) {
             read.unreadable = Some(e.to_string());
         }
         let mut section = String::new();
@@ -116,13 +120,13 @@ pub fn gather(storage: &dyn Storage, progress: &(dyn Fn() + Sync)) -> makalog::R
 
 fn read_session(
     storage: &dyn Storage,
-    reads: &ReadOnlySessions<'_>,
+    (reads, sidecars): (&ReadOnlySessions<'_>, Sidecars),
     id: &str,
     s: &mut SessionRead,
 ) -> makalog::Result<()> {
     // One view of the session answers everything shown of it; without one, its header is
     // still shown if it can be read.
-    let view = match crate::invocations::view_of(storage, id) {
+    let view = match crate::invocations::view_of(storage, id, sidecars) {
         Ok(view) => view,
         Err(e) => {
             s.session.header = reads.read_session(id).ok().flatten();

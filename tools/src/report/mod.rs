@@ -11,7 +11,7 @@ use makalog::Error;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub fn run(root: &Path, out: &Path) -> ExitCode {
+pub fn run(root: &Path, out: &Path, sidecars: makalog::store::Sidecars) -> ExitCode {
     if let Err(why) = crate::outside::outside_root(root, out) {
         return crate::usage_error(why);
     }
@@ -22,7 +22,7 @@ pub fn run(root: &Path, out: &Path) -> ExitCode {
     let sessions =
         makalog::segment::layout::list_sessions(&storage).map_or(0, |(ids, _)| ids.len());
     let bar = crate::progress::bar("reading sessions", sessions as u64);
-    let gathered = gather::gather(&storage, &|| bar.inc(1));
+    let gathered = gather::gather(&storage, sidecars, &|| bar.inc(1));
     bar.finish_and_clear();
     let g = match gathered {
         Ok(g) => g,
