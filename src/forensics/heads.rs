@@ -47,41 +47,54 @@ pub fn read_heads(storage: &dyn Storage) -> Result<RootHeads> {
         .is_locked(std::path::Path::new(crate::root::LOCK_FILE))
         .unwrap_or(false);
     for id in ids {
-        let Ok((_, scanned)) = scan_session_files(storage, &id, None) else {
-            damaged.push(id);
-            continue;
-        };
-        let check = check_session(&id, &scanned, None);
-        // As verify judges them: a session created and never written, or a write in flight at
-        // the end of a live owner's log, is no damage.
-        let benign = match check.problems.as_slice() {
-            [] => true,
-            [Problem::TornCreate { .. }] => scanned.len() == 1,
-            [Problem::TornTail { .. }] => live,
-            _ => false,
-        };
-        if !benign {
+        let (head, at_damage) = session_head(storage, &id, live);
+        if at_damage {
             damaged.push(id.clone());
         }
-        sessions.push((
-            id,
-            LogHead {
-                records: check.record_count,
-                head_seq: check.head.0,
-                chain: check.head.1,
-            },
-        ));
+        sessions.extend(head.map(|h| (id, h)));
     }
-    let claims = claims_chain(storage)?;
-    if claims.as_ref().is_some_and(|c| c.stopped.is_some()) && !live {
+    let (claims, at_damage) = claims_head(storage, live)?;
+    if at_damage {
         damaged.push(crate::claims::CLAIMS_FILE.to_owned());
     }
     Ok(RootHeads {
         root_id: marker.root_id,
         sessions,
-        claims: claims.as_ref().map(head_of),
+        claims,
         damaged,
     })
+}
+
+/// The head of session `id`'s valid prefix (none when its files cannot be scanned), and whether
+/// that prefix ends at damage. With `live` (a process owns the root), a torn tail at the end of
+/// the log is a write in flight, not damage.
+pub fn session_head(storage: &dyn Storage, id: &str, live: bool) -> (Option<LogHead>, bool) {
+    let Ok((_, scanned)) = scan_session_files(storage, id, None) else {
+        return (None, true);
+    };
+    let check = check_session(id, &scanned, None);
+    // As verify judges them: a session created and never written, or a write in flight at
+    // the end of a live owner's log, is no damage.
+    let benign = match check.problems.as_slice() {
+        [] => true,
+        [Problem::TornCreate { .. }] => scanned.len() == 1,
+        [Problem::TornTail { .. }] => live,
+        _ => false,
+    };
+    let head = LogHead {
+        records: check.record_count,
+        head_seq: check.head.0,
+        chain: check.head.1,
+    };
+    (Some(head), !benign)
+}
+
+/// The head of the claims log's valid prefix (none when the root has no claims log), and
+/// whether that prefix ends at damage (never, with `live`: a write may be in flight).
+pub fn claims_head(storage: &dyn Storage, live: bool) -> Result<(Option<LogHead>, bool)> {
+    let claims = claims_chain(storage)?;
+    let at_damage = claims.as_ref().is_some_and(|c| c.stopped.is_some()) && !live;
+    Ok((claims.as_ref().map(head_of), at_damage))
 }
 
 fn head_of(chain: &Chain) -> LogHead {

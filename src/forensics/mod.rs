@@ -15,6 +15,6 @@ pub use against::{compare_heads, HeadVerdict};
 pub use chains::{claims_chain, session_chain, Chain, Link};
 pub use diff::{diff_chains, diff_roots, LogDiff};
 pub use durable::durable_view;
-pub use heads::{read_heads, LogHead, RootHeads, HEADS_FORMAT};
+pub use heads::{claims_head, read_heads, session_head, LogHead, RootHeads, HEADS_FORMAT};
 pub use point::{stated_time, view_at, Point, PointView};
 pub use sidecar::{sidecar_standing, SidecarStanding};

@@ -3,8 +3,10 @@
 //! tool and when it was made. Written to a temporary name, synced and renamed into place.
 
 use crate::bundle::{FileEntry, Manifest, MANIFEST_NAME};
-use makalog::forensics::{durable_view, read_heads};
+use makalog::claims::CLAIMS_FILE;
+use makalog::forensics::{claims_head, durable_view, session_head, RootHeads};
 use makalog::root::{read_marker, LOCK_FILE};
+use makalog::segment::layout::SESSIONS_DIR;
 use makalog::storage::{
     CutView, EntryKind, MemStorage, OpenMode, RealStorage, Storage, StorageFile,
 };
@@ -199,29 +201,54 @@ fn write_bundle(
         at: 0,
         hash: Sha256::new(),
     });
-    let mut arena = Vec::new();
-    let mut ranges = Vec::with_capacity(files.len());
     let mut entries = Vec::with_capacity(files.len());
+    let mut heads = RootHeads {
+        root_id: root_id.to_owned(),
+        sessions: Vec::new(),
+        claims: None,
+        damaged: Vec::new(),
+    };
+    let mut bytes = 0;
     let bar = crate::progress::bar("exporting", files.len() as u64);
-    for path in files {
-        let bytes = view
-            .read_file(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        append(&mut tar, path, &bytes, mtime)?;
-        entries.push(FileEntry {
-            path: path.display().to_string(),
-            bytes: bytes.len() as u64,
-            sha256: makalog::format::hex(&Sha256::digest(&bytes)),
-        });
-        ranges.push((path.clone(), arena.len()..arena.len() + bytes.len()));
-        arena.extend_from_slice(&bytes);
-        bar.inc(1);
+    // One log's files at a time (a session's, or the root's own with the claims log): the
+    // heads are of exactly the bytes bundled, and only that log's bytes are held meanwhile.
+    for group in files.chunk_by(|a, b| log_of(a) == log_of(b)) {
+        let mut arena = Vec::new();
+        let mut ranges = Vec::with_capacity(group.len());
+        for path in group {
+            let read = view
+                .read_file(path)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            append(&mut tar, path, &read, mtime)?;
+            entries.push(FileEntry {
+                path: path.display().to_string(),
+                bytes: read.len() as u64,
+                sha256: makalog::format::hex(&Sha256::digest(&read)),
+            });
+            ranges.push((path.clone(), arena.len()..arena.len() + read.len()));
+            arena.extend_from_slice(&read);
+            bar.inc(1);
+        }
+        bytes += arena.len() as u64;
+        let held = MemStorage::new("bundle", Arc::new(arena), ranges)?;
+        match log_of(&group[0]) {
+            Some(id) => {
+                let (head, at_damage) = session_head(&held, id, false);
+                if at_damage {
+                    heads.damaged.push(id.to_owned());
+                }
+                heads.sessions.extend(head.map(|h| (id.to_owned(), h)));
+            }
+            None if group.iter().any(|p| p == Path::new(CLAIMS_FILE)) => {
+                let (claims, _) = claims_head(&held, false).map_err(|e| e.to_string())?;
+                heads.claims = claims;
+            }
+            None => {}
+        }
     }
     bar.finish_and_clear();
-    let bytes = arena.len() as u64;
-    // The heads of exactly the bytes in the bundle.
-    let held = MemStorage::new("bundle", Arc::new(arena), ranges)?;
-    let heads = read_heads(&held).map_err(|e| e.to_string())?;
+    // As a listing of the bundled root orders them: by id.
+    heads.sessions.sort_by(|a, b| a.0.cmp(&b.0));
     let manifest = Manifest {
         format: crate::bundle::BUNDLE_FORMAT.into(),
         tool: crate::heads::tool(),
@@ -241,6 +268,18 @@ fn write_bundle(
         bytes,
         sha256: makalog::format::hex(&writer.hash.finalize()),
     })
+}
+
+/// The session whose log `path` belongs to (`sessions/ID/…`); `None` for the root's own files
+/// (its marker and claims log among them) and for a stray file directly under `sessions/`.
+fn log_of(path: &Path) -> Option<&str> {
+    let mut parts = path.components();
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(first), Some(id), Some(_)) if first.as_os_str() == SESSIONS_DIR => {
+            id.as_os_str().to_str()
+        }
+        _ => None,
+    }
 }
 
 fn append(

@@ -1,0 +1,77 @@
+//! `makalog export` holds one log's files at a time, never the whole root: exporting a root of
+//! 128 MiB in 16 sessions of 8 MiB peaks far below the root's size. Alone in its test binary,
+//! so the peak its children report (getrusage of RUSAGE_CHILDREN) is the export's.
+
+mod common;
+
+use common::{makalog, s, text};
+use makalog::format::RecordKind;
+use makalog::root::{create_or_open_root, Owner};
+use makalog::segment::{Durability, SegmentWriter, WriterConfig};
+use makalog::storage::RealStorage;
+use std::sync::Arc;
+
+const SESSIONS: usize = 16;
+const RECORDS: usize = 8;
+const PAYLOAD: usize = 1 << 20;
+
+/// The peak resident memory of the children waited for so far, in bytes.
+fn children_peak() -> u64 {
+    // SAFETY: getrusage writes the struct it is given and reads nothing else.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    assert_eq!(rc, 0, "getrusage");
+    // Linux reports kilobytes.
+    u64::try_from(usage.ru_maxrss).expect("non-negative") * 1024
+}
+
+#[test]
+fn export_peaks_at_one_logs_bytes_not_the_roots() {
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    {
+        let storage = Arc::new(RealStorage::new(&root));
+        create_or_open_root(&*storage).expect("root");
+        let owner = Owner::try_acquire(storage).expect("owner").expect("free");
+        let payload = vec![b'x'; PAYLOAD];
+        for n in 0..SESSIONS {
+            let (w, _) = SegmentWriter::open(&owner, &format!("big-{n}"), WriterConfig::default())
+                .expect("writer");
+            for r in 0..RECORDS {
+                let d = match r + 1 == RECORDS {
+                    true => Durability::Durable,
+                    false => Durability::Buffered,
+                };
+                w.append(RecordKind::Message, &payload, d).expect("append");
+            }
+            w.close().expect("close");
+        }
+    }
+    let root_bytes = (SESSIONS * RECORDS * PAYLOAD) as u64;
+    let bundle = t.path().join("root.tar");
+    let out = makalog(&["export", s(&root), "-o", s(&bundle)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let peak = children_peak();
+    eprintln!("export of a {root_bytes}-byte root peaked at {peak} bytes resident");
+    assert!(
+        peak < root_bytes / 2,
+        "export peaked at {peak} bytes for a root of {root_bytes}"
+    );
+    // And its manifest holds the root's heads, as `makalog heads` computes them.
+    let mut archive = tar::Archive::new(std::fs::File::open(&bundle).expect("bundle"));
+    let mut manifest = None;
+    for entry in archive.entries().expect("entries") {
+        let mut entry = entry.expect("entry");
+        if entry.path().expect("path").as_os_str() == "makalog-manifest.json" {
+            manifest = Some(serde_json::from_reader::<_, serde_json::Value>(&mut entry));
+        }
+    }
+    let manifest = manifest.expect("a manifest").expect("json");
+    let heads: serde_json::Value =
+        serde_json::from_slice(&makalog(&["heads", s(&root), "--json"]).stdout).expect("heads");
+    assert_eq!(manifest["heads"]["sessions"], heads["sessions"]);
+    assert_eq!(
+        manifest["heads"]["sessions"].as_array().map(Vec::len),
+        Some(SESSIONS)
+    );
+}
