@@ -50,15 +50,16 @@ fn a_damaged_record_the_sidecar_covers_is_damage_to_a_read_only_view_too() {
     assert_eq!(std::fs::read(&seg).expect("read"), bytes, "nothing cut");
 }
 
-/// Everything a read of `S` and an open for writing answer for a log that stops before what its
-/// sidecar recorded as durable: both refuse, naming `file` at `offset`, and nothing is written.
+/// Everything a read of `S` (by the store, and from the segments alone) and an open for writing
+/// answer for a log that stops before what its sidecar recorded as durable: each refuses, naming
+/// `file` at `offset`, and nothing under the session's directory `dir` is written.
 fn refused_where_the_log_ends(
     store: &RuntimeEventStore,
-    root: &std::path::Path,
+    dir: &std::path::Path,
     file: &std::path::Path,
     offset: u64,
 ) {
-    let before = support::snapshot(root);
+    let before = support::snapshot(dir);
     match store.list_session_invocations(S) {
         Err(Error::Corrupt {
             file: f, offset: o, ..
@@ -68,6 +69,18 @@ fn refused_where_the_log_ends(
         }
         other => panic!("read the records left as the whole log: {other:?}"),
     }
+    // Read from the segments alone, the sidecar's durable point still holds.
+    let storage =
+        makalog::storage::RealStorage::new(dir.parent().and_then(|p| p.parent()).expect("root"));
+    match makalog::store::read_only_index(&storage, S, makalog::store::Sidecars::Ignored) {
+        Err(Error::Corrupt {
+            file: f, offset: o, ..
+        }) => {
+            assert!(file.ends_with(&f), "{f:?} is not {file:?}");
+            assert_eq!(o, offset, "where the log now ends");
+        }
+        other => panic!("read from the segments, the loss went unseen: {other:?}"),
+    }
     let e = store
         .append(
             &support::events::opening(S, "r9", "turn-r9", 90.0),
@@ -75,7 +88,7 @@ fn refused_where_the_log_ends(
         )
         .expect_err("refused");
     assert!(e.to_string().contains("recorded as durable"), "{e}");
-    assert_eq!(support::snapshot(root), before, "nothing written");
+    assert_eq!(support::snapshot(dir), before, "nothing written");
 }
 
 #[test]

@@ -120,10 +120,19 @@ fn read_only_view(storage: &dyn Storage, session_id: &str, sidecars: Sidecars) -
             return Err(Error::io(&dir, "open", std::io::Error::other(why)));
         }
     }
-    if sidecars == Sidecars::Ignored {
-        return Ok(ReadOnly::General(rebuild(storage, session_id)?));
-    }
     let path = sidecar_path(session_id);
+    if sidecars == Sidecars::Ignored {
+        // Nothing a sidecar lists is believed, but what it recorded as durable must still be
+        // there: a forged one can make the read refuse, never hide a record.
+        let view = rebuild(storage, session_id)?;
+        let durable = read_data(storage, &path)
+            .ok()
+            .and_then(|bytes| recorded_durable(&bytes, session_id));
+        if let Some(durable) = durable {
+            kept_what_was_durable(storage, &view, &durable)?;
+        }
+        return Ok(ReadOnly::General(view));
+    }
     // The sidecar is read once: bytes that do not vouch for the log serve the general way. It
     // is read as a log is, up to its last non-zero byte and at most a frame's length of zeros:
     // nothing after its last section belongs to it, and a sparse file of any length costs its

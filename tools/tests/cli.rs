@@ -107,7 +107,7 @@ fn read_commands_report_damage_to_a_record_the_sidecar_recorded_durable() {
         assert_eq!(out.status.code(), Some(1), "{cmd}: {stderr}");
         assert!(
             stderr.contains(&last.file.display().to_string())
-                && stderr.contains(&last.offset.to_string()),
+                && stderr.contains(&format!("at byte {}:", last.offset)),
             "{cmd} names {at}: {stderr}"
         );
     }
@@ -133,7 +133,7 @@ fn read_commands_report_a_log_cut_cleanly_before_what_the_sidecar_recorded_durab
         assert_eq!(out.status.code(), Some(1), "{cmd}: {stderr}");
         assert!(
             stderr.contains(&last.file.display().to_string())
-                && stderr.contains(&last.offset.to_string())
+                && stderr.contains(&format!("corrupt at byte {}:", last.offset))
                 && stderr.contains("recorded as durable"),
             "{cmd} names where the log ends: {stderr}"
         );

@@ -11,8 +11,8 @@ use crate::segment::scan::{Resume, ScanResult};
 /// Refuses a log that would lose records before `durable`, the point a sidecar recorded as
 /// synced: a torn-looking tail or a torn create there is damage to acknowledged records, and so
 /// is a log that stops before it with no damage at all (cut at a frame boundary, or its last
-/// segments gone). `scanned` starts at segment ordinal `first`. Damage and mismatches are left
-/// to the repair plan, which refuses them in its own words.
+/// segments gone). `scanned` starts at segment ordinal `first`. Damage and mismatches are
+/// refused as the repair plan refuses them, in its own words.
 pub(crate) fn refuse_losing_durable(
     session_id: &str,
     check: &SessionCheck,
@@ -45,8 +45,12 @@ pub(crate) fn refuse_losing_durable(
             ));
         }
     }
+    if refused_anyway {
+        // A read-only view makes no repair plan of its own: the plan's refusal is the answer.
+        crate::recovery::plan(&check.problems)?;
+    }
     let (head, _) = check.head;
-    if head < durable.last_seq && !refused_anyway {
+    if head < durable.last_seq {
         // Where the valid records stop: the end of the last segment's records, or the
         // session's directory when no segment is left.
         let (file, offset) = scanned
