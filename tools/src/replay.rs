@@ -4,6 +4,7 @@
 use crate::time::iso8601;
 use makalog::forensics::{view_at, Point, PointView};
 use makalog::storage::Storage;
+use makalog::storage::{EntryKind, RealStorage};
 use makalog::store::{ReadOnlySessions, Sidecars};
 use makalog::Error;
 use serde_json::{json, Value};
@@ -23,7 +24,7 @@ pub fn run(
         (None, Some(Err(why))) => return crate::usage_error(why),
         _ => return crate::usage_error("give one of --until SEQ and --at TIME"),
     };
-    let storage = match crate::sessions::session_root(root, session, Sidecars::Trusted) {
+    let storage = match session_dir_of(root, session) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -45,6 +46,28 @@ pub fn run(
         // A part that could not be read said why as it was printed.
         Ok(false) => ExitCode::from(1),
         Err(e) => failed(e),
+    }
+}
+
+/// The root's storage once it is a root with a directory for `session`; otherwise the exit code
+/// that says why not. Nothing of the session is read here: the replay reads its log alone, so
+/// neither a sidecar nor damage past the point decides whether there is a session to replay.
+fn session_dir_of(root: &Path, session: &str) -> Result<RealStorage, ExitCode> {
+    let storage = RealStorage::unmapped(root);
+    if let Err(e) = makalog::root::read_marker(&storage) {
+        return Err(crate::usage_error(e));
+    }
+    if let Err(why) = makalog::format::validate_session_id(session) {
+        return Err(crate::usage_error(why));
+    }
+    let dir = makalog::segment::layout::session_dir(session);
+    match storage.entry_kind(&dir) {
+        Ok(Some(EntryKind::Dir)) => Ok(storage),
+        Ok(_) => {
+            tell!("makalog: {}: no session {session}", root.display());
+            Err(ExitCode::from(1))
+        }
+        Err(e) => Err(failed(Error::io(&dir, "stat", e))),
     }
 }
 

@@ -335,3 +335,27 @@ fn replay_json_lists_every_invocation_as_the_invocations_command_prints_it() {
     assert_eq!(levels, 200, "the deep event, whole");
     assert_eq!(v["invocations"][1]["invocationId"], "run-0");
 }
+
+/// Replay reads the log alone: a log cut before what its sidecar recorded as durable (which
+/// every read through the sidecar refuses) still replays to a point within what is left.
+#[test]
+fn replay_reads_the_log_alone_whatever_the_sidecar_says() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let (last, seg, _) = common::last_record(&root, "demo-1");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .expect("open")
+        .set_len(last.offset)
+        .expect("cut");
+    let v = replay_json(r, &["--session", "demo-1", "--until", "3"]);
+    assert_eq!(
+        v["records"],
+        last.seq - 1,
+        "the log's records, the cut one gone"
+    );
+    let out = makalog(&["replay", r, "--session", "nobody", "--until", "3"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("no session nobody"));
+}
