@@ -1,5 +1,6 @@
-//! Read-only files held in one shared buffer: the entries of an export bundle, checked as a
-//! root without being extracted. Each file is a byte range of the buffer; nothing is copied.
+//! Read-only files that are byte ranges of one shared buffer or of one file: the entries of an
+//! export bundle, checked as a root without being extracted (the bundle read in place, never
+//! held whole), or the logs `export` just bundled. Nothing is copied but what a read asks for.
 
 use super::{DirEntry, EntryKind, FileBytes, OpenMode, Storage, StorageFile, StorageLock};
 use std::collections::BTreeMap;
@@ -8,9 +9,18 @@ use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-/// A tree of read-only files over ranges of `data`, named like a root's files.
+/// What a [`MemStorage`]'s files are ranges of.
+#[derive(Clone)]
+enum Backing {
+    /// A buffer in memory.
+    Bytes(Arc<Vec<u8>>),
+    /// A file, read where a read asks.
+    File(Arc<dyn StorageFile>),
+}
+
+/// A tree of read-only files over ranges of one buffer or file, named like a root's files.
 pub struct MemStorage {
-    data: Arc<Vec<u8>>,
+    backing: Backing,
     files: BTreeMap<PathBuf, Range<usize>>,
     /// Every directory (the root is the empty path) with its entries, sorted by name.
     dirs: BTreeMap<PathBuf, Vec<DirEntry>>,
@@ -40,11 +50,33 @@ impl MemStorage {
         data: Arc<Vec<u8>>,
         files: Vec<(PathBuf, Range<usize>)>,
     ) -> Result<MemStorage, String> {
+        let len = data.len();
+        MemStorage::tree(name.into(), Backing::Bytes(data), len, files)
+    }
+
+    /// The files `files` names over ranges of `file`, `len` bytes long, as [`MemStorage::new`]
+    /// takes them over a buffer; each read reads the file there.
+    pub fn over_file(
+        name: impl Into<PathBuf>,
+        file: Arc<dyn StorageFile>,
+        len: u64,
+        files: Vec<(PathBuf, Range<usize>)>,
+    ) -> Result<MemStorage, String> {
+        let len = usize::try_from(len).map_err(|_| format!("{len} bytes: too long"))?;
+        MemStorage::tree(name.into(), Backing::File(file), len, files)
+    }
+
+    fn tree(
+        name: PathBuf,
+        backing: Backing,
+        len: usize,
+        files: Vec<(PathBuf, Range<usize>)>,
+    ) -> Result<MemStorage, String> {
         let mut out = MemStorage {
-            data,
+            backing,
             files: BTreeMap::new(),
             dirs: BTreeMap::from([(PathBuf::new(), Vec::new())]),
-            name: name.into(),
+            name,
         };
         for (path, range) in files {
             if path.as_os_str().is_empty()
@@ -60,7 +92,7 @@ impl MemStorage {
             if path.to_str().is_none() {
                 return Err(format!("{}: a name that is not UTF-8", path.display()));
             }
-            if range.start > range.end || range.end > out.data.len() {
+            if range.start > range.end || range.end > len {
                 return Err(format!(
                     "{}: its bytes lie outside the buffer",
                     path.display()
@@ -109,11 +141,34 @@ impl MemStorage {
     fn range(&self, path: &Path) -> io::Result<Range<usize>> {
         self.files.get(path).cloned().ok_or_else(|| not_found(path))
     }
+
+    fn file(&self, path: &Path) -> io::Result<MemFile> {
+        Ok(MemFile {
+            backing: self.backing.clone(),
+            range: self.range(path)?,
+        })
+    }
 }
 
 struct MemFile {
-    data: Arc<Vec<u8>>,
+    backing: Backing,
     range: Range<usize>,
+}
+
+impl MemFile {
+    /// The whole file, copied out of the buffer or read from the file.
+    fn bytes(&self) -> io::Result<Vec<u8>> {
+        match &self.backing {
+            Backing::Bytes(data) => Ok(data[self.range.clone()].to_vec()),
+            Backing::File(file) => {
+                let mut buf = Vec::new();
+                super::buffer::grow(&mut buf, self.range.len() as u64)?;
+                let n = file.read_full_at(&mut buf, self.range.start as u64)?;
+                buf.truncate(n);
+                Ok(buf)
+            }
+        }
+    }
 }
 
 impl StorageFile for MemFile {
@@ -121,13 +176,21 @@ impl StorageFile for MemFile {
         Ok(self.range.len() as u64)
     }
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        let bytes = &self.data[self.range.clone()];
-        let Some(rest) = usize::try_from(offset).ok().and_then(|o| bytes.get(o..)) else {
+        let Some(at) = usize::try_from(offset)
+            .ok()
+            .filter(|&o| o < self.range.len())
+        else {
             return Ok(0);
         };
-        let n = rest.len().min(buf.len());
-        buf[..n].copy_from_slice(&rest[..n]);
-        Ok(n)
+        let n = (self.range.len() - at).min(buf.len());
+        match &self.backing {
+            Backing::Bytes(data) => {
+                let start = self.range.start + at;
+                buf[..n].copy_from_slice(&data[start..start + n]);
+                Ok(n)
+            }
+            Backing::File(file) => file.read_at(&mut buf[..n], (self.range.start + at) as u64),
+        }
     }
     fn write_all_at(&self, _: &[u8], _: u64) -> io::Result<()> {
         Err(refused())
@@ -145,16 +208,16 @@ impl Storage for MemStorage {
         if mode != OpenMode::Read {
             return Err(refused());
         }
-        Ok(Box::new(MemFile {
-            data: Arc::clone(&self.data),
-            range: self.range(path)?,
-        }))
+        Ok(Box::new(self.file(path)?))
     }
     fn map_file(&self, path: &Path) -> io::Result<FileBytes> {
-        Ok(FileBytes::Shared(Arc::clone(&self.data), self.range(path)?))
+        match &self.backing {
+            Backing::Bytes(data) => Ok(FileBytes::Shared(Arc::clone(data), self.range(path)?)),
+            Backing::File(_) => Ok(FileBytes::Owned(self.file(path)?.bytes()?)),
+        }
     }
     fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
-        Ok(self.data[self.range(path)?].to_vec())
+        self.file(path)?.bytes()
     }
     fn create_dir(&self, _: &Path) -> io::Result<()> {
         Err(refused())
@@ -228,6 +291,53 @@ mod tests {
         assert!(tree(&["a/b", "a/b"]).is_err_and(|e| e.contains("named twice")));
         assert!(tree(&["a/b", "a/b/c"]).is_err_and(|e| e.contains("both a file and a directory")));
         assert!(tree(&["a/b/c", "a/b"]).is_err_and(|e| e.contains("named twice")));
+    }
+
+    /// Files over ranges of a file answer every read as the same files over a buffer: reads at
+    /// each offset, short and past the end, and whole.
+    #[test]
+    fn files_over_a_file_read_as_files_over_a_buffer() {
+        let data: Arc<Vec<u8>> = Arc::new((0..=255u8).cycle().take(1000).collect());
+        let files = vec![
+            (PathBuf::from("a"), 10..400),
+            (PathBuf::from("d/b"), 400..1000),
+            (PathBuf::from("d/empty"), 7..7),
+        ];
+        let held = MemStorage::new("bundle", data.clone(), files.clone()).expect("tree");
+        let whole: Arc<dyn StorageFile> = Arc::new(MemFile {
+            backing: Backing::Bytes(data.clone()),
+            range: 0..data.len(),
+        });
+        let read = MemStorage::over_file("bundle", whole, 1000, files.clone()).expect("tree");
+        for (path, range) in &files {
+            let (h, r) = (
+                held.open(path, OpenMode::Read).expect("h"),
+                read.open(path, OpenMode::Read).expect("r"),
+            );
+            assert_eq!(h.size().expect("h"), r.size().expect("r"));
+            for offset in [0u64, 1, 63, 389, 390, 599, 600, 10_000] {
+                let (mut a, mut b) = ([0u8; 64], [0u8; 64]);
+                let n = h.read_at(&mut a, offset).expect("h");
+                assert_eq!(
+                    r.read_at(&mut b, offset).expect("r"),
+                    n,
+                    "{path:?} at {offset}"
+                );
+                assert_eq!(a[..n], b[..n]);
+            }
+            assert_eq!(read.read_file(path).expect("r"), data[range.clone()]);
+            assert_eq!(&*read.map_file(path).expect("r"), &data[range.clone()]);
+        }
+        let past = MemStorage::over_file(
+            "bundle",
+            Arc::new(MemFile {
+                backing: Backing::Bytes(data.clone()),
+                range: 0..10,
+            }),
+            10,
+            files,
+        );
+        assert!(past.is_err(), "a range past the file's end");
     }
 
     /// Names that are not UTF-8 (two such differed only in bytes the listing's names lose, and

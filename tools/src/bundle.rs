@@ -1,8 +1,8 @@
 //! The export bundle and `makalog verify BUNDLE.tar`: the bundle is checked where it lies,
-//! its entries held in memory and verified as a root, never extracted.
+//! its entries read in place and verified as a root, never extracted nor held whole.
 
 use makalog::forensics::{read_heads, LogHead, RootHeads};
-use makalog::storage::{MemStorage, RealStorage, Storage};
+use makalog::storage::{MemStorage, OpenMode, RealStorage, Storage, StorageFile};
 use makalog::verify::verify_root;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -54,11 +54,14 @@ pub fn verify(bundle: &Path, as_json: bool) -> ExitCode {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let name = bundle.file_name().map(PathBuf::from).unwrap_or_default();
-    let data = match RealStorage::unmapped(dir).read_file(&name) {
-        Ok(d) => Arc::new(d),
+    let opened = RealStorage::unmapped(dir)
+        .open(&name, OpenMode::Read)
+        .and_then(|f| f.size().map(|len| (Arc::<dyn StorageFile>::from(f), len)));
+    let (file, len) = match opened {
+        Ok(f) => f,
         Err(e) => return crate::usage_error(format!("{}: {e}", bundle.display())),
     };
-    let checked = match crate::progress::spinner("checking the bundle", || check(&data)) {
+    let checked = match crate::progress::spinner("checking the bundle", || check(&file, len)) {
         Ok(c) => c,
         Err(why) => {
             return crate::usage_error(format!("{}: not a bundle: {why}", bundle.display()))
@@ -112,13 +115,18 @@ pub fn verify(bundle: &Path, as_json: bool) -> ExitCode {
     }
 }
 
-/// Checks a bundle's bytes; `Err` when they are not a bundle at all.
-fn check(data: &Arc<Vec<u8>>) -> Result<Checked, String> {
+/// Checks the bundle `file`, `bundle_len` bytes long; `Err` when it is not a bundle at all.
+fn check(file: &Arc<dyn StorageFile>, bundle_len: u64) -> Result<Checked, String> {
     let mut findings = Vec::new();
     let mut entries: Vec<(PathBuf, std::ops::Range<usize>)> = Vec::new();
     let mut manifest_bytes: Option<std::ops::Range<usize>> = None;
-    let mut archive = tar::Archive::new(&data[..]);
-    let iter = archive.entries().map_err(|e| brief(&e))?;
+    // Entries are found by their headers, their bytes passed over by seeking: none is read here.
+    let mut archive = tar::Archive::new(SeamReader {
+        file: Arc::clone(file),
+        at: 0,
+        len: bundle_len,
+    });
+    let iter = archive.entries_with_seek().map_err(|e| brief(&e))?;
     for entry in iter {
         let entry = match entry {
             Ok(e) => e,
@@ -149,7 +157,7 @@ fn check(data: &Arc<Vec<u8>>) -> Result<Checked, String> {
         let start = usize::try_from(entry.raw_file_position()).unwrap_or(usize::MAX);
         let len = usize::try_from(entry.size()).unwrap_or(usize::MAX);
         let range = start..start.saturating_add(len);
-        if range.end > data.len() {
+        if range.end as u64 > bundle_len {
             findings.push(format!(
                 "entry at byte {at} ({}): its bytes run past the end of the bundle",
                 path.display()
@@ -182,17 +190,19 @@ fn check(data: &Arc<Vec<u8>>) -> Result<Checked, String> {
             verified: None,
         });
     };
-    let manifest: Manifest = serde_json::from_slice(&data[m])
+    let manifest_bytes = read_range(file, &m).map_err(|e| format!("{MANIFEST_NAME}: {e}"))?;
+    let manifest: Manifest = serde_json::from_slice(&manifest_bytes)
         .map_err(|e| format!("{MANIFEST_NAME} does not decode: {e}"))?;
+    drop(manifest_bytes);
     if manifest.format != BUNDLE_FORMAT {
         return Err(format!(
             "{MANIFEST_NAME}: format {:?} is not {BUNDLE_FORMAT:?}",
             manifest.format
         ));
     }
-    check_files(data, &entries, &manifest, &mut findings);
+    check_files(file, &entries, &manifest, &mut findings);
     let files = entries.len();
-    let held = match MemStorage::new("bundle", Arc::clone(data), entries) {
+    let held = match MemStorage::over_file("bundle", Arc::clone(file), bundle_len, entries) {
         Ok(h) => h,
         Err(why) => {
             findings.push(why);
@@ -225,7 +235,7 @@ fn check(data: &Arc<Vec<u8>>) -> Result<Checked, String> {
 
 /// Every file the manifest lists is there with its length and SHA-256, and nothing else is.
 fn check_files(
-    data: &[u8],
+    file: &Arc<dyn StorageFile>,
     entries: &[(PathBuf, std::ops::Range<usize>)],
     manifest: &Manifest,
     findings: &mut Vec<String>,
@@ -243,14 +253,17 @@ fn check_files(
             continue;
         };
         seen.insert(want.path.as_str());
-        let bytes = &data[range.clone()];
-        let got = makalog::format::hex(&Sha256::digest(bytes));
-        if bytes.len() as u64 != want.bytes || got != want.sha256 {
+        let (read, got) = match digest(file, range) {
+            Ok(d) => d,
+            Err(e) => {
+                findings.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        if read != want.bytes || got != want.sha256 {
             findings.push(format!(
-                "{name}: {} bytes with SHA-256 {got}, the manifest says {} bytes with {}",
-                bytes.len(),
-                want.bytes,
-                want.sha256
+                "{name}: {read} bytes with SHA-256 {got}, the manifest says {} bytes with {}",
+                want.bytes, want.sha256
             ));
         }
     }
@@ -298,6 +311,68 @@ fn check_heads(held: &MemStorage, manifest: &Manifest, findings: &mut Vec<String
     if recorded.claims != now.claims {
         findings.push("claims.log: its head is not the one the manifest recorded".into());
     }
+}
+
+/// The bundle read through the storage seam, for the tar reader.
+struct SeamReader {
+    file: Arc<dyn StorageFile>,
+    at: u64,
+    len: u64,
+}
+
+impl std::io::Read for SeamReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read_at(buf, self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for SeamReader {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        let at = match to {
+            std::io::SeekFrom::Start(n) => Some(n),
+            std::io::SeekFrom::End(d) => self.len.checked_add_signed(d),
+            std::io::SeekFrom::Current(d) => self.at.checked_add_signed(d),
+        };
+        self.at = at.ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek outside the bundle")
+        })?;
+        Ok(self.at)
+    }
+}
+
+/// The bytes of `range` of the bundle (its manifest: bounded by the bundle's length).
+fn read_range(
+    file: &Arc<dyn StorageFile>,
+    range: &std::ops::Range<usize>,
+) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; range.len()];
+    file.read_exact_at(&mut buf, range.start as u64)?;
+    Ok(buf)
+}
+
+/// How many bytes of `range` of the bundle were read, and their SHA-256, read a block at a time.
+fn digest(
+    file: &Arc<dyn StorageFile>,
+    range: &std::ops::Range<usize>,
+) -> std::io::Result<(u64, String)> {
+    let mut hash = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut at, end) = (range.start as u64, range.end as u64);
+    while at < end {
+        let want = buf.len().min((end - at) as usize);
+        let n = file.read_at(&mut buf[..want], at)?;
+        if n == 0 {
+            break;
+        }
+        hash.update(&buf[..n]);
+        at += n as u64;
+    }
+    Ok((
+        at - range.start as u64,
+        makalog::format::hex(&hash.finalize()),
+    ))
 }
 
 /// An archive error in one short line: the tar reader quotes the bytes it could not read,
