@@ -87,6 +87,54 @@ fn a_cut_view_ends_files_hides_others_and_refuses_every_write() {
     );
 }
 
+/// A live root's durable view is the root as it stood when the view was made: a segment a roll
+/// creates afterwards (after a log the view cut before its seal) and a session created
+/// afterwards are not in it, by listing, by kind or by name; what was there still is, and the
+/// heads read through the view are unchanged.
+#[test]
+fn a_durable_view_holds_nothing_the_owner_creates_after_it() {
+    let t = tempfile::tempdir().expect("tmp");
+    let storage = root_with_records(t.path(), 12);
+    let dir = Path::new("sessions/s");
+    let (view, _) = makalog::forensics::durable_view(&storage).expect("view");
+    let before = makalog::forensics::read_heads(&view).expect("heads");
+    let listed = view.list_dir(dir).expect("list");
+    // What the owner does next: a roll's new segment, a new session.
+    let late = dir.join("00000000000000009999.seg");
+    std::fs::write(t.path().join(&late), b"MAKASEG late").expect("segment");
+    std::fs::create_dir(t.path().join("sessions/late")).expect("session");
+    std::fs::write(
+        t.path().join("sessions/late/00000000000000000001.seg"),
+        b"x",
+    )
+    .expect("file");
+
+    assert_eq!(view.list_dir(dir).expect("list"), listed);
+    assert_eq!(view.entry_kind(&late).expect("kind"), None);
+    assert!(view.open(&late, OpenMode::Read).is_err());
+    let sessions: Vec<String> = view
+        .list_dir(Path::new("sessions"))
+        .expect("list")
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(sessions, ["s"]);
+    assert_eq!(
+        view.entry_kind(Path::new("sessions/late")).expect("kind"),
+        None
+    );
+    let deep = Path::new("sessions/late/00000000000000000001.seg");
+    assert!(
+        view.read_file(deep).is_err(),
+        "nothing under a later directory"
+    );
+    assert!(!listed.is_empty() && view.read_file(&dir.join(&listed[0].name)).is_ok());
+    assert_eq!(
+        makalog::forensics::read_heads(&view).expect("heads"),
+        before
+    );
+}
+
 #[test]
 fn verdicts_against_a_recorded_head_tell_growth_from_rewrite_and_loss() {
     let t = tempfile::tempdir().expect("tmp");

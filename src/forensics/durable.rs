@@ -5,20 +5,28 @@
 //! session's sidecar is hidden: one the owner writes after the cut would record as durable
 //! records the cut leaves out, and a reader of the copy would refuse the session for the loss
 //! (FORMAT.md, "What a sidecar recorded as durable is never cut"); a copy's reader rebuilds it.
+//! The sessions' directories are closed as they stand: a session or a segment created later
+//! (a roll after a log was cut before its seal) is not in the view.
 
 use super::chains::{claims_chain, session_chain};
 use crate::claims::CLAIMS_FILE;
 use crate::error::Result;
 use crate::index::SIDECAR_FILE;
-use crate::segment::layout::{list_session, list_sessions, session_dir};
+use crate::segment::layout::{list_session, list_sessions, session_dir, SESSIONS_DIR};
 use crate::storage::{Cut, CutView, Storage};
+use std::path::Path;
 
 /// The view, and how many logs it cut.
 pub fn durable_view(storage: &dyn Storage) -> Result<(CutView<'_>, usize)> {
     let mut view = CutView::new(storage);
     let mut cut = 0;
+    // What the owner creates from now on (a session, a segment a roll makes after a log was
+    // cut before its seal) is not in the view.
+    view.close_dir(SESSIONS_DIR, names_in(storage, Path::new(SESSIONS_DIR))?);
     for id in list_sessions(storage)?.0 {
-        view.cut(session_dir(&id).join(SIDECAR_FILE), Cut::Hidden);
+        let dir = session_dir(&id);
+        view.close_dir(&dir, names_in(storage, &dir)?);
+        view.cut(dir.join(SIDECAR_FILE), Cut::Hidden);
         let segments = list_session(storage, &id)?.segments;
         let chain = session_chain(storage, &id)?;
         // A session with no valid record yet is left as it is: there is nothing to cut to.
@@ -45,4 +53,13 @@ pub fn durable_view(storage: &dyn Storage) -> Result<(CutView<'_>, usize)> {
         cut += 1;
     }
     Ok((view, cut))
+}
+
+/// The names in `dir` now (none when it is not there yet).
+fn names_in(storage: &dyn Storage, dir: &Path) -> Result<Vec<String>> {
+    match storage.list_dir(dir) {
+        Ok(entries) => Ok(entries.into_iter().map(|e| e.name).collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(crate::error::Error::io(dir, "list directory", e)),
+    }
 }

@@ -1,9 +1,11 @@
 //! A read-only view of a root with some files cut short and others hidden: a log as it stood
-//! at an earlier point (replay to a point in time), or its valid prefix (salvage). Nothing
-//! is copied; reads past a cut end there, and every write is refused.
+//! at an earlier point (replay to a point in time), or its valid prefix (salvage, a live
+//! root's export, where the directories are also closed: what the owner creates after the view
+//! was made is not in it). Nothing is copied; reads past a cut end there, and every write is
+//! refused.
 
 use super::{DirEntry, EntryKind, FileBytes, OpenMode, Storage, StorageFile, StorageLock};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -20,6 +22,8 @@ pub enum Cut {
 pub struct CutView<'a> {
     inner: &'a dyn Storage,
     cuts: BTreeMap<PathBuf, Cut>,
+    /// Directories whose entries are fixed: only these names are in the view.
+    closed: BTreeMap<PathBuf, BTreeSet<String>>,
 }
 
 fn refused() -> io::Error {
@@ -31,7 +35,25 @@ impl<'a> CutView<'a> {
         CutView {
             inner,
             cuts: BTreeMap::new(),
+            closed: BTreeMap::new(),
         }
+    }
+
+    /// Fixes what `dir` holds in the view to `names`: an entry made there later, and all
+    /// under it, is not in the view.
+    pub fn close_dir(&mut self, dir: impl Into<PathBuf>, names: impl IntoIterator<Item = String>) {
+        self.closed.insert(dir.into(), names.into_iter().collect());
+    }
+
+    /// False when `path` or a directory it lies under was made after its directory was closed.
+    fn shown(&self, path: &Path) -> bool {
+        path.ancestors().all(|a| match (a.parent(), a.file_name()) {
+            (Some(dir), Some(name)) => self
+                .closed
+                .get(dir)
+                .is_none_or(|names| name.to_str().is_some_and(|n| names.contains(n))),
+            _ => true,
+        })
     }
 
     /// Cuts or hides `path` (relative to the root); a later cut of the same path replaces it.
@@ -45,6 +67,12 @@ impl<'a> CutView<'a> {
     }
 
     fn limit(&self, path: &Path) -> io::Result<Option<u64>> {
+        if !self.shown(path) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{}: made after this view", path.display()),
+            ));
+        }
         match self.cuts.get(path) {
             Some(Cut::Hidden) => Err(io::Error::new(
                 io::ErrorKind::NotFound,
@@ -139,12 +167,16 @@ impl Storage for CutView<'_> {
     }
     fn list_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
         let mut entries = self.inner.list_dir(path)?;
-        entries.retain(|e| self.cuts.get(&path.join(&e.name)) != Some(&Cut::Hidden));
+        entries.retain(|e| {
+            let p = path.join(&e.name);
+            self.cuts.get(&p) != Some(&Cut::Hidden) && self.shown(&p)
+        });
         Ok(entries)
     }
     fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
         match self.cuts.get(path) {
             Some(Cut::Hidden) => Ok(None),
+            _ if !self.shown(path) => Ok(None),
             _ => self.inner.entry_kind(path),
         }
     }
