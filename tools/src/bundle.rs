@@ -120,7 +120,8 @@ fn check(file: &Arc<dyn StorageFile>, bundle_len: u64) -> Result<Checked, String
     let mut findings = Vec::new();
     let mut entries: Vec<(PathBuf, std::ops::Range<usize>)> = Vec::new();
     let mut manifest_bytes: Option<std::ops::Range<usize>> = None;
-    // Entries are found by their headers, their bytes passed over by seeking: none is read here.
+    // Entries are found by their headers, their bytes passed over by seeking (only a GNU long
+    // name's or a PAX header's are read, by the tar reader).
     let mut archive = tar::Archive::new(SeamReader {
         file: Arc::clone(file),
         at: 0,
@@ -246,6 +247,8 @@ fn check_files(
         .map(|f| (f.path.as_str(), f))
         .collect();
     let mut seen = std::collections::BTreeSet::new();
+    let largest = entries.iter().map(|(_, r)| r.len()).max().unwrap_or(0);
+    let mut block = vec![0u8; largest.clamp(1, 1 << 20)];
     for (path, range) in entries {
         let name = path.display().to_string();
         let Some(want) = listed.get(name.as_str()) else {
@@ -253,7 +256,7 @@ fn check_files(
             continue;
         };
         seen.insert(want.path.as_str());
-        let (read, got) = match digest(file, range) {
+        let (read, got) = match digest(file, range, &mut block) {
             Ok(d) => d,
             Err(e) => {
                 findings.push(format!("{name}: {e}"));
@@ -335,30 +338,48 @@ impl std::io::Seek for SeamReader {
             std::io::SeekFrom::End(d) => self.len.checked_add_signed(d),
             std::io::SeekFrom::Current(d) => self.at.checked_add_signed(d),
         };
-        self.at = at.ok_or_else(|| {
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek outside the bundle")
+        // Past the end is the end of the bundle, as reading through it would find.
+        self.at = at.filter(|&to| to <= self.len).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "an entry runs past the end of the bundle",
+            )
         })?;
         Ok(self.at)
     }
 }
 
-/// The bytes of `range` of the bundle (its manifest: bounded by the bundle's length).
+/// The largest manifest read: a root of a million files lists them in about 150 MiB.
+const MANIFEST_LIMIT: usize = 256 << 20;
+
+/// The bytes of `range` of the bundle: its manifest, at most [`MANIFEST_LIMIT`] of them, and
+/// the memory for them asked for, not assumed.
 fn read_range(
     file: &Arc<dyn StorageFile>,
     range: &std::ops::Range<usize>,
 ) -> std::io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; range.len()];
+    if range.len() > MANIFEST_LIMIT {
+        return Err(std::io::Error::other(format!(
+            "{} bytes, more than the {MANIFEST_LIMIT} a manifest may have",
+            range.len()
+        )));
+    }
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(range.len())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
+    buf.resize(range.len(), 0);
     file.read_exact_at(&mut buf, range.start as u64)?;
     Ok(buf)
 }
 
 /// How many bytes of `range` of the bundle were read, and their SHA-256, read a block at a time.
+/// `buf` is the block, shared by every entry.
 fn digest(
     file: &Arc<dyn StorageFile>,
     range: &std::ops::Range<usize>,
+    buf: &mut [u8],
 ) -> std::io::Result<(u64, String)> {
     let mut hash = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
     let (mut at, end) = (range.start as u64, range.end as u64);
     while at < end {
         let want = buf.len().min((end - at) as usize);

@@ -232,11 +232,9 @@ fn write_bundle(
         bytes += arena.len() as u64;
         let held = MemStorage::new("bundle", Arc::new(arena), ranges)?;
         match log_of(&group[0]) {
+            // Whether a log ends at damage is not part of the manifest's heads.
             Some(id) => {
-                let (head, at_damage) = session_head(&held, id, false);
-                if at_damage {
-                    heads.damaged.push(id.to_owned());
-                }
+                let (head, _) = session_head(&held, id, false);
                 heads.sessions.extend(head.map(|h| (id.to_owned(), h)));
             }
             None if group.iter().any(|p| p == Path::new(CLAIMS_FILE)) => {
@@ -271,13 +269,15 @@ fn write_bundle(
 }
 
 /// The session whose log `path` belongs to (`sessions/ID/…`); `None` for the root's own files
-/// (its marker and claims log among them) and for a stray file directly under `sessions/`.
+/// (its marker and claims log among them) and for strays: a file directly under `sessions/`,
+/// or under a directory whose name is no session id (which no listing of sessions names).
 fn log_of(path: &Path) -> Option<&str> {
     let mut parts = path.components();
     match (parts.next(), parts.next(), parts.next()) {
-        (Some(first), Some(id), Some(_)) if first.as_os_str() == SESSIONS_DIR => {
-            id.as_os_str().to_str()
-        }
+        (Some(first), Some(id), Some(_)) if first.as_os_str() == SESSIONS_DIR => id
+            .as_os_str()
+            .to_str()
+            .filter(|id| makalog::format::validate_session_id(id).is_ok()),
         _ => None,
     }
 }
