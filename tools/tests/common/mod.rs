@@ -235,3 +235,27 @@ pub fn subagent_header(id: &str, parent: &str) -> serde_json::Value {
             "initialTurnId": "t1", "initialRunId": "r1"}
     })
 }
+
+/// The bundle's entries: name and bytes, in order.
+pub fn entries(bundle: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let data = std::fs::read(bundle).expect("read");
+    let mut archive = tar::Archive::new(&data[..]);
+    archive
+        .entries()
+        .expect("entries")
+        .map(|e| {
+            let mut e = e.expect("entry");
+            let path = e.path().expect("path").into_owned();
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut e, &mut bytes).expect("bytes");
+            (path, bytes)
+        })
+        .collect()
+}
+
+/// Runs `makalog export ROOT -o OUT` with `extra` arguments.
+pub fn export(root: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["export", s(root), "-o", s(out)];
+    args.extend_from_slice(extra);
+    makalog(&args)
+}
