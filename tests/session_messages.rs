@@ -181,15 +181,16 @@ fn frames_read_at_impossible_offsets_are_an_error_not_an_overflow() {
     assert!(err.to_string().contains(".seg"), "{err}");
 }
 
-/// A sidecar is a cache, and a crafted one must not make a read cost more than the log holds:
-/// one whose lists name a record twice (here one message a thousand times, its covers and
-/// CRCs intact) is not trusted, and the messages come from the log, once each.
-#[test]
-fn a_sidecar_naming_one_record_twice_is_not_trusted() {
+/// Session `s` of `storage`'s root with three messages, closed; then its sidecar rewritten with
+/// `edit` applied to its list of messages, its CRCs recomputed and its covers as they were.
+/// The messages' texts, and the sidecar's new bytes.
+fn forged_messages(
+    storage: &std::sync::Arc<makalog::storage::RealStorage>,
+    edit: impl FnOnce(&mut makalog::index::Messages),
+) -> (Vec<String>, Vec<u8>) {
     use makalog::index::{decode_sidecar_header, decode_sidecar_state, encode_sidecar};
     use makalog::index::{id_entries, section};
-    let (_t, storage) = temp_root();
-    let (_owner, s) = stores::open(&storage);
+    let (_owner, s) = stores::open(storage);
     s.sessions.create(session_header("s", 1)).expect("session");
     let sent: Vec<String> = (0..3)
         .map(|i| appended(&s, user(&format!("m{i}"), "t", i)))
@@ -199,22 +200,35 @@ fn a_sidecar_naming_one_record_twice_is_not_trusted() {
     let good = std::fs::read(&path).expect("sidecar");
     let header = decode_sidecar_header(&good).expect("header");
     let mut view = decode_sidecar_state(&good, &header).expect("state");
-    let first = view.session.messages.iter().next().expect("a message");
-    let (id, turn, at) = (
-        first.id.to_owned(),
-        first.turn_id.map(str::to_owned),
-        first.at,
-    );
-    for _ in 0..1_000 {
-        view.session.messages.push(&id, turn.as_deref(), at);
-    }
+    edit(&mut view.session.messages);
     let ids = section(&good, &header, 2)
         .and_then(id_entries)
         .expect("ids");
     let crafted = encode_sidecar(&view, &ids).expect("encode");
+    std::fs::write(&path, &crafted).expect("forge");
+    (sent, crafted)
+}
+
+/// A sidecar is a cache, and a crafted one must not make a read cost more than the log holds:
+/// one whose lists name a record twice (here one message a thousand times, its covers and
+/// CRCs intact) is not trusted, and the messages come from the log, once each.
+#[test]
+fn a_sidecar_naming_one_record_twice_is_not_trusted() {
+    use makalog::index::{decode_sidecar_header, decode_sidecar_state};
+    let (_t, storage) = temp_root();
+    let (sent, crafted) = forged_messages(&storage, |messages| {
+        let first = messages.iter().next().expect("a message");
+        let (id, turn, at) = (
+            first.id.to_owned(),
+            first.turn_id.map(str::to_owned),
+            first.at,
+        );
+        for _ in 0..1_000 {
+            messages.push(&id, turn.as_deref(), at);
+        }
+    });
     let crafted_header = decode_sidecar_header(&crafted).expect("its header is sound");
     assert!(decode_sidecar_state(&crafted, &crafted_header).is_err());
-    std::fs::write(&path, &crafted).expect("write");
     let read = makalog::store::ReadOnlySessions::new(&*storage)
         .read_messages("s", None)
         .expect("read");
@@ -227,26 +241,11 @@ fn a_sidecar_naming_one_record_twice_is_not_trusted() {
 /// holds.
 #[test]
 fn a_read_from_the_segments_alone_answers_what_a_forged_sidecar_leaves_out() {
-    use makalog::index::{decode_sidecar_header, decode_sidecar_state, encode_sidecar};
-    use makalog::index::{id_entries, section, Messages};
     use makalog::store::{ReadOnlySessions, Sidecars};
     let (_t, storage) = temp_root();
-    let (_owner, s) = stores::open(&storage);
-    s.sessions.create(session_header("s", 1)).expect("session");
-    let sent: Vec<String> = (0..3)
-        .map(|i| appended(&s, user(&format!("m{i}"), "t", i)))
-        .collect();
-    s.close().expect("close");
-    let path = storage.describe_root().join("sessions/s/index");
-    let good = std::fs::read(&path).expect("sidecar");
-    let header = decode_sidecar_header(&good).expect("header");
-    let mut view = decode_sidecar_state(&good, &header).expect("state");
-    let kept: Messages = view.session.messages.iter().skip(1).collect();
-    view.session.messages = kept;
-    let ids = section(&good, &header, 2)
-        .and_then(id_entries)
-        .expect("ids");
-    std::fs::write(&path, encode_sidecar(&view, &ids).expect("encode")).expect("forge");
+    let (sent, _) = forged_messages(&storage, |messages| {
+        *messages = messages.iter().skip(1).collect();
+    });
     let believed = ReadOnlySessions::new(&*storage)
         .read_messages("s", None)
         .expect("read");

@@ -5,7 +5,7 @@
 
 mod support;
 
-use makalog::segment::{SessionReader, WriterConfig};
+use makalog::segment::WriterConfig;
 use makalog::store::RuntimeEventStore;
 use makalog::Error;
 use support::cost::*;
@@ -16,15 +16,8 @@ const S: &str = "s";
 fn a_damaged_record_the_sidecar_covers_is_damage_to_a_read_only_view_too() {
     let (_t, storage) = metered();
     let owner = owner_of(&storage);
-    let store = RuntimeEventStore::open(&owner, WriterConfig::default());
-    turn(&store, S, "r1", 1.0);
-    turn(&store, S, "r2", 10.0);
-    store.close().expect("close");
-    let last = SessionReader::open(&*storage, S, 1)
-        .expect("reader")
-        .last()
-        .expect("a record")
-        .expect("valid");
+    two_turns_closed(&owner, S, WriterConfig::default());
+    let last = last_record(&storage, S);
     // A flipped bit in the last record's payload: its CRC fails, no record follows it.
     let seg = segment(&storage, S);
     let mut bytes = std::fs::read(&seg).expect("read");
@@ -95,15 +88,8 @@ fn refused_where_the_log_ends(
 fn a_log_cut_cleanly_before_what_the_sidecar_covers_is_damage() {
     let (_t, storage) = metered();
     let owner = owner_of(&storage);
-    let store = RuntimeEventStore::open(&owner, WriterConfig::default());
-    turn(&store, S, "r1", 1.0);
-    turn(&store, S, "r2", 10.0);
-    store.close().expect("close");
-    let last = SessionReader::open(&*storage, S, 1)
-        .expect("reader")
-        .last()
-        .expect("a record")
-        .expect("valid");
+    two_turns_closed(&owner, S, WriterConfig::default());
+    let last = last_record(&storage, S);
     // The last record removed whole: what is left is a clean log, one record shorter.
     let seg = segment(&storage, S);
     let file = std::fs::OpenOptions::new()
@@ -126,10 +112,7 @@ fn a_last_segment_the_sidecar_covers_removed_is_damage() {
         segment_size: 2048,
         ..WriterConfig::default()
     };
-    let store = RuntimeEventStore::open(&owner, config.clone());
-    turn(&store, S, "r1", 1.0);
-    turn(&store, S, "r2", 10.0);
-    store.close().expect("close");
+    two_turns_closed(&owner, S, config.clone());
     let mut segs: Vec<_> = std::fs::read_dir(session_dir(&storage, S))
         .expect("dir")
         .map(|e| e.expect("entry").path())
@@ -141,12 +124,7 @@ fn a_last_segment_the_sidecar_covers_removed_is_damage() {
     std::fs::remove_file(&gone).expect("remove");
     let left = segs.last().expect("one left").clone();
     // The sealed segment left ends with its footer; its records end before it.
-    let records_end = SessionReader::open(&*storage, S, 1)
-        .expect("reader")
-        .last()
-        .expect("a record")
-        .expect("valid")
-        .end;
+    let records_end = last_record(&storage, S).end;
 
     let store = RuntimeEventStore::open(&owner, config);
     refused_where_the_log_ends(&store, &session_dir(&storage, S), &left, records_end);

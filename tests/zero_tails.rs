@@ -45,10 +45,7 @@ fn records(storage: &dyn makalog::storage::Storage) -> Vec<(u64, Vec<u8>)> {
 fn a_huge_zero_tail_after_the_last_frame_is_neither_read_nor_held() {
     let (_t, storage) = metered();
     let owner = owner_of(&storage);
-    let store = RuntimeEventStore::open(&owner, WriterConfig::default());
-    turn(&store, S, "r1", 1.0);
-    turn(&store, S, "r2", 10.0);
-    store.close().expect("close");
+    two_turns_closed(&owner, S, WriterConfig::default());
     let want_records = records(&*storage);
     let want = rebuild(&*storage, S).expect("rebuild");
     let want_invocations = invocations_from_log(&*storage, &want).expect("invocations");

@@ -69,3 +69,21 @@ pub fn storage_root(storage: &CountingStorage) -> PathBuf {
     use makalog::storage::Storage;
     storage.describe_root()
 }
+
+/// Two turns (runs `r1`, `r2`) in `session` through a store over `owner`'s root with `config`,
+/// then a clean close: a log and a sidecar that covers all of it.
+pub fn two_turns_closed(owner: &Owner, session: &str, config: makalog::segment::WriterConfig) {
+    let store = RuntimeEventStore::open(owner, config);
+    turn(&store, session, "r1", 1.0);
+    turn(&store, session, "r2", 10.0);
+    store.close().expect("close");
+}
+
+/// The last record of `session`'s log, which must be valid to its end.
+pub fn last_record(storage: &CountingStorage, session: &str) -> makalog::segment::Record {
+    makalog::segment::SessionReader::open(storage, session, 1)
+        .expect("reader")
+        .last()
+        .expect("a record")
+        .expect("valid")
+}

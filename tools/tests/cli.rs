@@ -119,12 +119,7 @@ fn read_commands_report_a_log_cut_cleanly_before_what_the_sidecar_recorded_durab
     let (_t, root) = demo_root();
     let (last, seg, _) = last_record(&root, "demo-1");
     // The last record removed whole: every frame left is sound, one record is gone.
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&seg)
-        .expect("open")
-        .set_len(last.offset)
-        .expect("cut");
+    common::cut_at(&seg, last.offset);
     let r = root.to_str().expect("utf8");
     let before = snapshot(&root);
     for cmd in ["messages", "runs", "timeline", "invocations"] {

@@ -98,13 +98,7 @@ fn against_tells_unchanged_grown_truncated_and_missing_logs_apart() {
     let cut = t.path().join("cut");
     copy_dir(&root, &cut);
     let (last, _, _) = common::last_record(&root, "demo-2");
-    let seg = cut.join(&last.file);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&seg)
-        .expect("open")
-        .set_len(last.offset)
-        .expect("cut");
+    common::cut_at(&cut.join(&last.file), last.offset);
     std::fs::remove_file(cut.join("sessions/demo-2/index")).expect("rm sidecar");
     std::fs::remove_dir_all(cut.join("sessions/helper-1")).expect("rm session");
     assert_eq!(makalog(&["verify", s(&cut)]).status.code(), Some(0));

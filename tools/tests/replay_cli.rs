@@ -343,12 +343,7 @@ fn replay_reads_the_log_alone_whatever_the_sidecar_says() {
     let (_t, root) = demo_root();
     let r = root.to_str().expect("utf8");
     let (last, seg, _) = common::last_record(&root, "demo-1");
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&seg)
-        .expect("open")
-        .set_len(last.offset)
-        .expect("cut");
+    common::cut_at(&seg, last.offset);
     let v = replay_json(r, &["--session", "demo-1", "--until", "3"]);
     assert_eq!(
         v["records"],

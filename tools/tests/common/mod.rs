@@ -259,3 +259,13 @@ pub fn export(root: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
     args.extend_from_slice(extra);
     makalog(&args)
 }
+
+/// Cuts `file` (a segment) to `len` bytes: at a frame boundary, what is left is a clean log.
+pub fn cut_at(file: &Path, len: u64) {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(file)
+        .expect("open")
+        .set_len(len)
+        .expect("cut");
+}
