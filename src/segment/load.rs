@@ -19,9 +19,7 @@ pub fn read_segment(storage: &dyn Storage, path: &Path, is_last: bool) -> Result
     if !is_last {
         // A sealed segment ends in its footer, or (a roll interrupted before the zeros were
         // cut) in zeros: only then is it read instead of mapped.
-        let read = |e| Error::io(path, "read", e);
-        let size = file.size().map_err(read)?;
-        if data_end::needed_end(&*file, 0).map_err(read)? == size {
+        if data_end::needed_whole(&*file).map_err(|e| Error::io(path, "read", e))? {
             return storage
                 .map_file(path)
                 .map_err(|e| Error::io(path, "map", e));

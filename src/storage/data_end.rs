@@ -38,7 +38,17 @@ const FIRST_READ: usize = 16 << 10;
 /// Where the bytes from `from` on that a reader needs end: just past the last non-zero byte
 /// (`from` if there is none), then at most [`ZEROS_KEPT`] zeros, within the file.
 pub fn needed_end(file: &dyn StorageFile, from: u64) -> io::Result<u64> {
+    needed_end_within(file, from, file.size()?)
+}
+
+/// True when a reader needs the whole file, to its last byte ([`needed_end`] is its size).
+pub fn needed_whole(file: &dyn StorageFile) -> io::Result<bool> {
     let size = file.size()?;
+    Ok(needed_end_within(file, 0, size)? == size)
+}
+
+/// [`needed_end`] of a file `size` bytes long.
+fn needed_end_within(file: &dyn StorageFile, from: u64, size: u64) -> io::Result<u64> {
     // No more than the zeros kept after `from`: all of it is needed, wherever its last
     // non-zero byte is, and nothing need be read to find it.
     if size.saturating_sub(from) <= ZEROS_KEPT {
@@ -142,6 +152,11 @@ mod tests {
         bytes.resize((last + ZEROS_KEPT + READ_BACK + (1 << 20)) as usize, 0);
         let file = file_of(&bytes);
         assert_eq!(needed_end(&*file, 0).expect("end"), last + ZEROS_KEPT);
+        assert!(
+            !needed_whole(&*file).expect("whole"),
+            "its last zeros are not needed"
+        );
+        assert!(needed_whole(&*file_of(&bytes[..last as usize])).expect("whole"));
         let read = read_needed(&*file, 50).expect("read");
         assert_eq!(read, bytes[50..(last + ZEROS_KEPT) as usize]);
         // From past the last non-zero byte: only the zeros kept.
