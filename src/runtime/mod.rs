@@ -21,6 +21,7 @@ mod manager;
 mod mapping;
 mod open_runs;
 mod recover;
+mod recovery_rules;
 mod restart;
 mod sources;
 mod stops;
@@ -37,7 +38,8 @@ pub use fake::{FakeBackend, FAKE_ASK_USER_QUESTION_PROMPT, FAKE_ERROR_PROMPT_PRE
 pub use intent::{claim_id_of, stable_hash, AgentGraphRunnableIntent};
 pub use manager::{SessionManager, Turn, TurnInput, TurnOutcome};
 pub use open_runs::{read_open_runs, Listing, IDLE_KEPT, OPEN_RUNS_FILE, SLOT_LEN};
-pub use recover::{recovery_reason, RecoveredRun, APP_RESTARTED};
+pub use recover::RecoveredRun;
+pub use recovery_rules::{recovery_reason, APP_RESTARTED, SANDBOX_BOUNDARY_CLOSED};
 pub use restart::RecoveryReport;
 pub use sources::Sources;
 pub use stops::DISPOSED;

@@ -1,19 +1,17 @@
 //! Ending a run a restart interrupted (MAKA-MODEL §12, "Recovery at start"): a run whose
 //! terminal RuntimeEvent is stored keeps it and its commit is finished; any other is failed
-//! with `app_restarted` and the reason the rule table gives, by a synthetic terminal event,
+//! with the class and the reason `recovery_rules` gives, by a synthetic terminal event,
 //! the header, `run_failed`, the turn's `turn_state` and the session's status. Every step is
 //! skipped once done, so recovery interrupted and run again writes each step once.
 
 use super::begin::runtime_event;
 use super::manager::Inner;
+use super::recovery_rules::{failure_class, is_recovery_class, recovery_reason, APP_RESTARTED};
 use crate::error::Result;
 use crate::index::SessionRecord;
 use crate::model::{RunEvent, RunHeader, SessionHeader, StoredMessage};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
-
-/// The failure class every recovered run gets.
-pub const APP_RESTARTED: &str = "app_restarted";
 
 /// What recovering one run did.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,30 +21,10 @@ pub struct RecoveredRun {
     /// The rule's reason, or `runtime_event_terminal_fact` when the run's terminal event
     /// was already stored (unless an earlier recovery stored it: then that recovery's reason).
     pub recovery_reason: String,
-}
-
-/// The reason rule table of §12 (HEAD), first match wins: `status` is the run header's,
-/// `last` the type of its last run event that is not `event_corrupt`.
-pub fn recovery_reason(status: &str, last: Option<&str>, has_terminal_event: bool) -> &'static str {
-    match last {
-        Some("model_stream_completed") if !has_terminal_event => {
-            "model_stream_completed_without_runtime_terminal"
-        }
-        _ if status == "waiting_for_user" => "stale_user_wait",
-        Some("permission_requested" | "permission_failed") => "stale_user_wait",
-        Some("tool_started") => "tool_interrupted",
-        _ if matches!(status, "created" | "running") => "run_interrupted",
-        None => "run_interrupted",
-        Some(
-            "run_created"
-            | "run_started"
-            | "turn_started"
-            | "model_resolved"
-            | "model_stream_started"
-            | "run_status_changed",
-        ) => "run_interrupted",
-        Some(_) => "non_terminal_run_recovered",
-    }
+    /// How the run ended: `failed`, `completed` or `aborted`.
+    pub status: String,
+    /// The failure class its terminal event states, for a failed run.
+    pub failure_class: Option<String>,
 }
 
 /// Ends `run`, whose terminal commit is missing, or whose turn's end a crash cut short after
@@ -90,6 +68,7 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
                 .iter()
                 .any(|t| crate::model::RunEvent::is_terminal_type(t));
             let reason = recovery_reason(run.status(), last, has_terminal);
+            let fc = failure_class(run_event_types.iter().map(String::as_str));
             let mut d = Map::new();
             d.insert("recoveryReason".into(), json!(reason));
             if let Some(last) = last {
@@ -105,13 +84,12 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
                 .unwrap_or_else(|| format!("recovery-{run_id}"));
             let mut delta = d.clone();
             delta.insert("recovered".into(), json!(true));
-            delta.insert("failureClass".into(), json!(APP_RESTARTED));
+            delta.insert("failureClass".into(), json!(fc));
             let event = json!({
                 "id": inner.sources.new_id(), "invocationId": invocation, "runId": run_id,
                 "sessionId": session_id, "turnId": turn_id, "ts": inner.sources.now(),
                 "partial": false, "role": "system", "author": "system", "status": "failed",
-                "content": {"kind": "error", "code": APP_RESTARTED, "reason": APP_RESTARTED,
-                            "message": APP_RESTARTED},
+                "content": {"kind": "error", "code": fc, "reason": fc, "message": fc},
                 "actions": {"endInvocation": true, "stateDelta": delta},
             });
             d.insert("recovered".into(), json!(true));
@@ -133,21 +111,27 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
     stores
         .runs
         .commit_terminal_then(session_id, run_id, &terminal, extras, &then)?;
+    let class = &terminal.value()["actions"]["stateDelta"]["failureClass"];
     Ok(RecoveredRun {
         session_id: session_id.to_owned(),
         run_id: run_id.to_owned(),
         recovery_reason: reason,
+        status: status.to_owned(),
+        failure_class: class
+            .as_str()
+            .filter(|_| status == "failed")
+            .map(str::to_owned),
     })
 }
 
-/// When `terminal` is the synthetic event of a recovery (failed, by the system, with code
-/// `app_restarted`, its state delta saying `recovered` with a reason): that reason, and the
+/// When `terminal` is the synthetic event of a recovery (failed, by the system, its code a
+/// class recovery gives, its state delta saying `recovered` with a reason): that reason, and the
 /// run_failed data that recovery wrote it with (the terminal commit adds the failure class).
 fn recovered_by(terminal: &crate::event::RuntimeEvent) -> Option<(String, Map<String, Value>)> {
     let v = terminal.value();
     let synthetic = v["status"] == json!("failed")
         && v["author"] == json!("system")
-        && v["content"]["code"] == json!(APP_RESTARTED);
+        && v["content"]["code"].as_str().is_some_and(is_recovery_class);
     let delta = v["actions"]["stateDelta"].as_object()?;
     if !synthetic || delta.get("recovered") != Some(&json!(true)) {
         return None;
@@ -167,7 +151,7 @@ fn recovered_by(terminal: &crate::event::RuntimeEvent) -> Option<(String, Map<St
 
 /// The runs of `runs` (session `session_id`'s) that a recovery ended but a crash cut short
 /// after its `run_failed`, the `turn_state` queued behind it lost: session-inline runs failed
-/// with `app_restarted`, their terminal run event and recovery's own terminal RuntimeEvent
+/// with a class recovery gives, their terminal run event and recovery's own terminal RuntimeEvent
 /// stored, whose turn's latest `turn_state` says something else (and no later run took the
 /// turn). A turn with no `turn_state` claims nothing and is left as it is, as is a run any of
 /// whose reads fails (its own ending reads it again where that is needed), so no ledger
@@ -181,7 +165,7 @@ pub(crate) fn recoveries_cut_short(
     let ended_by_recovery = |run: &&RunHeader| {
         let v = run.value();
         run.status() == "failed"
-            && v["failureClass"] == json!(APP_RESTARTED)
+            && v["failureClass"].as_str().is_some_and(is_recovery_class)
             && v.get("parentRunId").is_none()
             && stores
                 .runs

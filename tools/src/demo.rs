@@ -153,7 +153,17 @@ fn say_recovery(when: &str, r: &RecoveryReport) {
     let reasons: Vec<String> = r
         .recovered
         .iter()
-        .map(|x| format!("{}/{} ({})", x.session_id, x.run_id, x.recovery_reason))
+        .map(|x| {
+            let class = x.failure_class.as_deref().map(|c| format!("/{c}"));
+            format!(
+                "{}/{} {}{} ({})",
+                x.session_id,
+                x.run_id,
+                x.status,
+                class.unwrap_or_default(),
+                x.recovery_reason
+            )
+        })
         .collect();
     let n = r.recovered.len();
     let plural = |k: usize| if k == 1 { "" } else { "s" };
@@ -163,7 +173,7 @@ fn say_recovery(when: &str, r: &RecoveryReport) {
         "the sessions the open-runs file names"
     };
     say!(
-        "recovery {when}: visited {which}: {} session{}; {n} interrupted run{} ended as failed/app_restarted{}",
+        "recovery {when}: visited {which}: {} session{}; {n} interrupted run{} ended{}",
         r.sessions,
         plural(r.sessions),
         plural(n),

@@ -44,7 +44,8 @@ fn running_demo_again_extends_the_same_root_and_runs_no_claim_twice() {
         "{out}"
     );
     assert!(
-        out.contains("1 interrupted run ended as failed/app_restarted"),
+        out.contains("1 interrupted run ended: ")
+            && out.contains(" failed/app_restarted (stale_user_wait)"),
         "{out}"
     );
     assert!(count() > before.0, "new turns were written");
