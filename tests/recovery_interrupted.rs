@@ -123,7 +123,8 @@ fn recover_twice(stores: &Arc<ExecutionStores>, s: &str, expected: &[&str]) {
         stores.clone(),
         BackendRegistry::with_fake(),
         Sources::system(),
-    );
+    )
+    .expect("manager");
     let report = manager.recover_interrupted_sessions().expect("recover");
     let ended: Vec<&str> = report.recovered.iter().map(|r| r.run_id.as_str()).collect();
     assert_eq!(ended, expected, "{report:?}");
@@ -245,7 +246,8 @@ fn a_cut_recovery_does_not_hide_a_turn_end_cut_after_its_commit() {
         stores.clone(),
         BackendRegistry::with_fake(),
         Sources::system(),
-    );
+    )
+    .expect("manager");
     let report = manager.recover_interrupted_sessions().expect("recover");
     let ended: Vec<&str> = report.recovered.iter().map(|r| r.run_id.as_str()).collect();
     assert_eq!(

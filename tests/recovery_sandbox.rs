@@ -102,6 +102,7 @@ fn manager(stores: &Arc<ExecutionStores>) -> SessionManager {
         BackendRegistry::with_fake(),
         Sources::system(),
     )
+    .expect("manager")
 }
 
 #[test]

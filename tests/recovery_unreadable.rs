@@ -40,7 +40,8 @@ fn an_unreadable_session_is_skipped_and_the_others_recovered_without_the_file() 
         stores.clone(),
         BackendRegistry::with_fake(),
         Sources::system(),
-    );
+    )
+    .expect("manager");
     let report = manager
         .recover_interrupted_sessions()
         .expect("recovery goes on past an unreadable session");

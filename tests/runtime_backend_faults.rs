@@ -143,7 +143,7 @@ fn fixture(fault: Fault) -> Fixture {
         assert!(fault != Fault::PanicInFactory, "the factory panics");
         Arc::new(Scripted(fault, Default::default()))
     });
-    let manager = SessionManager::new(stores, registry, ticking_sources());
+    let manager = SessionManager::new(stores, registry, ticking_sources()).expect("manager");
     for (id, backend) in [("s", "ai-sdk"), ("other", "fake")] {
         manager
             .create_session(json!({"id": id, "backend": backend, "model": "m"}))

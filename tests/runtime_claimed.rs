@@ -27,7 +27,8 @@ async fn a_retry_after_a_dropped_call_waits_for_the_live_run_instead_of_failing_
         stores.clone(),
         BackendRegistry::with_fake(),
         Sources::system(),
-    );
+    )
+    .expect("manager");
     let call = || claimed_run(&claim, &intent, prompt);
     let first = tokio::time::timeout(
         Duration::from_millis(200),
@@ -119,7 +120,8 @@ async fn a_disposed_runtime_refuses_a_claimed_run_and_marks_nothing() {
         stores.clone(),
         BackendRegistry::with_instant_fake(),
         Sources::system(),
-    );
+    )
+    .expect("manager");
     manager.dispose().expect("dispose");
     let refused = manager
         .run_claimed_agent_graph_intent(claimed_run(&claim, &intent, prompt))

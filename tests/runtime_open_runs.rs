@@ -15,6 +15,7 @@ fn manager_over(stores: &Arc<makalog::store::ExecutionStores>) -> SessionManager
         BackendRegistry::with_fake(),
         Sources::system(),
     )
+    .expect("manager")
 }
 
 /// A turn left waiting for an answer when the process stops: its run stays open.
@@ -60,6 +61,7 @@ async fn recovery_visits_the_sessions_the_open_runs_file_names_and_scans_all_whe
         read_open_runs(&*storage).expect("read"),
         Listing::Open(vec![("idle-3".into(), run.clone())])
     );
+    drop(manager);
     let restarted = manager_over(&stores);
     let report = restarted.recover_interrupted_sessions().expect("recover");
     assert!(!report.scanned_all);
@@ -100,6 +102,7 @@ async fn recovery_of_many_sessions_at_once_ends_each_run_once_in_session_order()
             .expect("session");
         leave_waiting(&manager, id).await;
     }
+    drop(manager);
     let restarted = manager_over(&stores);
     let report = restarted.recover_interrupted_sessions().expect("recover");
     assert!(report.skipped.is_empty(), "{:?}", report.skipped);
@@ -221,11 +224,13 @@ async fn slots_of_an_earlier_life_are_reused_once_a_recovery_ended_their_runs() 
     assert_eq!(len(), SLOT_LEN as u64, "s-0's run in slot 0");
     // The next life runs a turn before it recovers: slot 0 is an earlier life's, so s-1 takes
     // slot 1 (and keeps it while idle).
+    drop(manager);
     let restarted = SessionManager::new(
         stores.clone(),
         BackendRegistry::with_instant_fake(),
         Sources::system(),
-    );
+    )
+    .expect("manager");
     let input = TurnInput {
         text: "hello".into(),
         ..TurnInput::default()
@@ -284,8 +289,10 @@ fn tracked_session(id: &str) -> Tracked {
 async fn an_archived_sessions_interrupted_run_is_ended_by_a_start_after_unarchiving() {
     use makalog::runtime::{read_open_runs, Listing, OPEN_RUNS_FILE};
     let f = tracked_session("s");
-    let (storage, stores, manager) = (&f.storage, &f.stores, &f.manager);
-    leave_waiting(manager, "s").await;
+    let (storage, stores) = (&f.storage, &f.stores);
+    leave_waiting(&f.manager, "s").await;
+    // Each recovery below is a start of its own.
+    drop(f.manager);
     let run = stores.runs.list_session_runs("s").expect("runs")[0]
         .run_id()
         .to_owned();
@@ -375,11 +382,13 @@ async fn a_busy_sessions_earlier_interrupted_run_is_ended_by_a_later_start() {
         .run_id()
         .to_owned();
     // The next life starts a turn in `s` before its recovery; the turn is in flight during it.
+    drop(f.manager);
     let life = SessionManager::new(
         stores.clone(),
         BackendRegistry::with_instant_fake(),
         Sources::system(),
-    );
+    )
+    .expect("manager");
     let asking = TurnInput {
         text: FAKE_ASK_USER_QUESTION_PROMPT.into(),
         ..TurnInput::default()
@@ -408,6 +417,7 @@ async fn a_busy_sessions_earlier_interrupted_run_is_ended_by_a_later_start() {
         let turn = life.send_message(&id, input).await.expect("send");
         turn.finish().await.expect("turn");
     }
+    drop(life);
     let report = manager_over(stores)
         .recover_interrupted_sessions()
         .expect("recover");
@@ -429,7 +439,8 @@ async fn turns_ended_before_the_file_existed_are_not_named_in_it() {
         stores.clone(),
         BackendRegistry::with_instant_fake(),
         Sources::system(),
-    );
+    )
+    .expect("manager");
     manager
         .create_session(json!({"id": "s", "backend": "fake", "model": "m"}))
         .expect("session");

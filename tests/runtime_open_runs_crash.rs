@@ -27,7 +27,8 @@ fn life(storage: &Arc<SimStorage>) -> Life {
         stores.clone(),
         BackendRegistry::with_instant_fake(),
         Sources::system(),
-    );
+    )
+    .expect("manager");
     Life {
         _owner: owner,
         stores,

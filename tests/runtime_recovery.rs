@@ -151,7 +151,8 @@ fn every_interrupted_run_is_ended_once_and_a_second_recovery_writes_nothing() {
         stores.clone(),
         BackendRegistry::with_fake(),
         Sources::system(),
-    );
+    )
+    .expect("manager");
 
     let report = manager.recover_interrupted_sessions().expect("recover");
     let mut reasons: Vec<(String, String)> = report
@@ -276,7 +277,8 @@ fn a_recovery_interrupted_after_its_terminal_event_finishes_with_that_event() {
         stores.clone(),
         BackendRegistry::with_fake(),
         Sources::system(),
-    );
+    )
+    .expect("manager");
     let report = manager.recover_interrupted_sessions().expect("recover");
     let reasons: Vec<&str> = report
         .recovered
@@ -381,7 +383,8 @@ fn a_running_header_over_runs_ended_without_a_terminal_event_is_left_as_it_is() 
         stores.clone(),
         BackendRegistry::with_fake(),
         Sources::system(),
-    );
+    )
+    .expect("manager");
     let report = manager.recover_interrupted_sessions().expect("recover");
     assert!(report.recovered.is_empty(), "{report:?}");
     assert!(report.skipped.is_empty(), "{report:?}");
@@ -421,7 +424,8 @@ fn a_continuation_owned_run_is_skipped_and_kept_while_the_others_are_ended() {
             stores.clone(),
             BackendRegistry::with_fake(),
             Sources::system(),
-        );
+        )
+        .expect("manager");
         let report = manager.recover_interrupted_sessions().expect("recover");
         let skipped: Vec<&str> = report.skipped.iter().map(|s| s.0.as_str()).collect();
         assert_eq!(skipped, ["continued/r-owned"], "{report:?}");

@@ -33,7 +33,8 @@ fn fixture() -> Fixture {
         stores,
         BackendRegistry::with_instant_fake(),
         Sources::system(),
-    );
+    )
+    .expect("manager");
     Fixture {
         _t: t,
         storage,

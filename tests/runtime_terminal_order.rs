@@ -21,7 +21,8 @@ async fn a_turns_terminal_event_reaches_the_caller_only_after_its_run_ended_dura
         stores.clone(),
         BackendRegistry::with_instant_fake(),
         Sources::system(),
-    );
+    )
+    .expect("manager");
     manager
         .create_session(json!({"id": "s", "backend": "fake", "model": "m"}))
         .expect("session");
@@ -95,7 +96,8 @@ async fn a_terminal_event_waits_for_its_commit_while_the_backend_lingers() {
     let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
     let mut registry = BackendRegistry::default();
     registry.register("fake", |_| Arc::new(Lingering));
-    let manager = SessionManager::new(stores.clone(), registry, Sources::system());
+    let manager =
+        SessionManager::new(stores.clone(), registry, Sources::system()).expect("manager");
     manager
         .create_session(json!({"id": "s", "backend": "fake", "model": "m"}))
         .expect("session");

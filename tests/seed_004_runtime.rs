@@ -56,7 +56,7 @@ async fn the_invocation_index_returns_the_same_inventory_as_a_rebuild_from_event
             *c
         },
     );
-    let manager = SessionManager::new(stores.clone(), backends, sources);
+    let manager = SessionManager::new(stores.clone(), backends, sources).expect("manager");
     let root = storage.describe_root().display().to_string();
     let session = manager
         .create_session(

@@ -31,7 +31,7 @@ impl ExecutionComposition {
         sources: Sources,
     ) -> Result<Self> {
         let stores = Arc::new(open_execution_stores_with(owner, config)?);
-        let manager = SessionManager::new(stores.clone(), registry, sources);
+        let manager = SessionManager::new(stores.clone(), registry, sources)?;
         Ok(ExecutionComposition { stores, manager })
     }
 

@@ -104,6 +104,12 @@ pub(crate) struct Inner {
     pub(super) live: Arc<LiveTurns>,
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stores.detach_runtime();
+    }
+}
+
 /// Creates sessions and runs their turns.
 #[derive(Clone)]
 pub struct SessionManager {
@@ -112,9 +118,15 @@ pub struct SessionManager {
 
 impl SessionManager {
     /// A manager over `stores`, making backends from `registry`, with ids and time from
-    /// `sources`.
-    pub fn new(stores: Arc<ExecutionStores>, registry: BackendRegistry, sources: Sources) -> Self {
-        SessionManager {
+    /// `sources`. One runs over a store at a time: a second is refused
+    /// ([`Error::AlreadyOpen`]) until the first, its clones and its turns are gone.
+    pub fn new(
+        stores: Arc<ExecutionStores>,
+        registry: BackendRegistry,
+        sources: Sources,
+    ) -> Result<Self> {
+        stores.attach_runtime()?;
+        Ok(SessionManager {
             inner: Arc::new(Inner {
                 stores,
                 sources,
@@ -127,7 +139,7 @@ impl SessionManager {
                 open_runs: Mutex::default(),
                 live: Arc::default(),
             }),
-        }
+        })
     }
 
     /// The stores the manager writes.
@@ -321,7 +333,8 @@ mod tests {
             .expect("lease");
         let stores =
             Arc::new(crate::store::open_execution_stores_for_write(&owner).expect("stores"));
-        let m = SessionManager::new(stores, BackendRegistry::with_fake(), Sources::system());
+        let m = SessionManager::new(stores, BackendRegistry::with_fake(), Sources::system())
+            .expect("manager");
         let held = m.turn_lock("held").expect("lock");
         drop(m.turn_lock("looked").expect("lock"));
         m.forget_turn_lock("held").expect("forget");

@@ -6,6 +6,7 @@ use crate::claims::ClaimsLog;
 use crate::error::{Error, Result};
 use crate::root::Owner;
 use crate::segment::WriterConfig;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The execution stores of a root.
@@ -14,6 +15,9 @@ pub struct ExecutionStores {
     pub runs: AgentRunStore,
     pub runtime_events: Arc<RuntimeEventStore>,
     pub claims: Arc<ClaimsLog>,
+    /// Set while a runtime runs over the stores: its live turns, claimed calls and open-runs
+    /// slots are its own, so a second would recover the first one's live turns as interrupted.
+    runtime: AtomicBool,
 }
 
 /// Opens the claims log (recovering it) and the stores over the owner's root, and completes
@@ -36,10 +40,29 @@ pub fn open_execution_stores_with(owner: &Owner, config: WriterConfig) -> Result
         runs: AgentRunStore::new(runtime_events.clone()),
         runtime_events,
         claims,
+        runtime: AtomicBool::new(false),
     })
 }
 
 impl ExecutionStores {
+    /// Marks a runtime as running over the stores; refused while another does.
+    pub(crate) fn attach_runtime(&self) -> Result<()> {
+        self.runtime
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .map(drop)
+            .map_err(|_| Error::AlreadyOpen {
+                what: "a runtime over these stores (one SessionManager a store: a second \
+                       would take the first one's live turns for interrupted ones)"
+                    .into(),
+            })
+    }
+
+    /// The runtime over the stores is gone.
+    pub(crate) fn detach_runtime(&self) {
+        debug_assert!(self.runtime.load(Ordering::Acquire));
+        self.runtime.store(false, Ordering::Release);
+    }
+
     /// Closes every store: sessions synced, their sidecars written and zeros cut, the claims
     /// log closed; reports the first failure after trying all.
     pub fn close(self) -> Result<()> {
@@ -48,6 +71,7 @@ impl ExecutionStores {
             runs,
             runtime_events,
             claims,
+            runtime: _,
         } = self;
         drop((sessions, runs));
         let in_use = || Error::InvalidInput("a store is still in use while it closes".into());

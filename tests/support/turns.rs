@@ -19,7 +19,8 @@ pub fn fixture() -> Fixture {
     let (t, storage) = super::temp_root();
     let owner = super::owner(&storage);
     let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let manager = SessionManager::new(stores, BackendRegistry::with_fake(), ticking_sources());
+    let manager = SessionManager::new(stores, BackendRegistry::with_fake(), ticking_sources())
+        .expect("manager");
     Fixture {
         _t: t,
         storage,
