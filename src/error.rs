@@ -94,4 +94,18 @@ impl Error {
             what: what.into(),
         }
     }
+
+    /// The failures of `results`, each tried: none, the one, or all of them as
+    /// [`Error::Several`] (`what` says what was being done).
+    pub fn all(what: &str, results: impl IntoIterator<Item = Result<()>>) -> Result<()> {
+        let mut errors: Vec<Error> = results.into_iter().filter_map(Result::err).collect();
+        match errors.len() {
+            0 => Ok(()),
+            1 => Err(errors.remove(0)),
+            _ => Err(Error::Several {
+                what: what.to_owned(),
+                errors,
+            }),
+        }
+    }
 }

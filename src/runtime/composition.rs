@@ -69,10 +69,17 @@ impl ExecutionComposition {
     fn close_stores(self, disposed: Result<()>) -> Result<()> {
         let ExecutionComposition { stores, manager } = self;
         drop(manager);
-        let stores = Arc::try_unwrap(stores).map_err(|_| {
-            Error::InvalidInput("the composition's stores are still in use while it closes".into())
-        })?;
-        disposed.and(stores.close())
+        let closed = Arc::try_unwrap(stores)
+            .map_err(|_| {
+                Error::InvalidInput(
+                    "the composition's stores are still in use while it closes".into(),
+                )
+            })
+            .and_then(ExecutionStores::close);
+        Error::all(
+            "the runtime's disposal and the stores' close failed",
+            [disposed, closed],
+        )
     }
 
     /// Closes after `journey`: its answer when both succeed; its error or the close's when one

@@ -64,7 +64,7 @@ impl ExecutionStores {
     }
 
     /// Closes every store: sessions synced, their sidecars written and zeros cut, the claims
-    /// log closed; reports the first failure after trying all.
+    /// log closed; reports every failure after trying all.
     pub fn close(self) -> Result<()> {
         let ExecutionStores {
             sessions,
@@ -81,6 +81,27 @@ impl ExecutionStores {
         let claims = Arc::try_unwrap(claims)
             .map_err(|_| in_use())
             .and_then(ClaimsLog::close);
-        events.and(claims)
+        Error::all("the stores' close failed", [events, claims])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A close that fails for both stores reports both.
+    #[test]
+    fn a_close_reports_every_store_that_failed() {
+        let t = tempfile::tempdir().expect("tmp");
+        let owner = crate::root::try_acquire_owner(t.path())
+            .expect("root")
+            .expect("lease");
+        let stores = open_execution_stores_for_write(&owner).expect("stores");
+        let held = (stores.runtime_events.clone(), stores.claims.clone());
+        match stores.close() {
+            Err(Error::Several { errors, .. }) => assert_eq!(errors.len(), 2, "{errors:?}"),
+            other => panic!("expected both stores' errors, got {other:?}"),
+        }
+        drop(held);
     }
 }
