@@ -11,6 +11,7 @@ use crate::root::{read_marker, MARKER_FILE};
 use crate::segment::check::check_session;
 use crate::segment::layout::{list_session, list_sessions, session_dir, SESSIONS_DIR};
 use crate::segment::load::scan_session_files;
+use crate::storage::data_end::needed_end;
 use crate::storage::{Cut, CutView, OpenMode, Storage};
 use crate::verify::payload_problems;
 use std::path::{Path, PathBuf};
@@ -265,28 +266,36 @@ pub fn write(
     Ok(report)
 }
 
-/// Copies one file as `from` shows it, in chunks, and syncs it; returns its length.
+/// Copies one file as `from` shows it, in chunks, and syncs it; returns its length. Zeros
+/// after the data are no data (FORMAT.md): only as many as a reader needs are kept
+/// ([`needed_end`]), and a chunk of zeros is left a hole, so a sparse tail stays sparse.
 fn copy_file(from: &dyn Storage, to: &dyn Storage, path: &Path) -> Result<u64> {
     const CHUNK: usize = 1 << 20;
     let src = from
         .open(path, OpenMode::Read)
         .map_err(|e| Error::io(path, "open", e))?;
+    let end = needed_end(&*src, 0).map_err(|e| Error::io(path, "read", e))?;
     let dst = to
         .open(path, OpenMode::CreateNew)
         .map_err(|e| Error::io(path, "create", e))?;
     let mut buf = vec![0u8; CHUNK];
     let mut at = 0u64;
-    loop {
+    while at < end {
+        let want = (end - at).min(CHUNK as u64) as usize;
         let n = src
-            .read_full_at(&mut buf, at)
+            .read_full_at(&mut buf[..want], at)
             .map_err(|e| Error::io(path, "read", e))?;
         if n == 0 {
             break;
         }
-        dst.write_all_at(&buf[..n], at)
-            .map_err(|e| Error::io(path, "write", e))?;
+        if buf[..n].iter().any(|&b| b != 0) {
+            dst.write_all_at(&buf[..n], at)
+                .map_err(|e| Error::io(path, "write", e))?;
+        }
         at += n as u64;
     }
+    dst.set_len(at)
+        .map_err(|e| Error::io(path, "set length", e))?;
     dst.sync_data().map_err(|e| Error::io(path, "sync", e))?;
     Ok(at)
 }

@@ -198,3 +198,56 @@ fn salvage_refuses_an_existing_target_an_unknown_session_and_a_non_root_writing_
         assert!(!into.exists(), "{args:?} wrote nothing");
     }
 }
+
+/// A log whose last segment, and a claims log, claim 1 GiB of zeros after their data (sparse
+/// files: no data, and nothing to their maker): the new root gets the data and at most the
+/// zeros a reader needs (the longest frame's worth), and spends no disk on zeros.
+#[test]
+fn a_huge_zero_tail_is_not_copied_out_densely() {
+    use std::os::unix::fs::MetadataExt;
+    let (t, root) = demo_root();
+    let dir = root.join("sessions").join("demo-1");
+    let mut segments: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+        .collect();
+    segments.sort();
+    let last = segments.last().expect("a segment").clone();
+    let claims = root.join("claims.log");
+    let mut data = Vec::new();
+    for path in [&last, &claims] {
+        data.push(std::fs::read(path).expect("read"));
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .expect("open");
+        f.set_len(1 << 30).expect("grow");
+    }
+    let into = t.path().join("salvaged");
+    let out = makalog(&["salvage", s(&root), "--into", s(&into)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(&format!("verify {}: clean", into.display())));
+    // The longest frame a header allows, 16 MiB and its 57 bytes of framing.
+    let zeros_kept = (16 << 20) + 57;
+    for (path, had) in [&last, &claims].into_iter().zip(&data) {
+        let copy = into.join(path.strip_prefix(&root).expect("under"));
+        let meta = std::fs::metadata(&copy).expect("copied");
+        let len = had.len() as u64;
+        assert!(
+            meta.len() >= len && meta.len() <= len + zeros_kept,
+            "{}: {} bytes for {len} of data",
+            copy.display(),
+            meta.len()
+        );
+        assert!(
+            meta.blocks() * 512 <= len + (1 << 20),
+            "{}: {} bytes on disk for {len} of data",
+            copy.display(),
+            meta.blocks() * 512
+        );
+        let bytes = std::fs::read(&copy).expect("read");
+        assert_eq!(&bytes[..had.len()], &had[..], "the data copied as it was");
+        assert!(bytes[had.len()..].iter().all(|&b| b == 0));
+    }
+}
