@@ -59,3 +59,58 @@ fn an_unreadable_session_is_skipped_and_the_others_recovered_without_the_file() 
     assert!(again.recovered.is_empty(), "{again:?}");
     assert_eq!(again.skipped.len(), 1, "{again:?}");
 }
+
+/// Without the file, with a session unreadable, the others are still read the way the listing
+/// reads them: only a session with a run to end is opened for writing, not every one.
+#[test]
+fn without_the_file_only_sessions_with_runs_to_end_are_opened_for_writing() {
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let (w, _) = SegmentWriter::open(&owner, "bad", WriterConfig::default()).expect("writer");
+    w.append(
+        RecordKind::SessionHeader,
+        br#"{"not":"a header"}"#,
+        Durability::Durable,
+    )
+    .expect("append");
+    drop(w);
+    {
+        let stores = open_execution_stores_for_write(&owner).expect("stores");
+        for n in 0..5 {
+            stores
+                .sessions
+                .create(session_header(&format!("idle-{n}"), 1))
+                .expect("session");
+        }
+        stores
+            .sessions
+            .create(session_header("good", 1))
+            .expect("session");
+        stores
+            .runs
+            .create_run(json!({"runId": "r1", "sessionId": "good", "turnId": "t1",
+                "llmConnectionSlug": "fake", "modelId": "m", "cwd": "/w", "status": "created",
+                "backendKind": "fake", "permissionMode": "ask", "createdAt": 1, "updatedAt": 1}))
+            .expect("run");
+        stores.close().expect("close");
+    }
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    assert_eq!(stores.runtime_events.open_sessions(), 0);
+    let manager = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_fake(),
+        Sources::system(),
+    )
+    .expect("manager");
+    let report = manager.recover_interrupted_sessions().expect("recover");
+    assert!(report.scanned_all);
+    let ended: Vec<&str> = report.recovered.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(ended, ["r1"]);
+    let skipped: Vec<&str> = report.skipped.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(skipped, ["bad"], "{:?}", report.skipped);
+    assert_eq!(
+        stores.runtime_events.open_sessions(),
+        1,
+        "only `good`, whose run was ended, is open for writing"
+    );
+}

@@ -86,13 +86,19 @@ impl SessionManager {
                         .into_iter()
                         .map(|h| (h.id().to_owned(), Some(h)))
                         .collect(),
-                    // A session that cannot be read fails the listing: each is then visited
-                    // by its id, so that one is reported and skipped, as a named one is.
+                    // A session that cannot be read fails the listing: each header is then
+                    // read on its own, as the listing reads it (nothing opened for writing),
+                    // and one that cannot be is visited by its id, so it is reported and
+                    // skipped as a named one is.
                     Err(_) => stores
                         .sessions
                         .session_ids()?
                         .into_iter()
-                        .map(|id| (id, None))
+                        .filter_map(|id| match stores.sessions.read_session(&id) {
+                            Ok(Some(h)) => Some((id, Some(h))),
+                            Ok(None) => None,
+                            Err(_) => Some((id, None)),
+                        })
                         .collect(),
                 }
             }
