@@ -174,13 +174,15 @@ impl<'a> Writer<'a> {
                 );
                 return Some((e, ending));
             }
-            SessionEvent::Abort { id, ts, .. } => {
+            SessionEvent::Abort { id, ts, reason, .. } => {
                 let ending = Ending {
                     status: "aborted",
                     failure_class: None,
                 };
-                let source = abort_source().unwrap_or_else(|| "stop_button".into());
-                let e = terminal_event(ids, id, *ts, "user_stop", &ending, None, Some(&source));
+                // A stop the runtime asked for names its source; an abort the backend made on
+                // its own (a timeout, a crash, a redirect) is its reason's.
+                let source = abort_source().unwrap_or_else(|| reason.clone());
+                let e = terminal_event(ids, id, *ts, reason, &ending, None, Some(&source));
                 return Some((e, ending));
             }
         }
