@@ -35,7 +35,7 @@ fn a_turn_is_admitted_once_and_a_repeat_is_answered_from_the_stored_record() {
         other => panic!("expected admitted, got {other:?}"),
     };
     let root = storage.describe_root();
-    let size = || stores::session_bytes(&root, "s");
+    let size = || stores::session_files(&root, "s");
     let before = size();
     match s
         .runs
@@ -101,7 +101,7 @@ fn a_turn_record_of_another_session_is_refused_with_nothing_written() {
         .create(session_header("other", 1))
         .expect("session");
     let root = storage.describe_root();
-    let before = stores::session_bytes(&root, "other");
+    let before = stores::session_files(&root, "other");
     let admission = makalog::model::RootTurnAdmission::from_value(admission("t1", "go", 10))
         .expect("an admission of s");
     let err = s
@@ -121,7 +121,7 @@ fn a_turn_record_of_another_session_is_refused_with_nothing_written() {
     assert_eq!(batch.queued(), 0);
     batch.commit().expect("nothing to commit");
     assert_eq!(
-        stores::session_bytes(&root, "other"),
+        stores::session_files(&root, "other"),
         before,
         "nothing written"
     );

@@ -13,7 +13,7 @@ use makalog::storage::Storage;
 use makalog::store::{open_execution_stores_for_write, ExecutionStores};
 use serde_json::{json, Value};
 use std::sync::Arc;
-use support::stores::{run_header, session_bytes, session_header};
+use support::stores::{run_header, session_files, session_header};
 
 const CLOSED: &str = "sandbox_boundary_closed_by_restart";
 
@@ -204,10 +204,10 @@ fn a_run_waiting_on_a_sandbox_request_is_failed_as_the_restart_closing_it() {
     ended_as(&stores, s, "r-again", CLOSED, "run_interrupted");
 
     let root = storage.describe_root();
-    let before = session_bytes(&root, s);
+    let before = session_files(&root, s);
     let again = m.recover_interrupted_sessions().expect("again");
     assert!(again.recovered.is_empty(), "{:?}", again.recovered);
-    assert_eq!(session_bytes(&root, s), before, "the second wrote nothing");
+    assert_eq!(session_files(&root, s), before, "the second wrote nothing");
 }
 
 /// A recovery killed after its `run_failed` (the turn's state and the session's status lost)

@@ -133,7 +133,7 @@ fn each_run_rule_refuses_with_nothing_written() {
     s.sessions.create(session_header("s", 1)).expect("session");
     s.runs.create_run(run("r", 1)).expect("run");
     let root = storage.describe_root();
-    let size = || stores::session_bytes(&root, "s");
+    let size = || stores::session_files(&root, "s");
     let before = size();
     match s.runs.create_run(run("r", 2)) {
         Err(Error::InvalidRecord { field, .. }) => assert_eq!(field, "runId"),
@@ -191,7 +191,7 @@ fn a_record_whose_text_would_not_read_back_is_refused_with_nothing_written() {
     s.sessions.create(session_header("s", 1)).expect("session");
     s.runs.create_run(run("r", 1)).expect("run");
     let root = storage.describe_root();
-    let size = || stores::session_bytes(&root, "s");
+    let size = || stores::session_files(&root, "s");
     let before = size();
     // The event is level 1 and `data` level 2 of the parser's 256.
     let nested = |arrays: usize| (0..arrays).fold(json!([]), |inner, _| json!([inner]));

@@ -13,7 +13,7 @@ use makalog::store::open_execution_stores_for_write;
 use makalog::Error;
 use serde_json::json;
 use std::sync::Arc;
-use support::stores::session_bytes;
+use support::stores::session_files;
 
 fn manager(stores: &Arc<makalog::store::ExecutionStores>) -> makalog::Result<SessionManager> {
     SessionManager::new(
@@ -43,7 +43,7 @@ async fn a_second_manager_over_one_store_is_refused_while_the_first_lives() {
         }
     }
     let root = storage.describe_root();
-    let before = session_bytes(&root, "s");
+    let before = session_files(&root, "s");
 
     let second = manager(&stores);
     assert!(
@@ -57,7 +57,7 @@ async fn a_second_manager_over_one_store_is_refused_while_the_first_lives() {
         .recover_interrupted_sessions()
         .expect("recover");
     assert!(report.recovered.is_empty(), "{report:?}");
-    assert_eq!(session_bytes(&root, "s"), before, "nothing written");
+    assert_eq!(session_files(&root, "s"), before, "nothing written");
 
     // The live turn ends as it would have; once the first runtime is gone a next one may run.
     assert!(first.stop("s", "stop_button").expect("stop"));

@@ -238,11 +238,11 @@ fn every_interrupted_run_is_ended_once_and_a_second_recovery_writes_nothing() {
     assert_eq!(header.value()["status"], json!("active"));
 
     let root = storage.describe_root();
-    let before = support::stores::session_bytes(&root, s);
+    let before = support::stores::session_files(&root, s);
     let again = manager.recover_interrupted_sessions().expect("again");
     assert!(again.recovered.is_empty(), "{:?}", again.recovered);
     assert_eq!(
-        support::stores::session_bytes(&root, s),
+        support::stores::session_files(&root, s),
         before,
         "the second recovery wrote nothing"
     );

@@ -9,7 +9,7 @@ use makalog::store::ExecutionStores;
 use makalog::Error;
 use serde_json::{json, Value};
 use support::events::{event, terminal};
-use support::stores::{self, session_bytes, session_header};
+use support::stores::{self, session_files, session_header};
 use support::temp_root;
 
 fn run(id: &str) -> Value {
@@ -75,11 +75,11 @@ fn each_outcome_commits_its_status_and_one_terminal_run_event_once() {
             "the terminal runtime event"
         );
         // Committed again: nothing more is written.
-        let before = session_bytes(&root, "s");
+        let before = session_files(&root, "s");
         let again = s.runs.commit_terminal("s", &id, &end, None).expect("again");
         assert_eq!(again, header);
         assert_eq!(
-            session_bytes(&root, "s"),
+            session_files(&root, "s"),
             before,
             "{status}: a second commit writes nothing"
         );
@@ -137,7 +137,7 @@ fn a_terminal_event_of_another_run_or_one_that_does_not_end_it_is_refused() {
     s.sessions.create(session_header("s", 1)).expect("session");
     s.runs.create_run(run("r")).expect("run");
     let root = storage.describe_root().to_owned();
-    let before = session_bytes(&root, "s");
+    let before = session_files(&root, "s");
     let other_turn = terminal("s", "r", "turn-9", "end", 5.0, "completed");
     match s.runs.commit_terminal("s", "r", &other_turn, None) {
         Err(Error::InvalidRecord { field, .. }) => assert_eq!(field, "turnId"),
@@ -159,7 +159,7 @@ fn a_terminal_event_of_another_run_or_one_that_does_not_end_it_is_refused() {
         s.runs.commit_terminal("s", "nope", &other_turn, None),
         Err(Error::NotFound { .. })
     ));
-    assert_eq!(session_bytes(&root, "s"), before, "refusals write nothing");
+    assert_eq!(session_files(&root, "s"), before, "refusals write nothing");
 }
 
 /// The commit's three steps go to the run's session log in order and are made durable by one

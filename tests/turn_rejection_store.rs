@@ -52,7 +52,7 @@ fn a_turn_is_rejected_once_and_a_repeat_is_answered_from_the_stored_record() {
         other => panic!("expected committed, got {other:?}"),
     };
     let root = storage.describe_root();
-    let size = || stores::session_bytes(&root, "s");
+    let size = || stores::session_files(&root, "s");
     let before = size();
     match s
         .runs
@@ -104,7 +104,7 @@ fn a_turn_is_admitted_or_rejected_never_both() {
         Ok(Admission::Admitted(_))
     ));
     let root = storage.describe_root();
-    let before = stores::session_bytes(&root, "s");
+    let before = stores::session_files(&root, "s");
     // The rejected-turn error of admitRootTurn.
     match s.runs.admit_root_turn(admission("rejected")) {
         Err(Error::IdentityConflict { what }) => {
@@ -128,7 +128,7 @@ fn a_turn_is_admitted_or_rejected_never_both() {
         Err(Error::NotFound { .. })
     ));
     assert_eq!(
-        stores::session_bytes(&root, "s"),
+        stores::session_files(&root, "s"),
         before,
         "refusals write nothing"
     );
@@ -152,7 +152,7 @@ fn bad_rejections_name_their_field_and_write_nothing() {
     let (_owner, s) = stores::open(&storage);
     s.sessions.create(session_header("s", 1)).expect("session");
     let root = storage.describe_root();
-    let before = stores::session_bytes(&root, "s");
+    let before = stores::session_files(&root, "s");
     let cases: [(&str, Edit); 8] = [
         ("execution.kind", |r| {
             r["execution"] = json!({"kind": "context_compact"})
@@ -177,7 +177,7 @@ fn bad_rejections_name_their_field_and_write_nothing() {
             other => panic!("{field}: {other:?}"),
         }
     }
-    assert_eq!(stores::session_bytes(&root, "s"), before, "nothing written");
+    assert_eq!(stores::session_files(&root, "s"), before, "nothing written");
 }
 
 #[test]
@@ -196,7 +196,7 @@ fn a_root_of_format_version_2_refuses_a_rejection_and_writes_nothing() {
     let owner = support::owner(&storage);
     let s = open_execution_stores_for_write(&owner).expect("stores");
     s.sessions.create(session_header("s", 1)).expect("session");
-    let before = stores::session_bytes(dir.path(), "s");
+    let before = stores::session_files(dir.path(), "s");
     match s
         .runs
         .commit_root_turn_start_rejection(rejection("t1", "deploy", 1))
@@ -204,7 +204,7 @@ fn a_root_of_format_version_2_refuses_a_rejection_and_writes_nothing() {
         Err(Error::InvalidInput(why)) => assert!(why.contains("needs format version 3"), "{why}"),
         other => panic!("a version 2 root: {other:?}"),
     }
-    assert_eq!(stores::session_bytes(dir.path(), "s"), before);
+    assert_eq!(stores::session_files(dir.path(), "s"), before);
     assert_eq!(
         s.runs
             .read_root_turn_start_rejection("s", "t1")

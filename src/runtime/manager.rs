@@ -119,7 +119,10 @@ pub struct SessionManager {
 impl SessionManager {
     /// A manager over `stores`, making backends from `registry`, with ids and time from
     /// `sources`. One runs over a store at a time: a second is refused
-    /// ([`Error::AlreadyOpen`]) until the first, its clones and its turns are gone.
+    /// ([`Error::AlreadyOpen`]) until the first, its clones and its turns are gone. A turn
+    /// holds the runtime until it ends, so a host that drops its last manager with a turn
+    /// waiting (on a question, say) stops it first ([`SessionManager::dispose`]), and a backend
+    /// keeps no manager of its own (that cycle would hold the runtime for good).
     pub fn new(
         stores: Arc<ExecutionStores>,
         registry: BackendRegistry,

@@ -6,10 +6,11 @@
 
 use super::begin::runtime_event;
 use super::manager::Inner;
-use super::recovery_rules::{failure_class, is_recovery_class, recovery_reason, APP_RESTARTED};
+use super::recovery_rules::{failure_class, is_recovery_class, recovery_reason};
 use crate::error::Result;
 use crate::index::SessionRecord;
 use crate::model::{RunEvent, RunHeader, SessionHeader, StoredMessage};
+use crate::store::UNKNOWN_CLASS;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
@@ -21,9 +22,9 @@ pub struct RecoveredRun {
     /// The rule's reason, or `runtime_event_terminal_fact` when the run's terminal event
     /// was already stored (unless an earlier recovery stored it: then that recovery's reason).
     pub recovery_reason: String,
-    /// How the run ended: `failed`, `completed` or `aborted`.
+    /// The run's status once ended: `failed`, `completed` or `cancelled`.
     pub status: String,
-    /// The failure class its terminal event states, for a failed run.
+    /// The failed run's failure class, as its header states it.
     pub failure_class: Option<String>,
 }
 
@@ -108,19 +109,15 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
         then.extend(turn_state(inner, session_id, &turn_id, status, &terminal)?);
     }
     then.extend(session_active(inner, session_id)?);
-    stores
+    let ended = stores
         .runs
         .commit_terminal_then(session_id, run_id, &terminal, extras, &then)?;
-    let class = &terminal.value()["actions"]["stateDelta"]["failureClass"];
     Ok(RecoveredRun {
         session_id: session_id.to_owned(),
         run_id: run_id.to_owned(),
         recovery_reason: reason,
-        status: status.to_owned(),
-        failure_class: class
-            .as_str()
-            .filter(|_| status == "failed")
-            .map(str::to_owned),
+        status: ended.status().to_owned(),
+        failure_class: ended.value()["failureClass"].as_str().map(str::to_owned),
     })
 }
 
@@ -261,13 +258,20 @@ fn turn_state(
             state[field] = v.clone();
         }
     }
-    if status == "failed" {
-        let class = terminal.value()["actions"]["stateDelta"]["failureClass"].clone();
-        state["errorClass"] = if class.is_string() {
-            class
-        } else {
-            json!(APP_RESTARTED)
-        };
+    // As the turn's own end states it, and as the terminal commit states the run.
+    let delta = &terminal.value()["actions"]["stateDelta"];
+    match status {
+        "failed" => {
+            let class = delta["failureClass"].as_str().unwrap_or(UNKNOWN_CLASS);
+            state["errorClass"] = json!(class);
+        }
+        "aborted" => {
+            state["abortedAt"] = json!(terminal.ts());
+            if delta["abortSource"].is_string() {
+                state["abortSource"] = delta["abortSource"].clone();
+            }
+        }
+        _ => {}
     }
     Ok(Some(SessionRecord::Message(StoredMessage::from_value(
         state,

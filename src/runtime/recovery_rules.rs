@@ -33,20 +33,26 @@ pub fn recovery_reason(status: &str, last: Option<&str>, has_terminal_event: boo
 }
 
 /// The failure class of a run with these run event types (in order): a sandbox request
-/// (`sandbox_escalation_requested`) that no later grant, denial or failure answered is one the
-/// restart closes. Corrupt events answer nothing.
+/// (`sandbox_escalation_requested`) that no grant, denial or failure answered is one the
+/// restart closes. A run may have several requests in flight, and the types do not say which
+/// request an answer is for, so they are counted: an `applied` answers a request only where no
+/// grant came before it (it follows one). Corrupt events answer nothing.
 pub fn failure_class<'a>(run_event_types: impl IntoIterator<Item = &'a str>) -> &'static str {
-    let mut open = false;
+    let (mut requested, mut answered, mut granted) = (0usize, 0usize, 0usize);
     for t in run_event_types {
         match t {
-            "sandbox_escalation_requested" => open = true,
-            "sandbox_escalation_granted"
-            | "sandbox_escalation_denied"
-            | "sandbox_escalation_failed" => open = false,
+            "sandbox_escalation_requested" => requested += 1,
+            "sandbox_escalation_granted" => {
+                answered += 1;
+                granted += 1;
+            }
+            "sandbox_escalation_denied" | "sandbox_escalation_failed" => answered += 1,
+            "sandbox_escalation_applied" if granted > 0 => granted -= 1,
+            "sandbox_escalation_applied" => answered += 1,
             _ => {}
         }
     }
-    if open {
+    if requested > answered {
         SANDBOX_BOUNDARY_CLOSED
     } else {
         APP_RESTARTED
@@ -64,7 +70,7 @@ mod tests {
 
     #[test]
     fn only_an_unanswered_sandbox_request_is_closed_by_the_restart() {
-        let cases: [(&[&str], &str); 6] = [
+        let cases: [(&[&str], &str); 9] = [
             (&[], APP_RESTARTED),
             (&["run_started", "tool_started"], APP_RESTARTED),
             (&["sandbox_escalation_requested"], SANDBOX_BOUNDARY_CLOSED),
@@ -84,6 +90,31 @@ mod tests {
                     "tool_started",
                 ],
                 SANDBOX_BOUNDARY_CLOSED,
+            ),
+            // Two in flight, one answered.
+            (
+                &[
+                    "sandbox_escalation_requested",
+                    "sandbox_escalation_requested",
+                    "sandbox_escalation_granted",
+                    "sandbox_escalation_applied",
+                ],
+                SANDBOX_BOUNDARY_CLOSED,
+            ),
+            // Both answered.
+            (
+                &[
+                    "sandbox_escalation_requested",
+                    "sandbox_escalation_requested",
+                    "sandbox_escalation_granted",
+                    "sandbox_escalation_denied",
+                ],
+                APP_RESTARTED,
+            ),
+            // An applied escalation was granted, though the grant is not in the log.
+            (
+                &["sandbox_escalation_requested", "sandbox_escalation_applied"],
+                APP_RESTARTED,
             ),
         ];
         for (types, want) in cases {

@@ -51,8 +51,8 @@ impl ExecutionStores {
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
             .map(drop)
             .map_err(|_| Error::AlreadyOpen {
-                what: "a runtime over these stores (one SessionManager a store: a second \
-                       would take the first one's live turns for interrupted ones)"
+                what: "a SessionManager over these stores (one a store: a second would take \
+                       the first one's live turns for interrupted ones)"
                     .into(),
             })
     }

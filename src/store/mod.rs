@@ -36,3 +36,4 @@ pub use runs::{AgentRunStore, RunWithEvents};
 pub use runtime_events::{AppendedEvent, RuntimeEventStore};
 pub use sessions::SessionStore;
 pub use subagents::SubagentCreated;
+pub use terminal::UNKNOWN_CLASS;

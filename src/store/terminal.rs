@@ -13,6 +13,9 @@ use crate::index::SessionRecord;
 use crate::model::{RunEvent, RunHeader};
 use serde_json::{json, Map, Value};
 
+/// The failure class of a failed run whose terminal event names none.
+pub const UNKNOWN_CLASS: &str = "unknown";
+
 fn refused(field: &str, why: String) -> Error {
     Error::InvalidRecord {
         record: "terminal runtime event",
@@ -144,7 +147,7 @@ impl AgentRunStore {
         let ts = json!(terminal.ts());
         let failure_class = terminal.value()["actions"]["stateDelta"]["failureClass"]
             .as_str()
-            .unwrap_or("unknown")
+            .unwrap_or(UNKNOWN_CLASS)
             .to_owned();
         let run = if run.is_terminal() {
             run.clone()

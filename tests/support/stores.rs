@@ -33,12 +33,22 @@ pub fn run_header(session: &str, run: &str, status: &str) -> Value {
            "invocationId": run})
 }
 
-/// The bytes of every file of a session's directory: what a refusal must leave as it was.
-pub fn session_bytes(root: &Path, session: &str) -> u64 {
-    std::fs::read_dir(root.join("sessions").join(session))
-        .expect("session dir")
-        .map(|e| e.expect("entry").metadata().expect("meta").len())
-        .sum()
+/// A fingerprint of every file of a session's directory, names and bytes: what a refusal must
+/// leave as it was (a length would miss a record written into a segment's preallocated zeros).
+pub fn session_files(root: &Path, session: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut files: Vec<(std::ffi::OsString, Vec<u8>)> =
+        std::fs::read_dir(root.join("sessions").join(session))
+            .expect("session dir")
+            .map(|e| {
+                let e = e.expect("entry");
+                (e.file_name(), std::fs::read(e.path()).expect("read"))
+            })
+            .collect();
+    files.sort();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    files.hash(&mut h);
+    h.finish()
 }
 
 /// A valid subagent header (§5) of session `id`, spawned by tool call `tool_call` of run `run-1`

@@ -228,8 +228,7 @@ fn a_huge_zero_tail_is_not_copied_out_densely() {
     let out = makalog(&["salvage", s(&root), "--into", s(&into)]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains(&format!("verify {}: clean", into.display())));
-    // The longest frame a header allows, 16 MiB and its 57 bytes of framing.
-    let zeros_kept = (16 << 20) + 57;
+    let zeros_kept = makalog::storage::data_end::ZEROS_KEPT;
     for (path, had) in [&last, &claims].into_iter().zip(&data) {
         let copy = into.join(path.strip_prefix(&root).expect("under"));
         let meta = std::fs::metadata(&copy).expect("copied");

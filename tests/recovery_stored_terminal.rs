@@ -1,0 +1,129 @@
+//! Recovery of a run whose terminal RuntimeEvent was stored before the crash (MAKA-MODEL §12:
+//! it is kept): the rest of its end states what that event says, as the turn's own end would
+//! have. An aborted one's `turn_state` carries when and why it was aborted; a failed one that
+//! names no failure class is `unknown` in the run and in the turn alike; and the report gives
+//! the run's status as its header does.
+
+mod support;
+
+use makalog::runtime::{BackendRegistry, SessionManager, Sources};
+use makalog::segment::Durability;
+use makalog::store::{open_execution_stores_for_write, ExecutionStores};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use support::stores::{run_header, session_header};
+
+/// A running run of `s` whose terminal event (`fields` over the envelope) is stored, and
+/// nothing after it.
+fn ended_before_the_crash(stores: &ExecutionStores, s: &str, id: &str, fields: Value) {
+    stores
+        .runs
+        .create_run(run_header(s, id, "created"))
+        .expect("run");
+    stores
+        .runs
+        .update_run(s, id, &json!({"status": "running", "updatedAt": 2}))
+        .expect("status");
+    let mut event = json!({"id": format!("{id}-end"), "invocationId": id, "runId": id,
+        "sessionId": s, "turnId": format!("turn-{id}"), "ts": 7, "partial": false,
+        "role": "system", "author": "system", "actions": {"endInvocation": true}});
+    for (k, v) in fields.as_object().expect("object") {
+        event[k] = v.clone();
+    }
+    let event = makalog::event::RuntimeEvent::from_value(event).expect("event");
+    stores
+        .runtime_events
+        .append(&event, Durability::Durable)
+        .expect("terminal event");
+}
+
+fn turn_state(stores: &ExecutionStores, s: &str, id: &str) -> Value {
+    stores
+        .sessions
+        .read_messages(s, Some(&format!("turn-{id}")))
+        .expect("messages")
+        .into_iter()
+        .rev()
+        .find(|m| m.message_type() == "turn_state")
+        .expect("a turn_state")
+        .value()
+        .clone()
+}
+
+#[test]
+fn the_end_of_a_run_with_a_stored_terminal_states_what_that_terminal_says() {
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let s = "kept";
+    stores
+        .sessions
+        .create(session_header(s, 1))
+        .expect("session");
+    ended_before_the_crash(
+        &stores,
+        s,
+        "r-aborted",
+        json!({"status": "aborted",
+               "actions": {"endInvocation": true,
+                           "stateDelta": {"stopReason": "timeout", "abortSource": "timeout"}}}),
+    );
+    ended_before_the_crash(&stores, s, "r-failed", json!({"status": "failed"}));
+    ended_before_the_crash(&stores, s, "r-done", json!({"status": "completed"}));
+
+    let manager = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_fake(),
+        Sources::system(),
+    )
+    .expect("manager");
+    let report = manager.recover_interrupted_sessions().expect("recover");
+    let mut got: Vec<(&str, &str, &str, Option<&str>)> = report
+        .recovered
+        .iter()
+        .map(|r| {
+            (
+                r.run_id.as_str(),
+                r.recovery_reason.as_str(),
+                r.status.as_str(),
+                r.failure_class.as_deref(),
+            )
+        })
+        .collect();
+    got.sort();
+    let kept = "runtime_event_terminal_fact";
+    assert_eq!(
+        got,
+        [
+            ("r-aborted", kept, "cancelled", None),
+            ("r-done", kept, "completed", None),
+            ("r-failed", kept, "failed", Some("unknown")),
+        ],
+        "the report says what the run headers say"
+    );
+    for (id, status) in [
+        ("r-aborted", "cancelled"),
+        ("r-done", "completed"),
+        ("r-failed", "failed"),
+    ] {
+        assert_eq!(stores.runs.read_run(s, id).expect("run").status(), status);
+    }
+    let aborted = turn_state(&stores, s, "r-aborted");
+    assert_eq!(
+        (
+            &aborted["status"],
+            &aborted["abortedAt"],
+            &aborted["abortSource"]
+        ),
+        (&json!("aborted"), &json!(7), &json!("timeout")),
+        "{aborted}"
+    );
+    let failed = turn_state(&stores, s, "r-failed");
+    let header = stores.runs.read_run(s, "r-failed").expect("run");
+    assert_eq!(
+        (&failed["status"], &failed["errorClass"]),
+        (&json!("failed"), &header.value()["failureClass"]),
+        "the turn's class is the run's: {failed}"
+    );
+    assert_eq!(header.value()["failureClass"], json!("unknown"));
+}
