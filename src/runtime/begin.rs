@@ -22,6 +22,16 @@ pub(super) struct Begun {
 }
 
 /// Opens a turn of session `session_id`, whose header (read by the caller) is `header`.
+/// What the user sent, as an admission's normalized input holds it: the text, and the
+/// attachments when there are any.
+fn sent(input: &TurnInput) -> Value {
+    let mut sent = json!({"text": input.text});
+    if !input.attachments.is_empty() {
+        sent["attachments"] = json!(input.attachments);
+    }
+    sent
+}
+
 pub(super) fn begin(
     inner: &Inner,
     session_id: &str,
@@ -38,7 +48,7 @@ pub(super) fn begin(
         let admission = json!({
             "schemaVersion": 1, "sessionId": session_id, "turnId": turn_id, "runId": run_id,
             "userMessageId": user_message_id, "execution": execution,
-            "previousRootTurnId": null, "normalizedInput": {"text": input.text},
+            "previousRootTurnId": null, "normalizedInput": sent(input),
             "sourceMessages": [], "admittedAt": s.now() as u64,
         });
         let stored = match stores.runs.admit_root_turn(admission)? {
@@ -136,9 +146,13 @@ fn queue_opening(
     ))?;
     // 3. The user message, then the turn running.
     let at = s.now();
-    batch.message(json!({
+    let mut user = json!({
         "type": "user", "id": user_message_id, "turnId": turn_id, "ts": at, "text": input.text,
-    }))?;
+    });
+    if !input.attachments.is_empty() {
+        user["attachments"] = json!(input.attachments);
+    }
+    batch.message(user)?;
     batch.message(json!({
         "type": "turn_state", "id": s.new_id(), "turnId": turn_id, "ts": s.now(),
         "status": "running", "partialOutputRetained": false,
