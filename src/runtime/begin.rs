@@ -116,6 +116,9 @@ fn queue_opening(
         "status": "created", "backendKind": h["backend"], "permissionMode": h["permissionMode"],
         "createdAt": now, "updatedAt": now, "invocationId": run_id,
     });
+    if let (Value::Object(r), Value::Object(modes)) = (&mut run, modes(h)) {
+        r.extend(modes);
+    }
     for (key, value) in [
         ("agentId", &input.agent_id),
         ("agentName", &input.agent_name),
@@ -187,6 +190,16 @@ fn queue_opening(
 
 /// The opening content of the turn's invocation (§1.3): the session's route and configuration,
 /// a user root, a fresh source, and the agent as lineage when the turn is an agent's.
+/// The run's modes, from the session (§12 step 1, "config from the session"): stated alike by
+/// the run's header and its invocation's opening.
+fn modes(h: &Value) -> Value {
+    json!({
+        "collaborationMode": h.get("collaborationMode").cloned().unwrap_or(json!("agent")),
+        "orchestrationMode": h.get("orchestrationMode").cloned().unwrap_or(json!("default")),
+        "orchestrationSource": "session", "toolMode": "direct",
+    })
+}
+
 fn opening(h: &Value, input: &TurnInput) -> Value {
     let route = match h.get("llmConnectionId") {
         Some(id) => {
@@ -200,12 +213,13 @@ fn opening(h: &Value, input: &TurnInput) -> Value {
         Some("execute") | None => "ask",
         Some(mode) => mode,
     };
+    let mut configuration = json!({"cwd": h["cwd"], "permissionMode": permission});
+    if let (Value::Object(c), Value::Object(modes)) = (&mut configuration, modes(h)) {
+        c.extend(modes);
+    }
     let mut content = json!({
         "kind": "invocation_opened", "protocol": "invocation_opened_v1", "route": route,
-        "configuration": {"cwd": h["cwd"], "permissionMode": permission,
-            "collaborationMode": h.get("collaborationMode").cloned().unwrap_or(json!("agent")),
-            "orchestrationMode": h.get("orchestrationMode").cloned().unwrap_or(json!("default")),
-            "orchestrationSource": "session", "toolMode": "direct"},
+        "configuration": configuration,
         "root": {"kind": "user"}, "source": {"kind": "fresh"},
     });
     if let (Some(id), Some(name)) = (&input.agent_id, &input.agent_name) {
