@@ -51,6 +51,10 @@ fn ended_as(stores: &ExecutionStores, s: &str, id: &str, class: &str, reason: &s
         ("failed", &json!(class)),
         "{id}'s header"
     );
+    assert!(
+        header.value().get("failureMessage").is_none(),
+        "recovery states no message"
+    );
     let events = stores.runs.read_events(s, id).expect("events");
     let failed: Vec<&Value> = events
         .iter()

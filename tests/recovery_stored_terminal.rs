@@ -118,6 +118,12 @@ fn the_end_of_a_run_with_a_stored_terminal_states_what_that_terminal_says() {
         (&json!("aborted"), &json!(7), &json!("timeout")),
         "{aborted}"
     );
+    let done = turn_state(&stores, s, "r-done");
+    assert_eq!(
+        (&done["status"], &done["partialOutputRetained"]),
+        (&json!("completed"), &json!(true))
+    );
+    assert_eq!(aborted["partialOutputRetained"], json!(false));
     let failed = turn_state(&stores, s, "r-failed");
     let header = stores.runs.read_run(s, "r-failed").expect("run");
     assert_eq!(

@@ -10,7 +10,7 @@ use super::recovery_rules::{failure_class, is_recovery_class, recovery_reason};
 use crate::error::Result;
 use crate::index::SessionRecord;
 use crate::model::{RunEvent, RunHeader, SessionHeader, StoredMessage};
-use crate::store::UNKNOWN_CLASS;
+use crate::store::{RunEnd, UNKNOWN_CLASS};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
@@ -109,9 +109,16 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
         then.extend(turn_state(inner, session_id, &turn_id, status, &terminal)?);
     }
     then.extend(session_active(inner, session_id)?);
-    let ended = stores
-        .runs
-        .commit_terminal_then(session_id, run_id, &terminal, extras, &then)?;
+    let ended = stores.runs.commit_terminal_then(
+        session_id,
+        run_id,
+        &terminal,
+        RunEnd {
+            extras,
+            failure_message: None,
+        },
+        &then,
+    )?;
     Ok(RecoveredRun {
         session_id: session_id.to_owned(),
         run_id: run_id.to_owned(),
@@ -251,7 +258,7 @@ fn turn_state(
     }
     let mut state = json!({"type": "turn_state", "id": inner.sources.new_id(), "turnId": turn_id,
                            "ts": inner.sources.now(), "status": status,
-                           "partialOutputRetained": false});
+                           "partialOutputRetained": status == "completed"});
     // The turn's lineage, as its latest state gives it.
     for field in TURN_LINEAGE {
         if let Some(v) = latest.as_ref().and_then(|l| l.get(field)) {

@@ -36,4 +36,5 @@ pub use runs::{AgentRunStore, RunWithEvents};
 pub use runtime_events::{AppendedEvent, RuntimeEventStore};
 pub use sessions::SessionStore;
 pub use subagents::SubagentCreated;
+pub(crate) use terminal::RunEnd;
 pub use terminal::UNKNOWN_CLASS;

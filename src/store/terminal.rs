@@ -16,6 +16,15 @@ use serde_json::{json, Map, Value};
 /// The failure class of a failed run whose terminal event names none.
 pub const UNKNOWN_CLASS: &str = "unknown";
 
+/// What a terminal commit states beside its event: `extras` for the terminal run event's
+/// `data`, and a failed run's `failureMessage` (§7: "if set"; the message of the error that
+/// failed the turn).
+#[derive(Debug, Default)]
+pub(crate) struct RunEnd {
+    pub extras: Option<Map<String, Value>>,
+    pub failure_message: Option<String>,
+}
+
 fn refused(field: &str, why: String) -> Error {
     Error::InvalidRecord {
         record: "terminal runtime event",
@@ -38,7 +47,11 @@ impl AgentRunStore {
         terminal: &RuntimeEvent,
         extras: Option<Map<String, Value>>,
     ) -> Result<RunHeader> {
-        self.commit_terminal_then(session_id, run_id, terminal, extras, &[])
+        let end = RunEnd {
+            extras,
+            failure_message: None,
+        };
+        self.commit_terminal_then(session_id, run_id, terminal, end, &[])
     }
 
     /// [`AgentRunStore::commit_terminal`], then `then`'s records of the session (checked by
@@ -50,7 +63,7 @@ impl AgentRunStore {
         session_id: &str,
         run_id: &str,
         terminal: &RuntimeEvent,
-        extras: Option<Map<String, Value>>,
+        end: RunEnd,
         then: &[SessionRecord],
     ) -> Result<RunHeader> {
         // Everything is read before anything is queued, as queued: the steps follow it in the
@@ -58,7 +71,7 @@ impl AgentRunStore {
         let (run, ended) = self.read_run_ended(session_id, run_id, Seen::Queued)?;
         let mut queued = None;
         let read = (session_id, run_id, &run, ended);
-        let outcome = self.checked_steps(read, terminal, extras, then, &mut queued);
+        let outcome = self.checked_steps(read, terminal, end, then, &mut queued);
         // Waited for even when a later step was refused: readers of the view wait for what it
         // shows, and nothing else would sync it. An answer or refusal that queued nothing rests
         // on what was read: it is given once that is durable.
@@ -77,7 +90,7 @@ impl AgentRunStore {
         &self,
         (session_id, run_id, run, ended): (&str, &str, &RunHeader, bool),
         terminal: &RuntimeEvent,
-        extras: Option<Map<String, Value>>,
+        end: RunEnd,
         then: &[SessionRecord],
         queued: &mut Option<Queued>,
     ) -> Result<RunHeader> {
@@ -119,7 +132,7 @@ impl AgentRunStore {
                 run.status()
             )));
         }
-        let run = self.queue_steps(run, terminal, status, ended, extras, queued)?;
+        let run = self.queue_steps(run, terminal, status, ended, end, queued)?;
         for record in then {
             *queued = Some(
                 self.events()
@@ -137,7 +150,7 @@ impl AgentRunStore {
         terminal: &RuntimeEvent,
         status: &str,
         ended: bool,
-        extras: Option<Map<String, Value>>,
+        end: RunEnd,
         queued: &mut Option<Queued>,
     ) -> Result<RunHeader> {
         let (session_id, run_id) = (run.session_id(), run.run_id());
@@ -155,6 +168,9 @@ impl AgentRunStore {
             let mut update = json!({"status": status, "updatedAt": ts, "completedAt": ts});
             if status == "failed" {
                 update["failureClass"] = json!(failure_class);
+                if let Some(message) = &end.failure_message {
+                    update["failureMessage"] = json!(message);
+                }
             }
             let source = &terminal.value()["actions"]["stateDelta"]["abortSource"];
             if status == "cancelled" && source.is_string() {
@@ -176,7 +192,7 @@ impl AgentRunStore {
         };
         // 3. Exactly one terminal run event.
         if !ended {
-            let mut data = extras.unwrap_or_default();
+            let mut data = end.extras.unwrap_or_default();
             if status == "failed" {
                 data.insert("failureClass".into(), json!(failure_class));
             }

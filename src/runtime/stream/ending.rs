@@ -9,6 +9,7 @@ use super::super::mapping::{terminal_event, Ending};
 use crate::error::{Error, Result};
 use crate::index::SessionRecord;
 use crate::model::{SessionHeader, StoredMessage};
+use crate::store::RunEnd;
 use serde_json::{json, Value};
 
 /// A terminal event the runtime makes for the turn: `failed` with `failure_class` (stop
@@ -152,8 +153,10 @@ fn finish(
         .as_str()
         .map(str::to_owned);
     let now = inner.sources.now();
+    // As the original states it: a completed turn retained its output, others did not.
+    let retained = ending.status == "completed";
     let mut state = json!({"type": "turn_state", "id": inner.sources.new_id(), "turnId": ids.turn_id,
-                           "ts": now, "status": ending.status, "partialOutputRetained": false});
+                           "ts": now, "status": ending.status, "partialOutputRetained": retained});
     match ending.status {
         "failed" => state["errorClass"] = json!(ending.failure_class),
         "aborted" => {
@@ -174,13 +177,20 @@ fn finish(
         next["statusUpdatedAt"] = json!(now);
         then.push(SessionRecord::Header(SessionHeader::from_value(next)?));
     }
-    let run = inner.stores.runs.commit_terminal_then(
-        &ids.session_id,
-        &ids.run_id,
-        &event,
-        None,
-        &then,
-    )?;
+    // A turn an error failed states the error's message in its run (§7), as the original does.
+    let content = &event.value()["content"];
+    let failure_message = (ending.status == "failed" && content["kind"] == json!("error"))
+        .then(|| content["message"].as_str().map(str::to_owned))
+        .flatten();
+    let end = RunEnd {
+        extras: None,
+        failure_message,
+    };
+    let run =
+        inner
+            .stores
+            .runs
+            .commit_terminal_then(&ids.session_id, &ids.run_id, &event, end, &then)?;
     Ok(TurnOutcome {
         session_id: ids.session_id.clone(),
         turn_id: ids.turn_id.clone(),
