@@ -60,6 +60,15 @@ impl Messages {
         });
     }
 
+    /// The turn of the last message that has a turn other than `turn`: the turn before it
+    /// (read from the end, so a session's length does not matter).
+    pub fn last_turn_other_than(&self, turn: &str) -> Option<&str> {
+        self.ends.iter().rev().find_map(|e| {
+            let t = &self.text[e.id..e.turn?];
+            (t != turn).then_some(t)
+        })
+    }
+
     /// The messages in append order.
     pub fn iter(&self) -> impl Iterator<Item = MessageEntry<'_>> + '_ {
         let mut start = 0;

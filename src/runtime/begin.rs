@@ -48,7 +48,8 @@ pub(super) fn begin(
         let admission = json!({
             "schemaVersion": 1, "sessionId": session_id, "turnId": turn_id, "runId": run_id,
             "userMessageId": user_message_id, "execution": execution,
-            "previousRootTurnId": null, "normalizedInput": sent(input),
+            "previousRootTurnId": stores.sessions.turn_before(session_id, &turn_id)?,
+            "normalizedInput": sent(input),
             "sourceMessages": [], "admittedAt": s.now() as u64,
         });
         let stored = match stores.runs.admit_root_turn(admission)? {

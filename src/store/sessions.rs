@@ -180,6 +180,14 @@ impl SessionStore {
         messages_of(self.events.storage(), session_id, &placed, None)
     }
 
+    /// The turn of the session's messages before `turn_id` (the last message with another
+    /// turn): what a root turn's admission names as its previous one.
+    pub fn turn_before(&self, session_id: &str, turn_id: &str) -> Result<Option<String>> {
+        self.events.with_session_state(session_id, |s| {
+            s.messages.last_turn_other_than(turn_id).map(str::to_owned)
+        })
+    }
+
     /// Every session's latest header, ordered by `createdAt` then id; each from its view, whose
     /// session state holds the header whole.
     pub fn list_sessions(&self) -> Result<Vec<SessionHeader>> {

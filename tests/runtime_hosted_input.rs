@@ -1,6 +1,7 @@
-//! A turn's attachments are part of what the user sent (MAKA-MODEL §6: the user message's
-//! `attachments`; §8: the admission's normalized input): the ledger keeps them, not only
-//! their count, and a hosted turn sent again with other attachments is other work.
+//! What a hosted turn's records keep of what was sent: its attachments (MAKA-MODEL §6: the
+//! user message's `attachments`; §8: the admission's normalized input), not only their count,
+//! so that the turn sent again with other attachments is other work; and the turn before it
+//! (§8 `previousRootTurnId`).
 
 mod support;
 
@@ -80,4 +81,45 @@ async fn attachments_are_kept_in_the_user_message_and_the_admission() {
         "{}",
         user.value()
     );
+}
+
+/// A hosted turn's admission names the session's turn before it (MAKA-MODEL §8
+/// `previousRootTurnId`, as the original's ledger links its fixture turns): none for the
+/// first; the same on a retry, which is then the same work.
+#[tokio::test(start_paused = true)]
+async fn each_admission_names_the_turn_before_it() {
+    let f = fixture();
+    let s = session(&f);
+    for turn in ["turn-1", "turn-2", "turn-3"] {
+        let sent = f
+            .manager
+            .send_message(&s, input(turn, &[]))
+            .await
+            .expect("send");
+        sent.finish().await.expect("the turn");
+    }
+    let stores = f.manager.stores();
+    let previous = |turn: &str| {
+        stores
+            .runs
+            .read_root_turn_admission(&s, turn)
+            .expect("read")
+            .expect("admitted")
+            .value()["previousRootTurnId"]
+            .clone()
+    };
+    assert_eq!(
+        [previous("turn-1"), previous("turn-2"), previous("turn-3")],
+        [json!(null), json!("turn-1"), json!("turn-2")]
+    );
+    // turn-3 again: the same admission (not other work), whose run exists, so nothing runs.
+    let runs = stores.runs.list_session_runs(&s).expect("runs").len();
+    let again = f.manager.send_message(&s, input("turn-3", &[])).await;
+    assert!(
+        matches!(&again, Err(makalog::Error::InvalidRecord { field, .. }) if field == "runId"),
+        "{:?}",
+        again.err()
+    );
+    assert_eq!(previous("turn-3"), json!("turn-2"));
+    assert_eq!(stores.runs.list_session_runs(&s).expect("runs").len(), runs);
 }
