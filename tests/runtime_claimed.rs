@@ -139,3 +139,46 @@ async fn a_disposed_runtime_refuses_a_claimed_run_and_marks_nothing() {
         .expect("runs")
         .is_empty());
 }
+
+/// An intent not of §9's shape (schemaVersion 1; policyKind `map`, `all_settled` or
+/// `supervisor`) is refused by the field it gets wrong, before anything runs or is written.
+#[tokio::test(start_paused = true)]
+async fn an_intent_of_another_shape_is_refused_by_its_field() {
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let root = storage.describe_root().display().to_string();
+    let prompt = "summarize";
+    let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
+    let manager = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_fake(),
+        Sources::system(),
+    )
+    .expect("manager");
+    let child = support::stores::session_files(&storage.describe_root(), &claim.target_session_id);
+    let mut wrong_version = intent.clone();
+    wrong_version.schema_version = 2;
+    let mut wrong_kind = intent.clone();
+    wrong_kind.policy_kind = "whenever".into();
+    for (bad, field) in [(wrong_version, "schemaVersion"), (wrong_kind, "policyKind")] {
+        let got = manager
+            .run_claimed_agent_graph_intent(claimed_run(&claim, &bad, prompt))
+            .await;
+        assert!(
+            matches!(&got, Err(makalog::Error::InvalidRecord { field: f, .. }) if f == field),
+            "{field}: {:?}",
+            got.err()
+        );
+    }
+    assert_eq!(
+        support::stores::session_files(&storage.describe_root(), &claim.target_session_id),
+        child,
+        "nothing written"
+    );
+    let ran = manager
+        .run_claimed_agent_graph_intent(claimed_run(&claim, &intent, prompt))
+        .await
+        .expect("the intent as claimed runs");
+    assert_eq!(ran.status, "completed");
+}

@@ -99,13 +99,33 @@ pub fn claim_id_of(graph_id: &str, intent_id: &str) -> String {
     format!("graph_claim_{}", first_32_hex(&hash))
 }
 
-/// The claim must be this intent's with this prompt (§9): the same ids, operator, readiness
-/// context, and the fingerprint recomputed from the intent and prompt.
+/// The intent must be of §9's shape (schemaVersion 1, a policy kind it names), and the claim
+/// this intent's with this prompt: the same ids, operator, readiness context, and the
+/// fingerprint recomputed from the intent and prompt.
 pub(super) fn check_intent(
     claim: &AgentGraphIntentClaim,
     intent: &AgentGraphRunnableIntent,
     prompt: &str,
 ) -> Result<()> {
+    let refused = |field: &str, why: String| Error::InvalidRecord {
+        record: "agent graph intent",
+        field: field.to_owned(),
+        why,
+    };
+    if intent.schema_version != 1 {
+        let why = format!("is {}, not 1", intent.schema_version);
+        return Err(refused("schemaVersion", why));
+    }
+    if !matches!(
+        intent.policy_kind.as_str(),
+        "map" | "all_settled" | "supervisor"
+    ) {
+        let why = format!(
+            "{:?} is not map, all_settled or supervisor",
+            intent.policy_kind
+        );
+        return Err(refused("policyKind", why));
+    }
     let pairs = [
         ("intentId", &intent.intent_id, &claim.intent_id),
         ("graphId", &intent.graph_id, &claim.graph_id),
