@@ -182,3 +182,51 @@ async fn an_intent_of_another_shape_is_refused_by_its_field() {
         .expect("the intent as claimed runs");
     assert_eq!(ran.status, "completed");
 }
+
+/// A run that exists under the claim's ids must be the child session's own (MAKA-MODEL §12,
+/// runClaimedAgentGraphIntent step 4, "session-inline"): one another run delegated
+/// (`parentRunId`) is a conflict, neither answered nor recovered.
+#[tokio::test(start_paused = true)]
+async fn an_existing_run_another_run_delegated_is_a_conflict() {
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let root = storage.describe_root().display().to_string();
+    let prompt = "summarize";
+    let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
+    let child = &claim.target_session_id;
+    let d = makalog::runtime::LOCAL_READ_AGENT_DEFINITION;
+    let mut run = support::stores::run_header(child, &claim.target_run_id, "running");
+    run["turnId"] = serde_json::json!(claim.target_turn_id);
+    run["agentId"] = serde_json::json!(d.id);
+    run["agentName"] = serde_json::json!(d.name);
+    run["parentRunId"] = serde_json::json!("someone-elses-run");
+    stores.runs.create_run(run).expect("a delegated run");
+    stores
+        .sessions
+        .append_message(
+            child,
+            serde_json::json!({"type": "user", "id": "u", "turnId": claim.target_turn_id,
+                               "ts": 1, "text": prompt}),
+        )
+        .expect("its user message");
+    let manager = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_fake(),
+        Sources::system(),
+    )
+    .expect("manager");
+    let got = manager
+        .run_claimed_agent_graph_intent(claimed_run(&claim, &intent, prompt))
+        .await;
+    assert!(
+        matches!(got, Err(makalog::Error::ClaimConflict { .. })),
+        "{:?}",
+        got.map(|r| r.status)
+    );
+    let run = stores
+        .runs
+        .read_run(child, &claim.target_run_id)
+        .expect("run");
+    assert_eq!(run.status(), "running", "not recovered");
+}

@@ -170,7 +170,9 @@ impl SessionManager {
         let child = &claim.target_session_id;
         on_disk(|| -> Result<()> {
             let v = existing.value();
+            // Session-inline: the child's own run, not one another run delegated.
             let same = v["turnId"] == json!(claim.target_turn_id)
+                && v.get("parentRunId").is_none()
                 && v["agentId"] == json!(agent_id)
                 && v["agentName"] == json!(agent_name);
             let users: Vec<_> = stores
