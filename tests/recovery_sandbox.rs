@@ -8,25 +8,17 @@
 
 mod support;
 
-use makalog::runtime::{BackendRegistry, SessionManager, Sources, APP_RESTARTED};
+use makalog::runtime::APP_RESTARTED;
 use makalog::storage::Storage;
-use makalog::store::{open_execution_stores_for_write, ExecutionStores};
+use makalog::store::ExecutionStores;
 use serde_json::{json, Value};
-use std::sync::Arc;
-use support::stores::{run_header, session_files, session_header};
+use support::stores::{running_run, session_files, StoresRoot};
 
 const CLOSED: &str = "sandbox_boundary_closed_by_restart";
 
 /// A run of `s`, running, whose events are `events` in order.
 fn run_with(stores: &ExecutionStores, s: &str, id: &str, events: &[&str]) {
-    stores
-        .runs
-        .create_run(run_header(s, id, "created"))
-        .expect("run");
-    stores
-        .runs
-        .update_run(s, id, &json!({"status": "running", "updatedAt": 2}))
-        .expect("status");
+    running_run(stores, s, id);
     for (i, kind) in events.iter().enumerate() {
         let event = json!({"type": kind, "id": format!("{id}-e{i}"), "runId": id,
                            "sessionId": s, "turnId": format!("turn-{id}"), "ts": 2 + i});
@@ -100,34 +92,20 @@ fn ended_as(stores: &ExecutionStores, s: &str, id: &str, class: &str, reason: &s
     );
 }
 
-fn manager(stores: &Arc<ExecutionStores>) -> SessionManager {
-    SessionManager::new(
-        stores.clone(),
-        BackendRegistry::with_fake(),
-        Sources::system(),
-    )
-    .expect("manager")
-}
-
 #[test]
 fn a_run_waiting_on_a_sandbox_request_is_failed_as_the_restart_closing_it() {
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
     let s = "sandboxed";
-    stores
-        .sessions
-        .create(session_header(s, 1))
-        .expect("session");
+    let r = StoresRoot::with_session(s);
+    let stores = &r.stores;
     run_with(
-        &stores,
+        stores,
         s,
         "r-open",
         &["run_started", "sandbox_escalation_requested"],
     );
     // A request still open when the tool it asked for started.
     run_with(
-        &stores,
+        stores,
         s,
         "r-tool",
         &[
@@ -138,7 +116,7 @@ fn a_run_waiting_on_a_sandbox_request_is_failed_as_the_restart_closing_it() {
     );
     // Requests answered before the crash: no request is closed by the restart.
     run_with(
-        &stores,
+        stores,
         s,
         "r-granted",
         &[
@@ -150,7 +128,7 @@ fn a_run_waiting_on_a_sandbox_request_is_failed_as_the_restart_closing_it() {
         ],
     );
     run_with(
-        &stores,
+        stores,
         s,
         "r-denied",
         &[
@@ -160,14 +138,14 @@ fn a_run_waiting_on_a_sandbox_request_is_failed_as_the_restart_closing_it() {
         ],
     );
     run_with(
-        &stores,
+        stores,
         s,
         "r-failed",
         &["sandbox_escalation_requested", "sandbox_escalation_failed"],
     );
     // A second request after an answered one is open.
     run_with(
-        &stores,
+        stores,
         s,
         "r-again",
         &[
@@ -177,7 +155,7 @@ fn a_run_waiting_on_a_sandbox_request_is_failed_as_the_restart_closing_it() {
         ],
     );
 
-    let m = manager(&stores);
+    let m = r.manager();
     let report = m.recover_interrupted_sessions().expect("recover");
     let mut classes: Vec<(&str, &str, Option<&str>)> = report
         .recovered
@@ -200,14 +178,14 @@ fn a_run_waiting_on_a_sandbox_request_is_failed_as_the_restart_closing_it() {
         ("r-tool", Some(CLOSED)),
     ];
     assert_eq!(classes, want.map(|(id, c)| (id, "failed", c)), "the report");
-    ended_as(&stores, s, "r-open", CLOSED, "run_interrupted");
-    ended_as(&stores, s, "r-tool", CLOSED, "tool_interrupted");
-    ended_as(&stores, s, "r-granted", APP_RESTARTED, "tool_interrupted");
-    ended_as(&stores, s, "r-denied", APP_RESTARTED, "run_interrupted");
-    ended_as(&stores, s, "r-failed", APP_RESTARTED, "run_interrupted");
-    ended_as(&stores, s, "r-again", CLOSED, "run_interrupted");
+    ended_as(stores, s, "r-open", CLOSED, "run_interrupted");
+    ended_as(stores, s, "r-tool", CLOSED, "tool_interrupted");
+    ended_as(stores, s, "r-granted", APP_RESTARTED, "tool_interrupted");
+    ended_as(stores, s, "r-denied", APP_RESTARTED, "run_interrupted");
+    ended_as(stores, s, "r-failed", APP_RESTARTED, "run_interrupted");
+    ended_as(stores, s, "r-again", CLOSED, "run_interrupted");
 
-    let root = storage.describe_root();
+    let root = r.storage.describe_root();
     let before = session_files(&root, s);
     let again = m.recover_interrupted_sessions().expect("again");
     assert!(again.recovered.is_empty(), "{:?}", again.recovered);
@@ -218,16 +196,11 @@ fn a_run_waiting_on_a_sandbox_request_is_failed_as_the_restart_closing_it() {
 /// is finished by the next, with the class it had chosen.
 #[test]
 fn a_cut_recovery_of_a_sandbox_wait_is_finished_with_its_class() {
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
     let s = "cut";
-    stores
-        .sessions
-        .create(session_header(s, 1))
-        .expect("session");
+    let r = StoresRoot::with_session(s);
+    let stores = &r.stores;
     run_with(
-        &stores,
+        stores,
         s,
         "r1",
         &["run_started", "sandbox_escalation_requested"],
@@ -249,7 +222,7 @@ fn a_cut_recovery_of_a_sandbox_wait_is_finished_with_its_class() {
         .commit_terminal(s, "r1", &synthetic, data.as_object().cloned())
         .expect("the commit's first steps");
 
-    let m = manager(&stores);
+    let m = r.manager();
     let report = m.recover_interrupted_sessions().expect("recover");
     let ended: Vec<(&str, &str)> = report
         .recovered
@@ -257,7 +230,7 @@ fn a_cut_recovery_of_a_sandbox_wait_is_finished_with_its_class() {
         .map(|r| (r.run_id.as_str(), r.recovery_reason.as_str()))
         .collect();
     assert_eq!(ended, [("r1", "run_interrupted")]);
-    ended_as(&stores, s, "r1", CLOSED, "run_interrupted");
+    ended_as(stores, s, "r1", CLOSED, "run_interrupted");
     let again = m.recover_interrupted_sessions().expect("again");
     assert!(again.recovered.is_empty(), "{:?}", again.recovered);
 }

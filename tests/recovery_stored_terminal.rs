@@ -6,24 +6,15 @@
 
 mod support;
 
-use makalog::runtime::{BackendRegistry, SessionManager, Sources};
 use makalog::segment::Durability;
-use makalog::store::{open_execution_stores_for_write, ExecutionStores};
+use makalog::store::ExecutionStores;
 use serde_json::{json, Value};
-use std::sync::Arc;
-use support::stores::{run_header, session_header};
+use support::stores::{running_run, StoresRoot};
 
 /// A running run of `s` whose terminal event (`fields` over the envelope) is stored, and
 /// nothing after it.
 fn ended_before_the_crash(stores: &ExecutionStores, s: &str, id: &str, fields: Value) {
-    stores
-        .runs
-        .create_run(run_header(s, id, "created"))
-        .expect("run");
-    stores
-        .runs
-        .update_run(s, id, &json!({"status": "running", "updatedAt": 2}))
-        .expect("status");
+    running_run(stores, s, id);
     let mut event = json!({"id": format!("{id}-end"), "invocationId": id, "runId": id,
         "sessionId": s, "turnId": format!("turn-{id}"), "ts": 7, "partial": false,
         "role": "system", "author": "system", "actions": {"endInvocation": true}});
@@ -52,32 +43,21 @@ fn turn_state(stores: &ExecutionStores, s: &str, id: &str) -> Value {
 
 #[test]
 fn the_end_of_a_run_with_a_stored_terminal_states_what_that_terminal_says() {
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
     let s = "kept";
-    stores
-        .sessions
-        .create(session_header(s, 1))
-        .expect("session");
+    let r = StoresRoot::with_session(s);
+    let stores = &r.stores;
     ended_before_the_crash(
-        &stores,
+        stores,
         s,
         "r-aborted",
         json!({"status": "aborted",
                "actions": {"endInvocation": true,
                            "stateDelta": {"stopReason": "timeout", "abortSource": "timeout"}}}),
     );
-    ended_before_the_crash(&stores, s, "r-failed", json!({"status": "failed"}));
-    ended_before_the_crash(&stores, s, "r-done", json!({"status": "completed"}));
+    ended_before_the_crash(stores, s, "r-failed", json!({"status": "failed"}));
+    ended_before_the_crash(stores, s, "r-done", json!({"status": "completed"}));
 
-    let manager = SessionManager::new(
-        stores.clone(),
-        BackendRegistry::with_fake(),
-        Sources::system(),
-    )
-    .expect("manager");
-    let report = manager.recover_interrupted_sessions().expect("recover");
+    let report = r.manager().recover_interrupted_sessions().expect("recover");
     let mut got: Vec<(&str, &str, &str, Option<&str>)> = report
         .recovered
         .iter()
@@ -108,7 +88,7 @@ fn the_end_of_a_run_with_a_stored_terminal_states_what_that_terminal_says() {
     ] {
         assert_eq!(stores.runs.read_run(s, id).expect("run").status(), status);
     }
-    let aborted = turn_state(&stores, s, "r-aborted");
+    let aborted = turn_state(stores, s, "r-aborted");
     assert_eq!(
         (
             &aborted["status"],
@@ -118,13 +98,13 @@ fn the_end_of_a_run_with_a_stored_terminal_states_what_that_terminal_says() {
         (&json!("aborted"), &json!(7), &json!("timeout")),
         "{aborted}"
     );
-    let done = turn_state(&stores, s, "r-done");
+    let done = turn_state(stores, s, "r-done");
     assert_eq!(
         (&done["status"], &done["partialOutputRetained"]),
         (&json!("completed"), &json!(true))
     );
     assert_eq!(aborted["partialOutputRetained"], json!(false));
-    let failed = turn_state(&stores, s, "r-failed");
+    let failed = turn_state(stores, s, "r-failed");
     let header = stores.runs.read_run(s, "r-failed").expect("run");
     assert_eq!(
         (&failed["status"], &failed["errorClass"]),

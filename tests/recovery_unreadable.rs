@@ -12,19 +12,22 @@ use serde_json::json;
 use std::sync::Arc;
 use support::stores::session_header;
 
-#[test]
-fn an_unreadable_session_is_skipped_and_the_others_recovered_without_the_file() {
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    // A session whose header record is sound as a frame but is no session header.
-    let (w, _) = SegmentWriter::open(&owner, "bad", WriterConfig::default()).expect("writer");
+/// Session `bad`, whose header record is sound as a frame but is no session header.
+fn unreadable_session(owner: &makalog::root::Owner) {
+    let (w, _) = SegmentWriter::open(owner, "bad", WriterConfig::default()).expect("writer");
     w.append(
         RecordKind::SessionHeader,
         br#"{"not":"a header"}"#,
         Durability::Durable,
     )
     .expect("append");
-    drop(w);
+}
+
+#[test]
+fn an_unreadable_session_is_skipped_and_the_others_recovered_without_the_file() {
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    unreadable_session(&owner);
     let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
     stores
         .sessions
@@ -66,14 +69,7 @@ fn an_unreadable_session_is_skipped_and_the_others_recovered_without_the_file() 
 fn without_the_file_only_sessions_with_runs_to_end_are_opened_for_writing() {
     let (_t, storage) = support::temp_root();
     let owner = support::owner(&storage);
-    let (w, _) = SegmentWriter::open(&owner, "bad", WriterConfig::default()).expect("writer");
-    w.append(
-        RecordKind::SessionHeader,
-        br#"{"not":"a header"}"#,
-        Durability::Durable,
-    )
-    .expect("append");
-    drop(w);
+    unreadable_session(&owner);
     {
         let stores = open_execution_stores_for_write(&owner).expect("stores");
         for n in 0..5 {

@@ -144,18 +144,11 @@ async fn a_disposed_runtime_refuses_a_claimed_run_and_marks_nothing() {
 /// `supervisor`) is refused by the field it gets wrong, before anything runs or is written.
 #[tokio::test(start_paused = true)]
 async fn an_intent_of_another_shape_is_refused_by_its_field() {
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let root = storage.describe_root().display().to_string();
+    let r = support::stores::StoresRoot::new();
+    let (stores, storage) = (&r.stores, &r.storage);
     let prompt = "summarize";
-    let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
-    let manager = SessionManager::new(
-        stores.clone(),
-        BackendRegistry::with_fake(),
-        Sources::system(),
-    )
-    .expect("manager");
+    let (claim, intent) = claimed_child_of_new_parent(stores, &r.root(), prompt);
+    let manager = r.manager();
     let child = support::stores::session_files(&storage.describe_root(), &claim.target_session_id);
     let mut wrong_version = intent.clone();
     wrong_version.schema_version = 2;
@@ -188,12 +181,10 @@ async fn an_intent_of_another_shape_is_refused_by_its_field() {
 /// (`parentRunId`) is a conflict, neither answered nor recovered.
 #[tokio::test(start_paused = true)]
 async fn an_existing_run_another_run_delegated_is_a_conflict() {
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let root = storage.describe_root().display().to_string();
+    let r = support::stores::StoresRoot::new();
+    let stores = &r.stores;
     let prompt = "summarize";
-    let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
+    let (claim, intent) = claimed_child_of_new_parent(stores, &r.root(), prompt);
     let child = &claim.target_session_id;
     let d = makalog::runtime::LOCAL_READ_AGENT_DEFINITION;
     let mut run = support::stores::run_header(child, &claim.target_run_id, "running");
@@ -210,12 +201,7 @@ async fn an_existing_run_another_run_delegated_is_a_conflict() {
                                "ts": 1, "text": prompt}),
         )
         .expect("its user message");
-    let manager = SessionManager::new(
-        stores.clone(),
-        BackendRegistry::with_fake(),
-        Sources::system(),
-    )
-    .expect("manager");
+    let manager = r.manager();
     let got = manager
         .run_claimed_agent_graph_intent(claimed_run(&claim, &intent, prompt))
         .await;

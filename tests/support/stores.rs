@@ -71,3 +71,62 @@ pub fn subagent_header(id: &str, tool_call: &str, fingerprint: char) -> Value {
     });
     h
 }
+
+/// A temporary root, its owner, and the execution stores opened under it.
+pub struct StoresRoot {
+    pub dir: tempfile::TempDir,
+    pub storage: Arc<RealStorage>,
+    pub owner: Owner,
+    pub stores: Arc<ExecutionStores>,
+}
+
+impl StoresRoot {
+    pub fn new() -> StoresRoot {
+        let (dir, storage) = super::temp_root();
+        let (owner, stores) = open(&storage);
+        StoresRoot {
+            dir,
+            storage,
+            owner,
+            stores: Arc::new(stores),
+        }
+    }
+
+    /// A new root whose stores hold session `id` (created at 1), and nothing else.
+    pub fn with_session(id: &str) -> StoresRoot {
+        let r = StoresRoot::new();
+        r.stores
+            .sessions
+            .create(session_header(id, 1))
+            .expect("session");
+        r
+    }
+
+    /// The root's directory as a string, as the graph helpers take it.
+    pub fn root(&self) -> String {
+        use makalog::storage::Storage;
+        self.storage.describe_root().display().to_string()
+    }
+
+    /// A runtime over the stores with the fake backend and the system's ids and clock.
+    pub fn manager(&self) -> makalog::runtime::SessionManager {
+        makalog::runtime::SessionManager::new(
+            self.stores.clone(),
+            makalog::runtime::BackendRegistry::with_fake(),
+            makalog::runtime::Sources::system(),
+        )
+        .expect("manager")
+    }
+}
+
+/// Creates run `id` of `s` (turn `turn-<id>`) and sets it running, as a turn's opening does.
+pub fn running_run(stores: &ExecutionStores, s: &str, id: &str) {
+    stores
+        .runs
+        .create_run(run_header(s, id, "created"))
+        .expect("run");
+    stores
+        .runs
+        .update_run(s, id, &json!({"status": "running", "updatedAt": 2}))
+        .expect("status");
+}
