@@ -12,7 +12,7 @@ use makalog::segment::{Durability, SegmentWriter, WriterConfig};
 use makalog::store::{open_execution_stores_for_write, ExecutionStores};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
-use support::stores::{run_header, session_header};
+use support::stores::session_header;
 
 /// A root holding session `s` (no run yet), its owner and its stores.
 fn root_with(
@@ -48,14 +48,7 @@ fn set_running(stores: &ExecutionStores, s: &str) {
 /// A run of `s` whose turn a crash interrupted after its opening: running, `run_started`,
 /// and its turn's `turn_state` running.
 fn interrupted(stores: &ExecutionStores, s: &str, id: &str) {
-    stores
-        .runs
-        .create_run(run_header(s, id, "created"))
-        .expect("run");
-    stores
-        .runs
-        .update_run(s, id, &json!({"status": "running", "updatedAt": 2}))
-        .expect("status");
+    support::stores::running_run(stores, s, id);
     stores
         .runs
         .append_event(
