@@ -76,6 +76,7 @@ impl Backend for Scripted {
             turn_id: turn_id.clone(),
             ts: 3.0,
             stop_reason: "end_turn".into(),
+            context_budget_exhausted_detail: None,
         };
         let script = match self.0 {
             Fault::DeafToStop

@@ -78,6 +78,7 @@ impl Backend for Lingering {
                 turn_id: input.turn_id,
                 ts: 1.0,
                 stop_reason: "end_turn".into(),
+                context_budget_exhausted_detail: None,
             };
             let _ = tx.send(complete).await;
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;

@@ -32,6 +32,7 @@ impl Backend for Completes {
             turn_id: input.turn_id,
             ts: 2.0,
             stop_reason: "end_turn".into(),
+            context_budget_exhausted_detail: None,
         };
         tx.try_send(complete).expect("room for one event");
         rx

@@ -74,6 +74,9 @@ pub enum SessionEvent {
         code: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+        /// What the backend adds (a list of strings or an object).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        details: Option<Value>,
     },
     /// The turn ended, and why.
     Complete {
@@ -81,6 +84,10 @@ pub enum SessionEvent {
         turn_id: String,
         ts: f64,
         stop_reason: String,
+        /// Why the context budget ran out, for `context_budget_exhausted`
+        /// (`no_safe_completed_span`, `summarizer_failed` or `head_anchor_exceeds_capacity`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        context_budget_exhausted_detail: Option<String>,
     },
     /// The turn was aborted (`user_stop`, `redirect`, `timeout` or `crash`).
     Abort {

@@ -93,6 +93,7 @@ pub fn error_content(error: &SessionEvent) -> Value {
         message,
         code,
         reason,
+        details,
         ..
     } = error
     else {
@@ -104,6 +105,9 @@ pub fn error_content(error: &SessionEvent) -> Value {
     }
     if let Some(reason) = reason {
         c["reason"] = json!(reason);
+    }
+    if let Some(details) = details {
+        c["details"] = details.clone();
     }
     c
 }

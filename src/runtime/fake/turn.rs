@@ -109,6 +109,7 @@ impl Turn {
             turn_id,
             ts,
             stop_reason,
+            context_budget_exhausted_detail: None,
         })
         .await;
     }
@@ -228,6 +229,7 @@ impl Turn {
             },
             code: None,
             reason: known.then(|| reason.to_owned()),
+            details: None,
         })
         .await;
         self.complete("error").await;

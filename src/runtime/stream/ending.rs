@@ -125,6 +125,7 @@ pub(super) fn told(inner: &Inner, terminal: &Value, ending: &Ending) -> Vec<Sess
                 message: format!("the turn failed: {}", class.as_deref().unwrap_or("error")),
                 code: class,
                 reason: None,
+                details: None,
             };
             (error, "error")
         }
@@ -134,6 +135,7 @@ pub(super) fn told(inner: &Inner, terminal: &Value, ending: &Ending) -> Vec<Sess
         turn_id,
         ts,
         stop_reason: stop_reason.to_owned(),
+        context_budget_exhausted_detail: None,
     };
     vec![first, complete]
 }

@@ -159,11 +159,12 @@ impl<'a> Writer<'a> {
                 id,
                 ts,
                 stop_reason,
+                context_budget_exhausted_detail: detail,
                 ..
             } => {
                 let ending = ending_of(stop_reason, self.last_error.as_ref());
                 let source = (ending.status == "aborted").then(abort_source).flatten();
-                let e = terminal_event(
+                let mut e = terminal_event(
                     ids,
                     id,
                     *ts,
@@ -172,6 +173,9 @@ impl<'a> Writer<'a> {
                     self.last_error.as_ref(),
                     source.as_deref(),
                 );
+                if let Some(detail) = detail {
+                    e["actions"]["stateDelta"]["contextBudgetExhaustedDetail"] = json!(detail);
+                }
                 return Some((e, ending));
             }
             SessionEvent::Abort { id, ts, reason, .. } => {

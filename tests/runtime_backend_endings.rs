@@ -1,0 +1,206 @@
+//! How a turn a backend ends on its own is written (MAKA-MODEL §11).
+//!
+//! - An `abort {reason: user_stop, redirect, timeout or crash}` nobody asked the runtime for
+//!   → aborted, with the backend's reason as `abortSource` in the terminal event's state,
+//!   the run and the turn's `turn_state`, never a stop button nobody pressed (a stop the
+//!   runtime asked for keeps its own source).
+//! - An `error`'s `details` → its error content, and the failed terminal's copy of it.
+//! - A `complete`'s `contextBudgetExhaustedDetail` → the terminal's state.
+
+mod support;
+
+use makalog::runtime::{Backend, BackendRegistry, SendInput, SessionEvent, SessionManager};
+use makalog::store::open_execution_stores_for_write;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use support::turns::{text, ticking_sources};
+
+/// What a scripted backend streams after its delta, for a turn's id.
+type Script = fn(&str) -> Vec<SessionEvent>;
+
+/// Streams a delta, then what its script gives for the turn.
+struct Scripted(Script);
+
+impl Backend for Scripted {
+    fn kind(&self) -> &str {
+        "scripted"
+    }
+    fn send(&self, input: SendInput) -> tokio::sync::mpsc::Receiver<SessionEvent> {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let turn_id = input.turn_id;
+        let mut events = vec![SessionEvent::TextDelta {
+            id: format!("d-{turn_id}"),
+            turn_id: turn_id.clone(),
+            ts: 1.0,
+            message_id: format!("m-{turn_id}"),
+            text: "partly".into(),
+        }];
+        events.extend((self.0)(&turn_id));
+        tokio::spawn(async move {
+            for e in events {
+                let _ = tx.send(e).await;
+            }
+        });
+        rx
+    }
+    fn stop(&self) {}
+}
+
+/// A manager whose `ai-sdk` backend follows `script`, over a new root with session `s`.
+fn scripted(script: Script) -> (tempfile::TempDir, makalog::root::Owner, SessionManager) {
+    let (t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let mut registry = BackendRegistry::with_fake();
+    registry.register("ai-sdk", move |_| Arc::new(Scripted(script)));
+    let manager = SessionManager::new(stores, registry, ticking_sources()).expect("manager");
+    manager
+        .create_session(json!({"id": "s", "backend": "ai-sdk", "model": "m"}))
+        .expect("session");
+    (t, owner, manager)
+}
+
+fn abort(turn_id: &str, reason: &str) -> Vec<SessionEvent> {
+    vec![SessionEvent::Abort {
+        id: format!("a-{turn_id}"),
+        turn_id: turn_id.into(),
+        ts: 2.0,
+        reason: reason.into(),
+    }]
+}
+
+/// What the ledger says of the session's one run: its status and abort source, its terminal
+/// event's state delta, and its turn's latest `turn_state`.
+fn ended(manager: &SessionManager, session: &str) -> (Value, Value, Value, Value) {
+    let stores = manager.stores();
+    let runs = stores.runs.list_session_runs(session).expect("runs");
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    let terminal: Vec<Value> = stores
+        .runtime_events
+        .read_immutable_runtime_events(session, run.run_id())
+        .expect("events")
+        .into_iter()
+        .filter(|e| !e.partial() && e.is_terminal())
+        .map(|e| e.value().clone())
+        .collect();
+    assert_eq!(terminal.len(), 1, "one terminal event");
+    let state = stores
+        .sessions
+        .read_messages(session, None)
+        .expect("messages")
+        .into_iter()
+        .rev()
+        .find(|m| m.message_type() == "turn_state")
+        .expect("a turn_state")
+        .value()
+        .clone();
+    (
+        json!(run.status()),
+        run.value()["abortSource"].clone(),
+        terminal[0]["actions"]["stateDelta"].clone(),
+        state,
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_backend_abort_is_recorded_with_the_backends_reason() {
+    let scripts: [(&str, Script); 3] = [
+        ("timeout", |t| abort(t, "timeout")),
+        ("crash", |t| abort(t, "crash")),
+        ("redirect", |t| abort(t, "redirect")),
+    ];
+    for (reason, script) in scripts {
+        let (_t, _owner, manager) = scripted(script);
+        let turn = manager.send_message("s", text("go")).await.expect("send");
+        let outcome = turn.finish().await.expect("the turn ends");
+        assert_eq!(outcome.status, "cancelled", "{reason}");
+        let (status, source, delta, state) = ended(&manager, "s");
+        assert_eq!(
+            (status, source),
+            (json!("cancelled"), json!(reason)),
+            "{reason}: the run"
+        );
+        assert_eq!(
+            (&delta["abortSource"], &delta["stopReason"]),
+            (&json!(reason), &json!(reason)),
+            "{reason}: the terminal event"
+        );
+        assert_eq!(
+            (&state["status"], &state["abortSource"]),
+            (&json!("aborted"), &json!(reason)),
+            "{reason}: the turn"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_errors_details_and_a_budgets_detail_are_kept() {
+    let (_t, _owner, manager) = scripted(|t| {
+        vec![
+            SessionEvent::Error {
+                id: format!("e-{t}"),
+                turn_id: t.into(),
+                ts: 2.0,
+                recoverable: false,
+                message: "the provider refused".into(),
+                code: Some("provider".into()),
+                reason: None,
+                details: Some(json!(["quota", "region"])),
+            },
+            SessionEvent::Complete {
+                id: format!("c-{t}"),
+                turn_id: t.into(),
+                ts: 3.0,
+                stop_reason: "error".into(),
+                context_budget_exhausted_detail: None,
+            },
+        ]
+    });
+    let turn = manager.send_message("s", text("go")).await.expect("send");
+    assert_eq!(turn.finish().await.expect("the turn").status, "failed");
+    let stores = manager.stores();
+    let run = stores.runs.list_session_runs("s").expect("runs")[0].clone();
+    let events = stores
+        .runtime_events
+        .read_immutable_runtime_events("s", run.run_id())
+        .expect("events");
+    let error = events
+        .iter()
+        .find(|e| e.id().starts_with("e-"))
+        .expect("the error's event");
+    assert_eq!(
+        error.value()["content"]["details"],
+        json!(["quota", "region"])
+    );
+    let terminal = events.iter().find(|e| e.is_terminal()).expect("terminal");
+    assert_eq!(
+        terminal.value()["content"]["details"],
+        json!(["quota", "region"]),
+        "the failed terminal copies the error's content"
+    );
+
+    let (_t, _owner, manager) = scripted(|t| {
+        vec![SessionEvent::Complete {
+            id: format!("c-{t}"),
+            turn_id: t.into(),
+            ts: 3.0,
+            stop_reason: "context_budget_exhausted".into(),
+            context_budget_exhausted_detail: Some("summarizer_failed".into()),
+        }]
+    });
+    let turn = manager.send_message("s", text("go")).await.expect("send");
+    assert_eq!(turn.finish().await.expect("the turn").status, "failed");
+    let (status, _, delta, _) = ended(&manager, "s");
+    assert_eq!(status, json!("failed"));
+    assert_eq!(
+        (
+            &delta["failureClass"],
+            &delta["contextBudgetExhaustedDetail"]
+        ),
+        (
+            &json!("context_budget_exhausted"),
+            &json!("summarizer_failed")
+        )
+    );
+}
