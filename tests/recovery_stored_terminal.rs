@@ -1,8 +1,10 @@
 //! Recovery of a run whose terminal RuntimeEvent was stored before the crash (MAKA-MODEL §12:
 //! it is kept): the rest of its end states what that event says, as the turn's own end would
 //! have. An aborted one's `turn_state` carries when and why it was aborted; a failed one that
-//! names no failure class is `unknown` in the run and in the turn alike; and the report gives
-//! the run's status as its header does.
+//! names no failure class is `unknown` in the run and in the turn alike, and one an error
+//! failed carries the error's message; a turn states whether it kept output (a completed one
+//! with an answer did, an aborted one with none did not); and the report gives the run's
+//! status as its header does.
 
 mod support;
 
@@ -56,6 +58,22 @@ fn the_end_of_a_run_with_a_stored_terminal_states_what_that_terminal_says() {
     );
     ended_before_the_crash(stores, s, "r-failed", json!({"status": "failed"}));
     ended_before_the_crash(stores, s, "r-done", json!({"status": "completed"}));
+    stores
+        .sessions
+        .append_message(
+            s,
+            json!({"type": "assistant", "id": "said", "turnId": "turn-r-done", "ts": 6,
+                   "text": "done", "modelId": "m"}),
+        )
+        .expect("its answer");
+    ended_before_the_crash(
+        stores,
+        s,
+        "r-error",
+        json!({"status": "failed",
+               "content": {"kind": "error", "message": "the provider refused", "code": "provider"},
+               "actions": {"endInvocation": true, "stateDelta": {"failureClass": "provider"}}}),
+    );
 
     let report = r.manager().recover_interrupted_sessions().expect("recover");
     let mut got: Vec<(&str, &str, &str, Option<&str>)> = report
@@ -77,6 +95,7 @@ fn the_end_of_a_run_with_a_stored_terminal_states_what_that_terminal_says() {
         [
             ("r-aborted", kept, "cancelled", None),
             ("r-done", kept, "completed", None),
+            ("r-error", kept, "failed", Some("provider")),
             ("r-failed", kept, "failed", Some("unknown")),
         ],
         "the report says what the run headers say"
@@ -112,4 +131,12 @@ fn the_end_of_a_run_with_a_stored_terminal_states_what_that_terminal_says() {
         "the turn's class is the run's: {failed}"
     );
     assert_eq!(header.value()["failureClass"], json!("unknown"));
+    // The kept terminal of a turn an error failed states the error's message, as the turn's
+    // own end would have.
+    let error = stores.runs.read_run(s, "r-error").expect("run");
+    assert_eq!(
+        error.value()["failureMessage"],
+        json!("the provider refused")
+    );
+    assert!(header.value().get("failureMessage").is_none());
 }

@@ -1,10 +1,12 @@
 //! How a turn a backend ends on its own is written (MAKA-MODEL §11).
 //!
 //! - An `abort {reason: user_stop, redirect, timeout or crash}` nobody asked the runtime for
-//!   → aborted, with the backend's reason as `abortSource` in the terminal event's state,
+//!   → aborted, with the backend's reason as `abortSource` (and no stop reason, which only a
+//!   `complete` gives) in the terminal event's state,
 //!   the run and the turn's `turn_state`, never a stop button nobody pressed (a stop the
 //!   runtime asked for keeps its own source).
-//! - An `error`'s `details` → its error content, and the failed terminal's copy of it.
+//! - An `error`'s `details` → its error content, and the failed terminal's copy of it; a turn
+//!   that answered before it failed kept its output (`partialOutputRetained`).
 //! - A `complete`'s `contextBudgetExhaustedDetail` → the terminal's state.
 
 mod support;
@@ -122,9 +124,9 @@ async fn a_backend_abort_is_recorded_with_the_backends_reason() {
             "{reason}: the run"
         );
         assert_eq!(
-            (&delta["abortSource"], &delta["stopReason"]),
-            (&json!(reason), &json!(reason)),
-            "{reason}: the terminal event"
+            (&delta["abortSource"], delta.get("stopReason")),
+            (&json!(reason), None),
+            "{reason}: the terminal event (an abort states no stop reason)"
         );
         assert_eq!(
             (&state["status"], &state["abortSource"]),
@@ -138,6 +140,13 @@ async fn a_backend_abort_is_recorded_with_the_backends_reason() {
 async fn an_errors_details_and_a_budgets_detail_are_kept() {
     let (_t, _owner, manager) = scripted(|t| {
         vec![
+            SessionEvent::TextComplete {
+                id: format!("x-{t}"),
+                turn_id: t.into(),
+                ts: 1.5,
+                message_id: format!("m-{t}"),
+                text: "partly".into(),
+            },
             SessionEvent::Error {
                 id: format!("e-{t}"),
                 turn_id: t.into(),
@@ -179,6 +188,13 @@ async fn an_errors_details_and_a_budgets_detail_are_kept() {
         json!(["quota", "region"]),
         "the failed terminal copies the error's content"
     );
+    let (_, _, _, state) = ended(&manager, "s");
+    assert_eq!(
+        (&state["status"], &state["partialOutputRetained"]),
+        (&json!("failed"), &json!(true)),
+        "a failed turn that answered kept its output"
+    );
+    assert_eq!(run.value()["failureMessage"], json!("the provider refused"));
 
     let (_t, _owner, manager) = scripted(|t| {
         vec![SessionEvent::Complete {

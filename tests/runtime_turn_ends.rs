@@ -1,9 +1,9 @@
 //! What a turn's end states beside its status, as the original's own ledger states it
 //! (`../shared/compat/maka-sqlite`: its failed network turn's run says `failureMessage:
-//! "Deterministic network failure"`, its completed turns' `turn_state`s say
-//! `partialOutputRetained: true`, the others `false`): a run an error failed carries the
-//! error's message (MAKA-MODEL §7, step 2 of the terminal commit); a completed turn retained
-//! its output; a run recovery failed carries no message.
+//! "Deterministic network failure"`; its `turn_state`s say `partialOutputRetained: true` for
+//! the turns that answered, `false` for the others): a run an error failed carries the
+//! error's message (MAKA-MODEL §7, step 2 of the terminal commit); a turn that put out an
+//! answer or a tool's result kept its output; a run recovery failed carries no message.
 
 mod support;
 

@@ -22,16 +22,6 @@ pub(super) struct Begun {
 }
 
 /// Opens a turn of session `session_id`, whose header (read by the caller) is `header`.
-/// What the user sent, as an admission's normalized input holds it: the text, and the
-/// attachments when there are any.
-fn sent(input: &TurnInput) -> Value {
-    let mut sent = json!({"text": input.text});
-    if !input.attachments.is_empty() {
-        sent["attachments"] = json!(input.attachments);
-    }
-    sent
-}
-
 pub(super) fn begin(
     inner: &Inner,
     session_id: &str,
@@ -48,8 +38,8 @@ pub(super) fn begin(
         let admission = json!({
             "schemaVersion": 1, "sessionId": session_id, "turnId": turn_id, "runId": run_id,
             "userMessageId": user_message_id, "execution": execution,
-            "previousRootTurnId": stores.sessions.turn_before(session_id, &turn_id)?,
-            "normalizedInput": sent(input),
+            "previousRootTurnId": previous_root_turn(stores, session_id, &turn_id)?,
+            "normalizedInput": {"text": input.text},
             "sourceMessages": [], "admittedAt": s.now() as u64,
         });
         let stored = match stores.runs.admit_root_turn(admission)? {
@@ -120,6 +110,8 @@ fn queue_opening(
     if let (Value::Object(r), Value::Object(modes)) = (&mut run, modes(h)) {
         r.extend(modes);
     }
+    // No swarm is authorized: none of this runtime's turns is a swarm's.
+    run["agentSwarmAuthorization"] = json!("none");
     for (key, value) in [
         ("agentId", &input.agent_id),
         ("agentName", &input.agent_name),
@@ -135,8 +127,8 @@ fn queue_opening(
     )?;
     let data = json!({
         "textLength": input.text.encode_utf16().count(), "attachmentCount": input.attachments.len(),
-        "orchestrationMode": h.get("orchestrationMode").cloned().unwrap_or(json!("default")),
-        "toolMode": "direct",
+        "orchestrationMode": created.value()["orchestrationMode"], "orchestrationSource": "session",
+        "agentSwarmAuthorization": "none", "toolMode": "direct",
     });
     batch.run_event(inner, ids, "run_created", Some(data))?;
     // 2. The invocation's opening, its first event.
@@ -150,13 +142,9 @@ fn queue_opening(
     ))?;
     // 3. The user message, then the turn running.
     let at = s.now();
-    let mut user = json!({
+    batch.message(json!({
         "type": "user", "id": user_message_id, "turnId": turn_id, "ts": at, "text": input.text,
-    });
-    if !input.attachments.is_empty() {
-        user["attachments"] = json!(input.attachments);
-    }
-    batch.message(user)?;
+    }))?;
     batch.message(json!({
         "type": "turn_state", "id": s.new_id(), "turnId": turn_id, "ts": s.now(),
         "status": "running", "partialOutputRetained": false,
@@ -189,8 +177,21 @@ fn queue_opening(
     Ok((batch.header(next)?, started_at))
 }
 
-/// The opening content of the turn's invocation (§1.3): the session's route and configuration,
-/// a user root, a fresh source, and the agent as lineage when the turn is an agent's.
+/// The turn before `turn_id` that a root turn's admission names (§8): the one its admission
+/// already named, if it was admitted before (a retry, or a turn admitted by an older version
+/// that named none), so a retry is compared on its payload alone; otherwise the turn of the
+/// session's last message of another turn.
+fn previous_root_turn(
+    stores: &crate::store::ExecutionStores,
+    session_id: &str,
+    turn_id: &str,
+) -> Result<Value> {
+    if let Some(stored) = stores.runs.read_root_turn_admission(session_id, turn_id)? {
+        return Ok(stored.value()["previousRootTurnId"].clone());
+    }
+    Ok(json!(stores.sessions.turn_before(session_id, turn_id)?))
+}
+
 /// The run's modes, from the session (§12 step 1, "config from the session"): stated alike by
 /// the run's header and its invocation's opening.
 fn modes(h: &Value) -> Value {
@@ -201,6 +202,8 @@ fn modes(h: &Value) -> Value {
     })
 }
 
+/// The opening content of the turn's invocation (§1.3): the session's route and configuration,
+/// a user root, a fresh source, and the agent as lineage when the turn is an agent's.
 fn opening(h: &Value, input: &TurnInput) -> Value {
     let route = match h.get("llmConnectionId") {
         Some(id) => {

@@ -113,19 +113,22 @@ pub fn error_content(error: &SessionEvent) -> Value {
 }
 
 /// The terminal RuntimeEvent of a turn that ended as `ending` (§11): role and author system,
-/// `endInvocation`, the stop reason, failure class and abort source in its state delta; a
-/// failure caused by an error carries that error's content.
+/// `endInvocation`, the stop reason (a `complete`'s; an `abort` states none), failure class
+/// and abort source in its state delta; a failure caused by an error carries that error's
+/// content.
 pub fn terminal_event(
     ids: &TurnIds,
     id: &str,
     ts: f64,
-    stop_reason: &str,
+    stop_reason: Option<&str>,
     ending: &Ending,
     error: Option<&SessionEvent>,
     abort_source: Option<&str>,
 ) -> Value {
     let mut delta = Map::new();
-    delta.insert("stopReason".into(), json!(stop_reason));
+    if let Some(stop_reason) = stop_reason {
+        delta.insert("stopReason".into(), json!(stop_reason));
+    }
     if let Some(class) = &ending.failure_class {
         delta.insert("failureClass".into(), json!(class));
     }
@@ -142,4 +145,14 @@ pub fn terminal_event(
         }
     }
     ids.event(id, ts, false, "system", "system", fields)
+}
+
+/// The failure message of a failed run whose terminal event is `terminal` (§7): the message
+/// of the error that failed it, which a failed terminal's error content copies.
+pub fn failure_message(terminal: &Value) -> Option<String> {
+    let content = &terminal["content"];
+    let failed = terminal["status"] == json!("failed") && content["kind"] == json!("error");
+    failed
+        .then(|| content["message"].as_str().map(str::to_owned))
+        .flatten()
 }

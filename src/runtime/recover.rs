@@ -6,6 +6,7 @@
 
 use super::begin::runtime_event;
 use super::manager::Inner;
+use super::mapping::failure_message;
 use super::recovery_rules::{failure_class, is_recovery_class, recovery_reason};
 use crate::error::Result;
 use crate::index::SessionRecord;
@@ -51,12 +52,17 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
         .iter()
         .find(|e| !e.partial() && e.is_terminal())
         .cloned();
-    let (terminal, reason, extras) = match stored_terminal {
+    // A kept terminal a turn wrote states its failure as the turn's end would have; recovery's
+    // own states none (§12, step 2).
+    let (terminal, reason, extras, message) = match stored_terminal {
         Some(t) => match recovered_by(&t) {
             // An earlier recovery's own event (it stopped after writing it): its end is
             // finished as that recovery would have, with its reason and its run_failed data.
-            Some((reason, extras)) => (t, reason, Some(extras)),
-            None => (t, "runtime_event_terminal_fact".to_owned(), None),
+            Some((reason, extras)) => (t, reason, Some(extras), None),
+            None => {
+                let message = failure_message(t.value());
+                (t, "runtime_event_terminal_fact".to_owned(), None, message)
+            }
         },
         None => {
             let corrupt = run_event_types.iter().any(|t| t == "event_corrupt");
@@ -94,7 +100,7 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
                 "actions": {"endInvocation": true, "stateDelta": delta},
             });
             d.insert("recovered".into(), json!(true));
-            (runtime_event(event)?, reason.to_owned(), Some(d))
+            (runtime_event(event)?, reason.to_owned(), Some(d), None)
         }
     };
     // The rest of the run's end goes in the same sync: the turn's state (session-inline runs
@@ -115,7 +121,7 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
         &terminal,
         RunEnd {
             extras,
-            failure_message: None,
+            failure_message: message,
         },
         &then,
     )?;
@@ -228,17 +234,30 @@ const TURN_LINEAGE: [&str; 5] = [
     "parentSessionId",
 ];
 
-/// The turn's latest `turn_state`, if it has one.
-fn latest_turn_state(inner: &Inner, session_id: &str, turn_id: &str) -> Result<Option<Value>> {
+/// The turn's latest `turn_state`, if it has one, and whether the turn kept any output (an
+/// assistant text that is not blank, or a tool's result), as its own end would state it.
+fn latest_turn_state(
+    inner: &Inner,
+    session_id: &str,
+    turn_id: &str,
+) -> Result<(Option<Value>, bool)> {
     let messages = inner
         .stores
         .sessions
         .read_messages(session_id, Some(turn_id))?;
-    Ok(messages
+    let latest = messages
         .iter()
         .rev()
         .find(|m| m.message_type() == "turn_state")
-        .map(|m| m.value().clone()))
+        .map(|m| m.value().clone());
+    let retained = messages.iter().any(|m| match m.message_type() {
+        "assistant" => m.value()["text"]
+            .as_str()
+            .is_some_and(|t| !t.trim().is_empty()),
+        "tool_result" => true,
+        _ => false,
+    });
+    Ok((latest, retained))
 }
 
 /// The turn's final `turn_state`, unless its latest already says how the run ended.
@@ -249,7 +268,7 @@ fn turn_state(
     status: &str,
     terminal: &crate::event::RuntimeEvent,
 ) -> Result<Option<SessionRecord>> {
-    let latest = latest_turn_state(inner, session_id, turn_id)?;
+    let (latest, retained) = latest_turn_state(inner, session_id, turn_id)?;
     if latest
         .as_ref()
         .is_some_and(|l| l["status"] == json!(status))
@@ -258,7 +277,7 @@ fn turn_state(
     }
     let mut state = json!({"type": "turn_state", "id": inner.sources.new_id(), "turnId": turn_id,
                            "ts": inner.sources.now(), "status": status,
-                           "partialOutputRetained": status == "completed"});
+                           "partialOutputRetained": retained});
     // The turn's lineage, as its latest state gives it.
     for field in TURN_LINEAGE {
         if let Some(v) = latest.as_ref().and_then(|l| l.get(field)) {

@@ -74,10 +74,11 @@ pub fn subagent_header(id: &str, tool_call: &str, fingerprint: char) -> Value {
 
 /// A temporary root, its owner, and the execution stores opened under it.
 pub struct StoresRoot {
-    pub dir: tempfile::TempDir,
-    pub storage: Arc<RealStorage>,
-    pub owner: Owner,
     pub stores: Arc<ExecutionStores>,
+    pub owner: Owner,
+    pub storage: Arc<RealStorage>,
+    /// Last, so the directory goes after what writes in it.
+    pub dir: tempfile::TempDir,
 }
 
 impl StoresRoot {

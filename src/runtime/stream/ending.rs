@@ -5,7 +5,8 @@
 use super::super::begin::{runtime_event, Begun};
 use super::super::events::SessionEvent;
 use super::super::manager::{lock, Inner, TurnOutcome};
-use super::super::mapping::{terminal_event, Ending};
+use super::super::mapping::{failure_message, terminal_event, Ending};
+use super::writer::Output;
 use crate::error::{Error, Result};
 use crate::index::SessionRecord;
 use crate::model::{SessionHeader, StoredMessage};
@@ -36,7 +37,7 @@ pub(super) fn synthetic(
         &begun.ids,
         &s.new_id(),
         s.now(),
-        stop_reason,
+        Some(stop_reason),
         &ending,
         None,
         abort_source,
@@ -57,7 +58,7 @@ pub(super) fn commit(
     begun: &Begun,
     (terminal, ending): (Value, Ending),
     events: usize,
-    summary: &str,
+    output: &Output,
 ) -> Result<(TurnOutcome, Option<(Value, Ending)>)> {
     let refusal = |e: &Error| {
         matches!(
@@ -65,15 +66,15 @@ pub(super) fn commit(
             Error::InvalidInput(_) | Error::InvalidRecord { .. } | Error::IdentityConflict { .. }
         )
     };
-    let (outcome, replaced) = match finish(inner, begun, terminal.clone(), &ending, events, summary)
+    let (outcome, replaced) = match finish(inner, begun, terminal.clone(), &ending, events, output)
     {
         Err(refused) if refusal(&refused) => {
-            match finish(inner, begun, terminal, &ending, events, summary) {
+            match finish(inner, begun, terminal, &ending, events, output) {
                 // A failure that is not a refusal (the disk's) is the turn's as it is.
                 Err(again) if refusal(&again) => {
                     let class = Some("invalid_terminal_event".into());
                     let (event, ending) = synthetic(inner, begun, "failed", class, None);
-                    match finish(inner, begun, event.clone(), &ending, events, summary) {
+                    match finish(inner, begun, event.clone(), &ending, events, output) {
                         Ok(outcome) => Ok((outcome, Some((event, ending)))),
                         Err(e) => Err(Error::Several {
                             what:
@@ -147,7 +148,7 @@ fn finish(
     terminal: Value,
     ending: &Ending,
     events: usize,
-    summary: &str,
+    output: &Output,
 ) -> Result<TurnOutcome> {
     let ids = &begun.ids;
     let event = runtime_event(terminal)?;
@@ -155,10 +156,9 @@ fn finish(
         .as_str()
         .map(str::to_owned);
     let now = inner.sources.now();
-    // As the original states it: a completed turn retained its output, others did not.
-    let retained = ending.status == "completed";
     let mut state = json!({"type": "turn_state", "id": inner.sources.new_id(), "turnId": ids.turn_id,
-                           "ts": now, "status": ending.status, "partialOutputRetained": retained});
+                           "ts": now, "status": ending.status,
+                           "partialOutputRetained": output.retained});
     match ending.status {
         "failed" => state["errorClass"] = json!(ending.failure_class),
         "aborted" => {
@@ -180,13 +180,9 @@ fn finish(
         then.push(SessionRecord::Header(SessionHeader::from_value(next)?));
     }
     // A turn an error failed states the error's message in its run (§7), as the original does.
-    let content = &event.value()["content"];
-    let failure_message = (ending.status == "failed" && content["kind"] == json!("error"))
-        .then(|| content["message"].as_str().map(str::to_owned))
-        .flatten();
     let end = RunEnd {
         extras: None,
-        failure_message,
+        failure_message: failure_message(event.value()),
     };
     let run =
         inner
@@ -200,7 +196,7 @@ fn finish(
         user_message_id: begun.user_message_id.clone(),
         status: run.status().to_owned(),
         failure_class: run.value()["failureClass"].as_str().map(str::to_owned),
-        summary: summary.to_owned(),
+        summary: output.summary.clone(),
         event_count: events,
         started_at: begun.started_at,
         completed_at: event.ts(),

@@ -152,8 +152,8 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
     };
     // The stream is let go: a backend still sending finds it closed.
     drop(from_backend);
-    let summary = std::mem::take(&mut w.summary);
-    let outcome = on_disk(|| ending::commit(inner, &begun, terminal, events, &summary));
+    let output = std::mem::take(&mut w.output);
+    let outcome = on_disk(|| ending::commit(inner, &begun, terminal, events, &output));
     let outcome = outcome.map(|(outcome, replaced)| {
         // The caller's stream ends as the ledger ended the turn: an ending the runtime made
         // (the backend gave none, or one the ledger refused) is told in the backend's place.

@@ -17,6 +17,15 @@ use std::collections::HashMap;
 /// Deltas coalesced into one partial event at most.
 const COALESCE: usize = 16;
 
+/// What a turn put out: its last complete text, and whether it kept any output (an assistant
+/// text that is not blank, or a tool's result), which its `turn_state` states as
+/// `partialOutputRetained`.
+#[derive(Debug, Default)]
+pub(super) struct Output {
+    pub summary: String,
+    pub retained: bool,
+}
+
 /// The stream's state as it is written.
 pub(super) struct Writer<'a> {
     inner: &'a Inner,
@@ -27,7 +36,7 @@ pub(super) struct Writer<'a> {
     last_partial: Option<RuntimeEvent>,
     last_error: Option<SessionEvent>,
     tool_names: HashMap<String, String>,
-    pub(super) summary: String,
+    pub(super) output: Output,
     pub(super) fact_failures: usize,
     /// The last batch of facts queued and not yet waited for, and how many facts are waiting.
     unsynced: Option<Batch<'a>>,
@@ -43,7 +52,7 @@ impl<'a> Writer<'a> {
             last_partial: None,
             last_error: None,
             tool_names: HashMap::new(),
-            summary: String::new(),
+            output: Output::default(),
             fact_failures: 0,
             unsynced: None,
             unsynced_facts: 0,
@@ -88,7 +97,8 @@ impl<'a> Writer<'a> {
                 text,
                 ..
             } => {
-                self.summary = text.clone();
+                self.output.summary = text.clone();
+                self.output.retained |= !text.trim().is_empty();
                 let fields = json!({"content": {"kind": "text", "text": text},
                                     "refs": {"providerEventId": message_id}});
                 let model = self.begun.header.value()["model"].clone();
@@ -135,6 +145,7 @@ impl<'a> Writer<'a> {
                 let message = json!({"type": "tool_result", "id": id, "turnId": ids.turn_id,
                                      "ts": ts, "toolUseId": tool_use_id, "isError": is_error,
                                      "content": content});
+                self.output.retained = true;
                 let kind = if *is_error {
                     "tool_failed"
                 } else {
@@ -168,7 +179,7 @@ impl<'a> Writer<'a> {
                     ids,
                     id,
                     *ts,
-                    stop_reason,
+                    Some(stop_reason),
                     &ending,
                     self.last_error.as_ref(),
                     source.as_deref(),
@@ -186,7 +197,7 @@ impl<'a> Writer<'a> {
                 // A stop the runtime asked for names its source; an abort the backend made on
                 // its own (a timeout, a crash, a redirect) is its reason's.
                 let source = abort_source().unwrap_or_else(|| reason.clone());
-                let e = terminal_event(ids, id, *ts, reason, &ending, None, Some(&source));
+                let e = terminal_event(ids, id, *ts, None, &ending, None, Some(&source));
                 return Some((e, ending));
             }
         }
