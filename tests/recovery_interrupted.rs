@@ -97,16 +97,7 @@ fn synthetic(s: &str, id: &str) -> makalog::event::RuntimeEvent {
 }
 
 fn latest_turn_state(stores: &ExecutionStores, s: &str, id: &str) -> Value {
-    let turn = format!("turn-{id}");
-    stores
-        .sessions
-        .read_messages(s, Some(&turn))
-        .expect("messages")
-        .iter()
-        .rev()
-        .find(|m| m.message_type() == "turn_state")
-        .map(|m| m.value().clone())
-        .expect("a turn_state")
+    support::stores::latest_turn_state(stores, s, Some(&format!("turn-{id}")))
 }
 
 /// Recovers twice: the first finishes `expected`'s ends (in that order), the second finds

@@ -12,7 +12,7 @@ use makalog::runtime::APP_RESTARTED;
 use makalog::storage::Storage;
 use makalog::store::ExecutionStores;
 use serde_json::{json, Value};
-use support::stores::{running_run, session_files, StoresRoot};
+use support::stores::{latest_turn_state, running_run, session_files, StoresRoot};
 
 const CLOSED: &str = "sandbox_boundary_closed_by_restart";
 
@@ -77,16 +77,9 @@ fn ended_as(stores: &ExecutionStores, s: &str, id: &str, class: &str, reason: &s
         terminal[0]["actions"]["stateDelta"]["failureClass"],
         json!(class)
     );
-    let state = stores
-        .sessions
-        .read_messages(s, Some(&format!("turn-{id}")))
-        .expect("messages")
-        .into_iter()
-        .rev()
-        .find(|m| m.message_type() == "turn_state")
-        .expect("turn_state");
+    let state = latest_turn_state(stores, s, Some(&format!("turn-{id}")));
     assert_eq!(
-        (&state.value()["status"], &state.value()["errorClass"]),
+        (&state["status"], &state["errorClass"]),
         (&json!("failed"), &json!(class)),
         "{id}'s turn"
     );

@@ -11,7 +11,7 @@ mod support;
 use makalog::segment::Durability;
 use makalog::store::ExecutionStores;
 use serde_json::{json, Value};
-use support::stores::{running_run, StoresRoot};
+use support::stores::{latest_turn_state, running_run, StoresRoot};
 
 /// A running run of `s` whose terminal event (`fields` over the envelope) is stored, and
 /// nothing after it.
@@ -31,16 +31,7 @@ fn ended_before_the_crash(stores: &ExecutionStores, s: &str, id: &str, fields: V
 }
 
 fn turn_state(stores: &ExecutionStores, s: &str, id: &str) -> Value {
-    stores
-        .sessions
-        .read_messages(s, Some(&format!("turn-{id}")))
-        .expect("messages")
-        .into_iter()
-        .rev()
-        .find(|m| m.message_type() == "turn_state")
-        .expect("a turn_state")
-        .value()
-        .clone()
+    latest_turn_state(stores, s, Some(&format!("turn-{id}")))
 }
 
 #[test]

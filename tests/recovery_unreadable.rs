@@ -23,12 +23,8 @@ fn unreadable_session(owner: &makalog::root::Owner) {
     .expect("append");
 }
 
-#[test]
-fn an_unreadable_session_is_skipped_and_the_others_recovered_without_the_file() {
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    unreadable_session(&owner);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+/// Session `good`, with run `r1` created and never started.
+fn good_with_a_created_run(stores: &makalog::store::ExecutionStores) {
     stores
         .sessions
         .create(session_header("good", 1))
@@ -39,6 +35,15 @@ fn an_unreadable_session_is_skipped_and_the_others_recovered_without_the_file() 
             "llmConnectionSlug": "fake", "modelId": "m", "cwd": "/w", "status": "created",
             "backendKind": "fake", "permissionMode": "ask", "createdAt": 1, "updatedAt": 1}))
         .expect("run");
+}
+
+#[test]
+fn an_unreadable_session_is_skipped_and_the_others_recovered_without_the_file() {
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    unreadable_session(&owner);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    good_with_a_created_run(&stores);
     let manager = SessionManager::new(
         stores.clone(),
         BackendRegistry::with_fake(),
@@ -78,16 +83,7 @@ fn without_the_file_only_sessions_with_runs_to_end_are_opened_for_writing() {
                 .create(session_header(&format!("idle-{n}"), 1))
                 .expect("session");
         }
-        stores
-            .sessions
-            .create(session_header("good", 1))
-            .expect("session");
-        stores
-            .runs
-            .create_run(json!({"runId": "r1", "sessionId": "good", "turnId": "t1",
-                "llmConnectionSlug": "fake", "modelId": "m", "cwd": "/w", "status": "created",
-                "backendKind": "fake", "permissionMode": "ask", "createdAt": 1, "updatedAt": 1}))
-            .expect("run");
+        good_with_a_created_run(&stores);
         stores.close().expect("close");
     }
     let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));

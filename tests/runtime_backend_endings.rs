@@ -87,16 +87,7 @@ fn ended(manager: &SessionManager, session: &str) -> (Value, Value, Value, Value
         .map(|e| e.value().clone())
         .collect();
     assert_eq!(terminal.len(), 1, "one terminal event");
-    let state = stores
-        .sessions
-        .read_messages(session, None)
-        .expect("messages")
-        .into_iter()
-        .rev()
-        .find(|m| m.message_type() == "turn_state")
-        .expect("a turn_state")
-        .value()
-        .clone();
+    let state = support::stores::latest_turn_state(stores, session, None);
     (
         json!(run.status()),
         run.value()["abortSource"].clone(),

@@ -12,17 +12,7 @@ use serde_json::{json, Value};
 use support::turns::{fixture, session, text};
 
 fn turn_state(f: &support::turns::Fixture, s: &str, turn: &str) -> Value {
-    f.manager
-        .stores()
-        .sessions
-        .read_messages(s, Some(turn))
-        .expect("messages")
-        .into_iter()
-        .rev()
-        .find(|m| m.message_type() == "turn_state")
-        .expect("a turn_state")
-        .value()
-        .clone()
+    support::stores::latest_turn_state(f.manager.stores(), s, Some(turn))
 }
 
 #[tokio::test(start_paused = true)]

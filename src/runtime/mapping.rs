@@ -156,3 +156,15 @@ pub fn failure_message(terminal: &Value) -> Option<String> {
         .then(|| content["message"].as_str().map(str::to_owned))
         .flatten()
 }
+
+/// Whether a stored message (its JSON) is output a turn keeps, which its `turn_state` states
+/// as `partialOutputRetained`: an assistant text that is not blank, or a tool's result.
+pub fn keeps_output(message: &Value) -> bool {
+    match message["type"].as_str() {
+        Some("assistant") => message["text"]
+            .as_str()
+            .is_some_and(|t| !t.trim().is_empty()),
+        Some("tool_result") => true,
+        _ => false,
+    }
+}

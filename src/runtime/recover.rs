@@ -6,7 +6,7 @@
 
 use super::begin::runtime_event;
 use super::manager::Inner;
-use super::mapping::failure_message;
+use super::mapping::{failure_message, keeps_output};
 use super::recovery_rules::{failure_class, is_recovery_class, recovery_reason};
 use crate::error::Result;
 use crate::index::SessionRecord;
@@ -234,8 +234,8 @@ const TURN_LINEAGE: [&str; 5] = [
     "parentSessionId",
 ];
 
-/// The turn's latest `turn_state`, if it has one, and whether the turn kept any output (an
-/// assistant text that is not blank, or a tool's result), as its own end would state it.
+/// The turn's latest `turn_state`, if it has one, and whether the turn kept any output
+/// ([`keeps_output`]), as its own end would state it.
 fn latest_turn_state(
     inner: &Inner,
     session_id: &str,
@@ -250,13 +250,7 @@ fn latest_turn_state(
         .rev()
         .find(|m| m.message_type() == "turn_state")
         .map(|m| m.value().clone());
-    let retained = messages.iter().any(|m| match m.message_type() {
-        "assistant" => m.value()["text"]
-            .as_str()
-            .is_some_and(|t| !t.trim().is_empty()),
-        "tool_result" => true,
-        _ => false,
-    });
+    let retained = messages.iter().any(|m| keeps_output(m.value()));
     Ok((latest, retained))
 }
 

@@ -131,3 +131,18 @@ pub fn running_run(stores: &ExecutionStores, s: &str, id: &str) {
         .update_run(s, id, &json!({"status": "running", "updatedAt": 2}))
         .expect("status");
 }
+
+/// The latest `turn_state` of `turn` in session `s` (of the session's last turn when `turn` is
+/// `None`).
+pub fn latest_turn_state(stores: &ExecutionStores, s: &str, turn: Option<&str>) -> Value {
+    stores
+        .sessions
+        .read_messages(s, turn)
+        .expect("messages")
+        .into_iter()
+        .rev()
+        .find(|m| m.message_type() == "turn_state")
+        .expect("a turn_state")
+        .value()
+        .clone()
+}

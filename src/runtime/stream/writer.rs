@@ -7,7 +7,7 @@ use super::super::begin::{built, run_event, runtime_event, Begun};
 use super::super::blocking::on_disk;
 use super::super::events::SessionEvent;
 use super::super::manager::Inner;
-use super::super::mapping::{ending_of, error_content, terminal_event, Ending};
+use super::super::mapping::{ending_of, error_content, keeps_output, terminal_event, Ending};
 use crate::error::Result;
 use crate::event::RuntimeEvent;
 use crate::segment::Durability;
@@ -17,9 +17,8 @@ use std::collections::HashMap;
 /// Deltas coalesced into one partial event at most.
 const COALESCE: usize = 16;
 
-/// What a turn put out: its last complete text, and whether it kept any output (an assistant
-/// text that is not blank, or a tool's result), which its `turn_state` states as
-/// `partialOutputRetained`.
+/// What a turn put out: its last complete text, and whether it kept any output
+/// ([`keeps_output`]).
 #[derive(Debug, Default)]
 pub(super) struct Output {
     pub summary: String,
@@ -98,7 +97,6 @@ impl<'a> Writer<'a> {
                 ..
             } => {
                 self.output.summary = text.clone();
-                self.output.retained |= !text.trim().is_empty();
                 let fields = json!({"content": {"kind": "text", "text": text},
                                     "refs": {"providerEventId": message_id}});
                 let model = self.begun.header.value()["model"].clone();
@@ -145,7 +143,6 @@ impl<'a> Writer<'a> {
                 let message = json!({"type": "tool_result", "id": id, "turnId": ids.turn_id,
                                      "ts": ts, "toolUseId": tool_use_id, "isError": is_error,
                                      "content": content});
-                self.output.retained = true;
                 let kind = if *is_error {
                     "tool_failed"
                 } else {
@@ -244,6 +241,7 @@ impl<'a> Writer<'a> {
     /// durable by the next sync ([`Writer::settle`]), fail-open (§12): a failure is counted,
     /// and the turn goes on.
     fn facts(&mut self, event: Value, message: Option<Value>, run_event: Option<(&str, Value)>) {
+        self.output.retained |= message.as_ref().is_some_and(keeps_output);
         let ids = &self.begun.ids;
         let mut batch = Batch::new(self.inner, &ids.session_id);
         let queue = || -> Result<()> {
