@@ -11,56 +11,10 @@
 
 mod support;
 
-use makalog::runtime::{Backend, BackendRegistry, SendInput, SessionEvent, SessionManager};
-use makalog::store::open_execution_stores_for_write;
+use makalog::runtime::{SessionEvent, SessionManager};
 use serde_json::{json, Value};
-use std::sync::Arc;
-use support::turns::{text, ticking_sources};
-
-/// What a scripted backend streams after its delta, for a turn's id.
-type Script = fn(&str) -> Vec<SessionEvent>;
-
-/// Streams a delta, then what its script gives for the turn.
-struct Scripted(Script);
-
-impl Backend for Scripted {
-    fn kind(&self) -> &str {
-        "scripted"
-    }
-    fn send(&self, input: SendInput) -> tokio::sync::mpsc::Receiver<SessionEvent> {
-        let (tx, rx) = tokio::sync::mpsc::channel(4);
-        let turn_id = input.turn_id;
-        let mut events = vec![SessionEvent::TextDelta {
-            id: format!("d-{turn_id}"),
-            turn_id: turn_id.clone(),
-            ts: 1.0,
-            message_id: format!("m-{turn_id}"),
-            text: "partly".into(),
-        }];
-        events.extend((self.0)(&turn_id));
-        tokio::spawn(async move {
-            for e in events {
-                let _ = tx.send(e).await;
-            }
-        });
-        rx
-    }
-    fn stop(&self) {}
-}
-
-/// A manager whose `ai-sdk` backend follows `script`, over a new root with session `s`.
-fn scripted(script: Script) -> (tempfile::TempDir, makalog::root::Owner, SessionManager) {
-    let (t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let mut registry = BackendRegistry::with_fake();
-    registry.register("ai-sdk", move |_| Arc::new(Scripted(script)));
-    let manager = SessionManager::new(stores, registry, ticking_sources()).expect("manager");
-    manager
-        .create_session(json!({"id": "s", "backend": "ai-sdk", "model": "m"}))
-        .expect("session");
-    (t, owner, manager)
-}
+use support::scripted::{scripted, Script};
+use support::turns::text;
 
 fn abort(turn_id: &str, reason: &str) -> Vec<SessionEvent> {
     vec![SessionEvent::Abort {

@@ -70,6 +70,7 @@ impl Backend for Scripted {
             ts: 1.0,
             message_id: format!("m-{turn_id}"),
             text: "partly".into(),
+            start_offset: None,
         };
         let complete = |id: &str| SessionEvent::Complete {
             id: id.into(),

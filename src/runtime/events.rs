@@ -1,6 +1,9 @@
 //! What a backend streams for one turn (MAKA-MODEL §11): `SessionEvent`s, tagged by `type`,
 //! each with an id, its turn and a timestamp. Only the kinds this runtime's backends emit and
 //! its turn writer maps are modelled; every one is also what a caller of `send_message` sees.
+//! Tool calls and results carry §11's optional fields ([`ToolStartDetails`],
+//! [`ToolResultDetails`]); the writer keeps each where §6's message and §1's event have a place
+//! for it.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -20,6 +23,10 @@ pub enum SessionEvent {
         ts: f64,
         message_id: String,
         text: String,
+        /// Where the chunk begins in the message's text, when the backend says: for the
+        /// caller, as the ledger's partial events have no place for it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        start_offset: Option<u64>,
     },
     /// The whole text of a message, once it is complete.
     TextComplete {
@@ -37,6 +44,9 @@ pub enum SessionEvent {
         tool_use_id: String,
         tool_name: String,
         args: Value,
+        /// Boxed: most calls have none, and every event is as big as the largest kind.
+        #[serde(flatten)]
+        details: Box<ToolStartDetails>,
     },
     /// A tool call's result.
     ToolResult {
@@ -46,6 +56,8 @@ pub enum SessionEvent {
         tool_use_id: String,
         is_error: bool,
         content: Value,
+        #[serde(flatten)]
+        details: Box<ToolResultDetails>,
     },
     /// The backend asks the user questions and waits for the answers.
     UserQuestionRequest {
@@ -96,6 +108,61 @@ pub enum SessionEvent {
         ts: f64,
         reason: String,
     },
+}
+
+/// What a `tool_start` may say beyond the tool's name and arguments (§11), all optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolStartDetails {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activity_kind: Option<String>,
+    /// An object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider_options: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider_executed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_id: Option<String>,
+    /// `provider` or `code_mode`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+    /// `visible` or `hidden`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_visibility: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_operation_id: Option<String>,
+}
+
+/// What a `tool_result` may say beyond its content (§11), all optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultDetails {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider_executed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider_output: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<f64>,
+    /// `provider` or `code_mode`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+    /// `visible` or `hidden`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_visibility: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_operation_id: Option<String>,
 }
 
 impl SessionEvent {

@@ -168,3 +168,40 @@ pub fn keeps_output(message: &Value) -> bool {
         _ => false,
     }
 }
+
+/// Places a tool call's or result's optional fields (§11, `details` as an object) where the
+/// ledger keeps them: each in the stored message, whose type has a place for every one but
+/// `operationId` (§6); the ids also in the event's refs (§1.5); providerOptions,
+/// providerExecuted and providerOutput also in its content (§1.2); origin and modelVisibility
+/// also on its envelope when they are values the envelope takes (§1.1), so a value only the
+/// message can hold costs the fact nothing. `event` is the event's fields before the envelope.
+pub fn place_tool_details(details: Value, message: &mut Value, event: &mut Value) {
+    let Value::Object(details) = details else {
+        return;
+    };
+    for (key, value) in details {
+        match key.as_str() {
+            "operationId" => event["refs"][&key] = value,
+            "stepId" | "parentToolCallId" | "parentOperationId" => {
+                event["refs"][&key] = value.clone();
+                message[&key] = value;
+            }
+            "providerOptions" | "providerExecuted" | "providerOutput" => {
+                event["content"][&key] = value.clone();
+                message[&key] = value;
+            }
+            "origin" | "modelVisibility" => {
+                let enveloped = matches!(
+                    (key.as_str(), value.as_str()),
+                    ("origin", Some("provider" | "code_mode"))
+                        | ("modelVisibility", Some("visible" | "hidden"))
+                );
+                if enveloped {
+                    event[&key] = value.clone();
+                }
+                message[&key] = value;
+            }
+            _ => message[&key] = value,
+        }
+    }
+}

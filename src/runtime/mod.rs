@@ -33,7 +33,7 @@ pub use agents::{AgentDefinition, LOCAL_READ_AGENT_DEFINITION};
 pub use backend::{Backend, BackendContext, BackendFactory, BackendRegistry, SendInput};
 pub use claimed::{ClaimedIntentRun, ClaimedRunResult};
 pub use composition::ExecutionComposition;
-pub use events::SessionEvent;
+pub use events::{SessionEvent, ToolResultDetails, ToolStartDetails};
 pub use fake::{FakeBackend, FAKE_ASK_USER_QUESTION_PROMPT, FAKE_ERROR_PROMPT_PREFIX};
 pub use intent::{claim_id_of, stable_hash, AgentGraphRunnableIntent};
 pub use manager::{SessionManager, Turn, TurnInput, TurnOutcome};

@@ -47,6 +47,7 @@ mod tests {
             ts: n as f64,
             message_id: "m".into(),
             text: "x".into(),
+            start_offset: None,
         }
     }
 

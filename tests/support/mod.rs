@@ -149,6 +149,7 @@ pub mod graph;
 pub mod messages;
 pub mod runtime_crash;
 pub mod scenario;
+pub mod scripted;
 pub mod store_crash;
 pub mod stores;
 pub mod turns;

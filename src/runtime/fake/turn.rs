@@ -82,6 +82,7 @@ impl Turn {
                 ts,
                 message_id: message_id.clone(),
                 text: piece.to_owned(),
+                start_offset: None,
             })
             .await;
         }
@@ -141,6 +142,7 @@ impl Turn {
             tool_use_id: tool_use_id.clone(),
             tool_name: "AskUserQuestion".into(),
             args: json!({"questions": questions}),
+            details: Default::default(),
         })
         .await;
         let request_id = self.shared.sources.new_id();
@@ -192,6 +194,7 @@ impl Turn {
             tool_use_id,
             is_error: false,
             content: json!({"kind": "json", "value": {"answers": pairs}}),
+            details: Default::default(),
         })
         .await;
         let said: Vec<String> = (0..asked.len())

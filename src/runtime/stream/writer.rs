@@ -7,7 +7,9 @@ use super::super::begin::{built, run_event, runtime_event, Begun};
 use super::super::blocking::on_disk;
 use super::super::events::SessionEvent;
 use super::super::manager::Inner;
-use super::super::mapping::{ending_of, error_content, keeps_output, terminal_event, Ending};
+use super::super::mapping::{
+    ending_of, error_content, keeps_output, place_tool_details, terminal_event, Ending,
+};
 use crate::error::Result;
 use crate::event::RuntimeEvent;
 use crate::segment::Durability;
@@ -111,15 +113,18 @@ impl<'a> Writer<'a> {
                 tool_use_id,
                 tool_name,
                 args,
+                details,
                 ..
             } => {
                 self.tool_names
                     .insert(tool_use_id.clone(), tool_name.clone());
-                let fields = json!({"content": {"kind": "function_call", "id": tool_use_id,
-                                    "name": tool_name, "args": args},
-                                    "refs": {"toolCallId": tool_use_id}});
-                let message = json!({"type": "tool_call", "id": tool_use_id, "turnId": ids.turn_id,
-                                     "ts": ts, "toolName": tool_name, "args": args});
+                let mut fields = json!({"content": {"kind": "function_call", "id": tool_use_id,
+                                        "name": tool_name, "args": args},
+                                        "refs": {"toolCallId": tool_use_id}});
+                let mut message = json!({"type": "tool_call", "id": tool_use_id,
+                                         "turnId": ids.turn_id, "ts": ts,
+                                         "toolName": tool_name, "args": args});
+                place_tool_details(json!(details), &mut message, &mut fields);
                 let started = json!({"toolUseId": tool_use_id, "toolName": tool_name});
                 let event = ids.event(id, *ts, false, "model", "agent", fields);
                 self.facts(event, Some(message), Some(("tool_started", started)));
@@ -130,6 +135,7 @@ impl<'a> Writer<'a> {
                 tool_use_id,
                 is_error,
                 content,
+                details,
                 ..
             } => {
                 let name = self
@@ -137,12 +143,14 @@ impl<'a> Writer<'a> {
                     .get(tool_use_id)
                     .cloned()
                     .unwrap_or_default();
-                let fields = json!({"content": {"kind": "function_response", "id": tool_use_id,
-                                    "name": name, "result": content, "isError": is_error},
-                                    "refs": {"toolCallId": tool_use_id}});
-                let message = json!({"type": "tool_result", "id": id, "turnId": ids.turn_id,
-                                     "ts": ts, "toolUseId": tool_use_id, "isError": is_error,
-                                     "content": content});
+                let mut fields = json!({"content": {"kind": "function_response",
+                                        "id": tool_use_id, "name": name, "result": content,
+                                        "isError": is_error},
+                                        "refs": {"toolCallId": tool_use_id}});
+                let mut message = json!({"type": "tool_result", "id": id, "turnId": ids.turn_id,
+                                         "ts": ts, "toolUseId": tool_use_id,
+                                         "isError": is_error, "content": content});
+                place_tool_details(json!(details), &mut message, &mut fields);
                 let kind = if *is_error {
                     "tool_failed"
                 } else {

@@ -1,0 +1,53 @@
+//! A backend that streams a script: a text delta, then what its script gives for the turn.
+
+use makalog::runtime::{Backend, BackendRegistry, SendInput, SessionEvent, SessionManager};
+use makalog::store::open_execution_stores_for_write;
+use serde_json::json;
+use std::sync::Arc;
+
+/// What a scripted backend streams after its delta, for a turn's id.
+pub type Script = fn(&str) -> Vec<SessionEvent>;
+
+/// Streams a delta, then what its script gives for the turn.
+pub struct Scripted(pub Script);
+
+impl Backend for Scripted {
+    fn kind(&self) -> &str {
+        "scripted"
+    }
+    fn send(&self, input: SendInput) -> tokio::sync::mpsc::Receiver<SessionEvent> {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let turn_id = input.turn_id;
+        let mut events = vec![SessionEvent::TextDelta {
+            id: format!("d-{turn_id}"),
+            turn_id: turn_id.clone(),
+            ts: 1.0,
+            message_id: format!("m-{turn_id}"),
+            text: "partly".into(),
+            start_offset: Some(0),
+        }];
+        events.extend((self.0)(&turn_id));
+        tokio::spawn(async move {
+            for e in events {
+                let _ = tx.send(e).await;
+            }
+        });
+        rx
+    }
+    fn stop(&self) {}
+}
+
+/// A manager whose `ai-sdk` backend follows `script`, over a new root with session `s`.
+pub fn scripted(script: Script) -> (tempfile::TempDir, makalog::root::Owner, SessionManager) {
+    let (t, storage) = super::temp_root();
+    let owner = super::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let mut registry = BackendRegistry::with_fake();
+    registry.register("ai-sdk", move |_| Arc::new(Scripted(script)));
+    let manager =
+        SessionManager::new(stores, registry, super::turns::ticking_sources()).expect("manager");
+    manager
+        .create_session(json!({"id": "s", "backend": "ai-sdk", "model": "m"}))
+        .expect("session");
+    (t, owner, manager)
+}
