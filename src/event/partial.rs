@@ -1,15 +1,15 @@
-//! A turn's partial text events, each the one before with another id, time and text: what the
-//! runtime writes a turn's coalesced deltas as, a dozen or more a turn. The strict path
-//! (normalize, decode, canonical text) is taken once, for the first; the rest change only
-//! members whose rules are simple enough to check here, and go through the strict path when
-//! a check does not hold, so the verdict and the bytes are always the strict path's.
+//! A turn's partial text (and thinking) events, each the one before with another id, time and
+//! text: what the runtime writes a turn's coalesced deltas as, a dozen or more a turn. The
+//! strict path (normalize, decode, canonical text) is taken once, for the first; the rest
+//! change only members whose rules are simple enough to check here, and go through the strict
+//! path when a check does not hold, so the verdict and the bytes are always the strict path's.
 
 use super::number::{from_f64, safe_integer};
 use super::{canonical_string_sized, EventError, RuntimeEvent};
 use serde_json::Value;
 
 impl RuntimeEvent {
-    /// This partial text event with `id`, `ts` and `text` in place of its own: the event
+    /// This partial text (or thinking) event with `id`, `ts` and `text` in place of its own: the event
     /// [`RuntimeEvent::from_value`] makes of that value, or its refusal. Takes the event, whose
     /// value becomes the new one's: a stream keeps only its last partial.
     pub fn with_partial_text(
@@ -45,7 +45,7 @@ impl RuntimeEvent {
     }
 
     /// Whether a new id, time and text leave this event valid with no other change: a partial
-    /// event whose content is a text and nothing else (a `displayText` equal to the text is
+    /// event whose content is a text (or a thinking) and nothing else (a `displayText` equal to the text is
     /// dropped, attachments are checked) and with no actions (a hand-off seal is checked
     /// against the content). The members that stay were decoded when this event was made.
     fn takes_partial_text(&self) -> bool {
@@ -54,7 +54,9 @@ impl RuntimeEvent {
             && self.value.get("actions").is_none()
             && content.is_some_and(|c| {
                 c.len() == 2
-                    && c.get("kind") == Some(&Value::String("text".into()))
+                    && c.get("kind")
+                        .and_then(Value::as_str)
+                        .is_some_and(|k| k == "text" || k == "thinking")
                     && c.get("text").is_some_and(Value::is_string)
             })
     }
@@ -173,13 +175,15 @@ mod tests {
             with(&|v| v["content"]["displayText"] = json!("shown")),
             with(&|v| v["content"]["displayText"] = json!("Fake backe")),
             with(&|v| v["actions"] = json!({"endInvocation": true})),
+            with(&|v| v["content"] = json!({"kind": "thinking", "text": "hm"})),
+            with(&|v| v["content"] = json!({"kind": "thinking", "text": "hm", "signature": "s"})),
         ]
     }
 
     proptest! {
         #[test]
         fn any_template_id_time_and_text_get_the_strict_paths_answer(
-            which in 0usize..12,
+            which in 0usize..14,
             id in ".{0,12}",
             ts in prop_oneof![
                 any::<f64>(),

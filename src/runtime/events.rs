@@ -36,6 +36,35 @@ pub enum SessionEvent {
         message_id: String,
         text: String,
     },
+    /// A chunk of the model's reasoning.
+    ThinkingDelta {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        message_id: String,
+        text: String,
+    },
+    /// The model's whole reasoning for a message, once it is complete.
+    ThinkingComplete {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        message_id: String,
+        text: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    /// What a model call used: its input and output tokens, and any of §1.4's optional
+    /// tokenUsage fields (`cacheRead`, `total`, `costUsd`, `contextBudget`, …) in `more`.
+    TokenUsage {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        input: f64,
+        output: f64,
+        #[serde(flatten)]
+        more: Box<serde_json::Map<String, Value>>,
+    },
     /// A tool call begins.
     ToolStart {
         id: String,
@@ -171,6 +200,9 @@ impl SessionEvent {
         match self {
             SessionEvent::TextDelta { id, .. }
             | SessionEvent::TextComplete { id, .. }
+            | SessionEvent::ThinkingDelta { id, .. }
+            | SessionEvent::ThinkingComplete { id, .. }
+            | SessionEvent::TokenUsage { id, .. }
             | SessionEvent::ToolStart { id, .. }
             | SessionEvent::ToolResult { id, .. }
             | SessionEvent::UserQuestionRequest { id, .. }
@@ -186,6 +218,9 @@ impl SessionEvent {
         match self {
             SessionEvent::TextDelta { ts, .. }
             | SessionEvent::TextComplete { ts, .. }
+            | SessionEvent::ThinkingDelta { ts, .. }
+            | SessionEvent::ThinkingComplete { ts, .. }
+            | SessionEvent::TokenUsage { ts, .. }
             | SessionEvent::ToolStart { ts, .. }
             | SessionEvent::ToolResult { ts, .. }
             | SessionEvent::UserQuestionRequest { ts, .. }
@@ -201,6 +236,9 @@ impl SessionEvent {
         match self {
             SessionEvent::TextDelta { .. } => "text_delta",
             SessionEvent::TextComplete { .. } => "text_complete",
+            SessionEvent::ThinkingDelta { .. } => "thinking_delta",
+            SessionEvent::ThinkingComplete { .. } => "thinking_complete",
+            SessionEvent::TokenUsage { .. } => "token_usage",
             SessionEvent::ToolStart { .. } => "tool_start",
             SessionEvent::ToolResult { .. } => "tool_result",
             SessionEvent::UserQuestionRequest { .. } => "user_question_request",
@@ -211,12 +249,14 @@ impl SessionEvent {
         }
     }
 
-    /// Whether the runtime writes the event as a durable fact (MAKA-MODEL §12, step 7): text,
-    /// tool calls and results, errors.
+    /// Whether the runtime writes the event as a durable fact (MAKA-MODEL §12, step 7): text
+    /// and reasoning, tool calls and results, token usage, errors.
     pub fn is_fact(&self) -> bool {
         matches!(
             self,
             SessionEvent::TextComplete { .. }
+                | SessionEvent::ThinkingComplete { .. }
+                | SessionEvent::TokenUsage { .. }
                 | SessionEvent::ToolStart { .. }
                 | SessionEvent::ToolResult { .. }
                 | SessionEvent::Error { .. }

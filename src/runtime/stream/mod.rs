@@ -19,6 +19,7 @@
 //! fails the run (`invalid_terminal_event`), so the run never stays `running` in this life.
 
 mod ending;
+mod partials;
 mod writer;
 
 use super::begin::Begun;

@@ -1,23 +1,20 @@
 //! What a turn's stream writes, event by event (MAKA-MODEL §12, step 7): deltas coalesced into
-//! buffered partial events; facts (text, tool calls and results, errors) queued durably and
-//! fail-open, waited for by the stream before it hands them on; status changes.
+//! buffered partial events ([`Partials`]); facts (text and reasoning, tool calls and results,
+//! token usage, errors) queued durably and fail-open, waited for by the stream before it
+//! hands them on; status changes.
 
 use super::super::batch::Batch;
-use super::super::begin::{built, run_event, runtime_event, Begun};
+use super::super::begin::{run_event, Begun};
 use super::super::blocking::on_disk;
 use super::super::events::SessionEvent;
 use super::super::manager::Inner;
 use super::super::mapping::{
     ending_of, error_content, keeps_output, place_tool_details, terminal_event, Ending,
 };
+use super::partials::Partials;
 use crate::error::Result;
-use crate::event::RuntimeEvent;
-use crate::segment::Durability;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-
-/// Deltas coalesced into one partial event at most.
-const COALESCE: usize = 16;
 
 /// What a turn put out: its last complete text, and whether it kept any output
 /// ([`keeps_output`]).
@@ -31,10 +28,9 @@ pub(super) struct Output {
 pub(super) struct Writer<'a> {
     inner: &'a Inner,
     begun: &'a Begun,
-    /// Deltas not yet written: (first delta's id, message id, text so far, count).
-    pending: Option<(String, String, String, usize)>,
-    /// The last partial event written: the next of the same message is made from it.
-    last_partial: Option<RuntimeEvent>,
+    partials: Partials,
+    /// The reasoning of the message to come (`thinking` of §6's assistant message).
+    thinking: Option<Value>,
     last_error: Option<SessionEvent>,
     tool_names: HashMap<String, String>,
     pub(super) output: Output,
@@ -49,8 +45,8 @@ impl<'a> Writer<'a> {
         Writer {
             inner,
             begun,
-            pending: None,
-            last_partial: None,
+            partials: Partials::default(),
+            thinking: None,
             last_error: None,
             tool_names: HashMap::new(),
             output: Output::default(),
@@ -67,30 +63,29 @@ impl<'a> Writer<'a> {
         abort_source: &dyn Fn() -> Option<String>,
     ) -> Option<(Value, Ending)> {
         let ids = &self.begun.ids;
-        if !matches!(event, SessionEvent::TextDelta { .. }) {
-            self.flush();
-        }
-        match event {
+        let delta = match event {
             SessionEvent::TextDelta {
                 id,
                 message_id,
                 text,
                 ..
-            } => {
-                match &mut self.pending {
-                    Some((_, m, buffered, n)) if m == message_id => {
-                        buffered.push_str(text);
-                        *n += 1;
-                    }
-                    _ => {
-                        self.flush();
-                        self.pending = Some((id.clone(), message_id.clone(), text.clone(), 1));
-                    }
-                }
-                if self.pending.as_ref().is_some_and(|p| p.3 >= COALESCE) {
-                    self.flush();
-                }
-            }
+            } => Some(("text", id, message_id, text)),
+            SessionEvent::ThinkingDelta {
+                id,
+                message_id,
+                text,
+                ..
+            } => Some(("thinking", id, message_id, text)),
+            _ => None,
+        };
+        if let Some((kind, id, message_id, text)) = delta {
+            let delta = (kind, id.as_str(), message_id.as_str(), text.as_str());
+            self.fact_failures += self.partials.delta(self.inner, self.begun, delta);
+            return None;
+        }
+        self.flush();
+        match event {
+            SessionEvent::TextDelta { .. } | SessionEvent::ThinkingDelta { .. } => {}
             SessionEvent::TextComplete {
                 id,
                 ts,
@@ -102,8 +97,53 @@ impl<'a> Writer<'a> {
                 let fields = json!({"content": {"kind": "text", "text": text},
                                     "refs": {"providerEventId": message_id}});
                 let model = self.begun.header.value()["model"].clone();
-                let message = json!({"type": "assistant", "id": message_id, "turnId": ids.turn_id,
-                                     "ts": ts, "text": text, "modelId": model});
+                let mut message = json!({"type": "assistant", "id": message_id,
+                                         "turnId": ids.turn_id, "ts": ts, "text": text,
+                                         "modelId": model});
+                if let Some(thinking) = self.thinking.take() {
+                    message["thinking"] = thinking;
+                    message["contentOrder"] = json!(["thinking", "text"]);
+                }
+                let event = ids.event(id, *ts, false, "model", "agent", fields);
+                self.facts(event, Some(message), None);
+            }
+            SessionEvent::ThinkingComplete {
+                id,
+                ts,
+                message_id,
+                text,
+                signature,
+                ..
+            } => {
+                let mut thinking = json!({"text": text});
+                if let Some(signature) = signature {
+                    thinking["signature"] = json!(signature);
+                }
+                let mut content = thinking.clone();
+                content["kind"] = json!("thinking");
+                let fields = json!({"content": content, "refs": {"providerEventId": message_id}});
+                let event = ids.event(id, *ts, false, "model", "agent", fields);
+                self.facts(event, None, None);
+                self.thinking = Some(thinking);
+            }
+            SessionEvent::TokenUsage {
+                id,
+                ts,
+                input,
+                output,
+                more,
+                ..
+            } => {
+                let mut usage = (**more).clone();
+                usage.insert("input".into(), json!(input));
+                usage.insert("output".into(), json!(output));
+                let mut message = json!({"type": "token_usage", "id": id, "turnId": ids.turn_id,
+                                         "ts": ts});
+                if let Value::Object(m) = &mut message {
+                    m.extend(usage.clone());
+                }
+                // Usage is the ledger's, not the model's to read back.
+                let fields = json!({"actions": {"tokenUsage": usage}, "modelVisibility": "hidden"});
                 let event = ids.event(id, *ts, false, "model", "agent", fields);
                 self.facts(event, Some(message), None);
             }
@@ -209,40 +249,9 @@ impl<'a> Writer<'a> {
         None
     }
 
-    /// Writes the coalesced deltas as one partial event, buffered (not synced by itself).
+    /// Writes the deltas in hand as one partial event, buffered (not synced by itself).
     pub(super) fn flush(&mut self) {
-        let Some((id, message_id, text, _)) = self.pending.take() else {
-            return;
-        };
-        let now = self.inner.sources.now();
-        let event = match self.last_partial.take() {
-            // The envelope and the message are the last partial's: only id, time and text
-            // change, which spares the strict path's decode (a dozen partials a turn). After
-            // a failed append there is none, and the next takes the strict path.
-            Some(last) if last.value()["refs"]["providerEventId"] == message_id.as_str() => {
-                built(last.with_partial_text(&id, now, &text))
-            }
-            _ => {
-                let fields = json!({"content": {"kind": "text", "text": text},
-                                    "refs": {"providerEventId": message_id}});
-                runtime_event(
-                    self.begun
-                        .ids
-                        .event(&id, now, true, "model", "agent", fields),
-                )
-            }
-        };
-        let written = event.and_then(|e| {
-            self.inner
-                .stores
-                .runtime_events
-                .append(&e, Durability::Buffered)?;
-            Ok(e)
-        });
-        match written {
-            Ok(e) => self.last_partial = Some(e),
-            Err(_) => self.fact_failures += 1,
-        }
+        self.fact_failures += self.partials.flush(self.inner, self.begun);
     }
 
     /// A durable fact, with the message and the run event it makes: queued together and made
