@@ -2,11 +2,13 @@
 //! its entries read in place and verified as a root, never extracted nor held whole.
 
 mod in_place;
+#[cfg(test)]
+mod tests;
 
 use in_place::{digest, read_range, SeamReader};
-use makalog::forensics::{read_heads, LogHead, RootHeads};
+use makalog::forensics::{LogHead, RootHeads};
 use makalog::storage::{MemStorage, OpenMode, RealStorage, Storage, StorageFile};
-use makalog::verify::verify_root;
+use makalog::verify::{verify_root, VerifyReport};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -227,7 +229,7 @@ fn check(file: &Arc<dyn StorageFile>, bundle_len: u64) -> Result<Checked, String
             None
         }
     };
-    check_heads(&held, &manifest, &mut findings);
+    check_heads(verified.as_ref(), &manifest, &mut findings);
     Ok(Checked {
         findings,
         manifest: Some(manifest),
@@ -282,26 +284,39 @@ fn check_files(
     }
 }
 
-/// The heads of the bundle's logs are the ones the manifest recorded, of the same root.
-fn check_heads(held: &MemStorage, manifest: &Manifest, findings: &mut Vec<String>) {
+/// The heads of the bundle's logs are the ones the manifest recorded, of the same root. The
+/// bundle's heads are the ones its verification found (`verified`), so its logs are not read
+/// again for them; without a verification, only the root ids are compared.
+fn check_heads(verified: Option<&VerifyReport>, manifest: &Manifest, findings: &mut Vec<String>) {
     let recorded = match RootHeads::from_json(&manifest.heads.to_string()) {
         Ok(r) => r,
         Err(why) => return findings.push(format!("the manifest's heads do not decode: {why}")),
     };
-    let now = match read_heads(held) {
-        Ok(h) => h,
-        Err(e) => return findings.push(format!("the bundle's heads cannot be read: {e}")),
-    };
-    if recorded.root_id != manifest.root_id || now.root_id != manifest.root_id {
+    let marker = verified.map_or("(unread)", |v| v.marker.root_id.as_str());
+    if recorded.root_id != manifest.root_id || verified.is_some_and(|_| marker != manifest.root_id)
+    {
         findings.push(format!(
-            "root ids disagree: the manifest says {}, its heads {}, the bundle's marker {}",
-            manifest.root_id, recorded.root_id, now.root_id
+            "root ids disagree: the manifest says {}, its heads {}, the bundle's marker {marker}",
+            manifest.root_id, recorded.root_id
         ));
     }
+    let Some(verified) = verified else {
+        return;
+    };
     // Looked up by id, each session once: a crafted manifest's list may be long.
-    let by_id =
-        |h: &RootHeads| -> BTreeMap<String, LogHead> { h.sessions.iter().cloned().collect() };
-    let (was, is) = (by_id(&recorded), by_id(&now));
+    let was: BTreeMap<String, LogHead> = recorded.sessions.iter().cloned().collect();
+    let is: BTreeMap<String, LogHead> = verified
+        .sessions
+        .iter()
+        .map(|s| {
+            let head = LogHead {
+                records: s.record_count,
+                head_seq: s.head_seq,
+                chain: s.head_chain,
+            };
+            (s.session_id.clone(), head)
+        })
+        .collect();
     if was.len() != recorded.sessions.len() {
         findings.push("the manifest's heads name a session more than once".into());
     }
@@ -313,7 +328,12 @@ fn check_heads(held: &MemStorage, manifest: &Manifest, findings: &mut Vec<String
             ));
         }
     }
-    if recorded.claims != now.claims {
+    let claims = verified.claims.as_ref().map(|c| LogHead {
+        records: c.record_count,
+        head_seq: c.head_seq,
+        chain: c.head_chain,
+    });
+    if recorded.claims != claims {
         findings.push("claims.log: its head is not the one the manifest recorded".into());
     }
 }
