@@ -97,6 +97,48 @@ pub enum SessionEvent {
         tool_use_id: String,
         questions: Value,
     },
+    /// The backend asks for a permission and waits for the decision: `request` is §1.4's
+    /// permissionRequest (`kind` `tool_permission` or `additional_permissions`, requestId,
+    /// toolUseId, toolName, category, …).
+    PermissionRequest {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        request: Value,
+    },
+    /// A permission was decided: `decision` is §1.4's permissionDecision (requestId, decision
+    /// `allow` or `deny`, and optionally rememberForTurn, reviewer, rationale, riskLevel,
+    /// toolName, hint).
+    PermissionDecisionAck {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        decision: Value,
+    },
+    /// A permission request closed undecided (`reason` `timed_out`).
+    PermissionClosureAck {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        request_id: String,
+        reason: String,
+    },
+    /// The backend asks to run a command outside its sandbox and waits for the decision:
+    /// `request` is §1.4's permissionRequest of kind `sandbox_escalation`.
+    SandboxBoundaryRequest {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        request: Value,
+    },
+    /// A sandbox request was decided (`decision` `allow` or `deny`).
+    SandboxBoundaryDecisionAck {
+        id: String,
+        turn_id: String,
+        ts: f64,
+        request_id: String,
+        decision: String,
+    },
     /// The answers to a question request arrived.
     UserQuestionAnswerAck {
         id: String,
@@ -205,6 +247,11 @@ impl SessionEvent {
             | SessionEvent::TokenUsage { id, .. }
             | SessionEvent::ToolStart { id, .. }
             | SessionEvent::ToolResult { id, .. }
+            | SessionEvent::PermissionRequest { id, .. }
+            | SessionEvent::PermissionDecisionAck { id, .. }
+            | SessionEvent::PermissionClosureAck { id, .. }
+            | SessionEvent::SandboxBoundaryRequest { id, .. }
+            | SessionEvent::SandboxBoundaryDecisionAck { id, .. }
             | SessionEvent::UserQuestionRequest { id, .. }
             | SessionEvent::UserQuestionAnswerAck { id, .. }
             | SessionEvent::Error { id, .. }
@@ -223,6 +270,11 @@ impl SessionEvent {
             | SessionEvent::TokenUsage { ts, .. }
             | SessionEvent::ToolStart { ts, .. }
             | SessionEvent::ToolResult { ts, .. }
+            | SessionEvent::PermissionRequest { ts, .. }
+            | SessionEvent::PermissionDecisionAck { ts, .. }
+            | SessionEvent::PermissionClosureAck { ts, .. }
+            | SessionEvent::SandboxBoundaryRequest { ts, .. }
+            | SessionEvent::SandboxBoundaryDecisionAck { ts, .. }
             | SessionEvent::UserQuestionRequest { ts, .. }
             | SessionEvent::UserQuestionAnswerAck { ts, .. }
             | SessionEvent::Error { ts, .. }
@@ -241,6 +293,11 @@ impl SessionEvent {
             SessionEvent::TokenUsage { .. } => "token_usage",
             SessionEvent::ToolStart { .. } => "tool_start",
             SessionEvent::ToolResult { .. } => "tool_result",
+            SessionEvent::PermissionRequest { .. } => "permission_request",
+            SessionEvent::PermissionDecisionAck { .. } => "permission_decision_ack",
+            SessionEvent::PermissionClosureAck { .. } => "permission_closure_ack",
+            SessionEvent::SandboxBoundaryRequest { .. } => "sandbox_boundary_request",
+            SessionEvent::SandboxBoundaryDecisionAck { .. } => "sandbox_boundary_decision_ack",
             SessionEvent::UserQuestionRequest { .. } => "user_question_request",
             SessionEvent::UserQuestionAnswerAck { .. } => "user_question_answer_ack",
             SessionEvent::Error { .. } => "error",
@@ -250,11 +307,17 @@ impl SessionEvent {
     }
 
     /// Whether the runtime writes the event as a durable fact (MAKA-MODEL §12, step 7): text
-    /// and reasoning, tool calls and results, token usage, errors.
+    /// and reasoning, tool calls and results, token usage, permission and sandbox requests and
+    /// their answers, errors.
     pub fn is_fact(&self) -> bool {
         matches!(
             self,
             SessionEvent::TextComplete { .. }
+                | SessionEvent::PermissionRequest { .. }
+                | SessionEvent::PermissionDecisionAck { .. }
+                | SessionEvent::PermissionClosureAck { .. }
+                | SessionEvent::SandboxBoundaryRequest { .. }
+                | SessionEvent::SandboxBoundaryDecisionAck { .. }
                 | SessionEvent::ThinkingComplete { .. }
                 | SessionEvent::TokenUsage { .. }
                 | SessionEvent::ToolStart { .. }

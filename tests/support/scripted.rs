@@ -1,4 +1,6 @@
-//! A backend that streams a script: a text delta, then what its script gives for the turn.
+//! A backend that streams a script: a text delta, then what its script gives for the turn;
+//! a holding one then keeps its stream open until it is stopped, as a backend waiting on the
+//! user does.
 
 use makalog::runtime::{Backend, BackendRegistry, SendInput, SessionEvent, SessionManager};
 use makalog::store::open_execution_stores_for_write;
@@ -8,8 +10,13 @@ use std::sync::Arc;
 /// What a scripted backend streams after its delta, for a turn's id.
 pub type Script = fn(&str) -> Vec<SessionEvent>;
 
-/// Streams a delta, then what its script gives for the turn.
-pub struct Scripted(pub Script);
+/// Streams a delta, then what its script gives for the turn (and with `hold`, waits to be
+/// stopped before it closes the stream).
+pub struct Scripted {
+    script: Script,
+    hold: bool,
+    stopped: Arc<tokio::sync::Notify>,
+}
 
 impl Backend for Scripted {
     fn kind(&self) -> &str {
@@ -26,24 +33,50 @@ impl Backend for Scripted {
             text: "partly".into(),
             start_offset: Some(0),
         }];
-        events.extend((self.0)(&turn_id));
+        events.extend((self.script)(&turn_id));
+        let (hold, stopped) = (self.hold, self.stopped.clone());
         tokio::spawn(async move {
             for e in events {
                 let _ = tx.send(e).await;
             }
+            if hold {
+                stopped.notified().await;
+            }
         });
         rx
     }
-    fn stop(&self) {}
+    fn stop(&self) {
+        self.stopped.notify_one();
+    }
 }
 
 /// A manager whose `ai-sdk` backend follows `script`, over a new root with session `s`.
 pub fn scripted(script: Script) -> (tempfile::TempDir, makalog::root::Owner, SessionManager) {
+    with_backend(script, false)
+}
+
+/// [`scripted`], the backend keeping its stream open after the script until it is stopped.
+pub fn scripted_holding(
+    script: Script,
+) -> (tempfile::TempDir, makalog::root::Owner, SessionManager) {
+    with_backend(script, true)
+}
+
+fn with_backend(
+    script: Script,
+    hold: bool,
+) -> (tempfile::TempDir, makalog::root::Owner, SessionManager) {
     let (t, storage) = super::temp_root();
     let owner = super::owner(&storage);
     let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
     let mut registry = BackendRegistry::with_fake();
-    registry.register("ai-sdk", move |_| Arc::new(Scripted(script)));
+    registry.register("ai-sdk", move |_| {
+        Arc::new(Scripted {
+            script,
+            hold,
+            stopped: Arc::default(),
+        })
+    });
     let manager =
         SessionManager::new(stores, registry, super::turns::ticking_sources()).expect("manager");
     manager

@@ -19,7 +19,9 @@
 //! fails the run (`invalid_terminal_event`), so the run never stays `running` in this life.
 
 mod ending;
+mod facts;
 mod partials;
+mod permissions;
 mod writer;
 
 use super::begin::Begun;

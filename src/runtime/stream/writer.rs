@@ -1,20 +1,18 @@
 //! What a turn's stream writes, event by event (MAKA-MODEL §12, step 7): deltas coalesced into
-//! buffered partial events ([`Partials`]); facts (text and reasoning, tool calls and results,
-//! token usage, errors) queued durably and fail-open, waited for by the stream before it
-//! hands them on; status changes.
+//! buffered partial events ([`Partials`]); facts ([`Facts`]: text and reasoning, tool calls
+//! and results, token usage, permission and sandbox requests and answers; and errors) queued
+//! durably and fail-open, waited for by the stream before it hands them on; status changes.
 
 use super::super::batch::Batch;
 use super::super::begin::{run_event, Begun};
 use super::super::blocking::on_disk;
 use super::super::events::SessionEvent;
 use super::super::manager::Inner;
-use super::super::mapping::{
-    ending_of, error_content, keeps_output, place_tool_details, terminal_event, Ending,
-};
+use super::super::mapping::{ending_of, error_content, keeps_output, terminal_event, Ending};
+use super::facts::{Fact, Facts};
 use super::partials::Partials;
 use crate::error::Result;
 use serde_json::{json, Value};
-use std::collections::HashMap;
 
 /// What a turn put out: its last complete text, and whether it kept any output
 /// ([`keeps_output`]).
@@ -29,10 +27,8 @@ pub(super) struct Writer<'a> {
     inner: &'a Inner,
     begun: &'a Begun,
     partials: Partials,
-    /// The reasoning of the message to come (`thinking` of §6's assistant message).
-    thinking: Option<Value>,
+    facts: Facts,
     last_error: Option<SessionEvent>,
-    tool_names: HashMap<String, String>,
     pub(super) output: Output,
     pub(super) fact_failures: usize,
     /// The last batch of facts queued and not yet waited for, and how many facts are waiting.
@@ -46,9 +42,8 @@ impl<'a> Writer<'a> {
             inner,
             begun,
             partials: Partials::default(),
-            thinking: None,
+            facts: Facts::new(begun.header.value()["model"].clone()),
             last_error: None,
-            tool_names: HashMap::new(),
             output: Output::default(),
             fact_failures: 0,
             unsynced: None,
@@ -84,122 +79,27 @@ impl<'a> Writer<'a> {
             return None;
         }
         self.flush();
-        match event {
-            SessionEvent::TextDelta { .. } | SessionEvent::ThinkingDelta { .. } => {}
-            SessionEvent::TextComplete {
-                id,
-                ts,
-                message_id,
-                text,
-                ..
-            } => {
+        if let Some(fact) = self.facts.of(ids, event) {
+            if let SessionEvent::TextComplete { text, .. } = event {
                 self.output.summary = text.clone();
-                let fields = json!({"content": {"kind": "text", "text": text},
-                                    "refs": {"providerEventId": message_id}});
-                let model = self.begun.header.value()["model"].clone();
-                let mut message = json!({"type": "assistant", "id": message_id,
-                                         "turnId": ids.turn_id, "ts": ts, "text": text,
-                                         "modelId": model});
-                if let Some(thinking) = self.thinking.take() {
-                    message["thinking"] = thinking;
-                    message["contentOrder"] = json!(["thinking", "text"]);
-                }
-                let event = ids.event(id, *ts, false, "model", "agent", fields);
-                self.facts(event, Some(message), None);
             }
-            SessionEvent::ThinkingComplete {
-                id,
-                ts,
-                message_id,
-                text,
-                signature,
-                ..
-            } => {
-                let mut thinking = json!({"text": text});
-                if let Some(signature) = signature {
-                    thinking["signature"] = json!(signature);
-                }
-                let mut content = thinking.clone();
-                content["kind"] = json!("thinking");
-                let fields = json!({"content": content, "refs": {"providerEventId": message_id}});
-                let event = ids.event(id, *ts, false, "model", "agent", fields);
-                self.facts(event, None, None);
-                self.thinking = Some(thinking);
-            }
-            SessionEvent::TokenUsage {
-                id,
-                ts,
-                input,
-                output,
-                more,
-                ..
-            } => {
-                let mut usage = (**more).clone();
-                usage.insert("input".into(), json!(input));
-                usage.insert("output".into(), json!(output));
-                let mut message = json!({"type": "token_usage", "id": id, "turnId": ids.turn_id,
-                                         "ts": ts});
-                if let Value::Object(m) = &mut message {
-                    m.extend(usage.clone());
-                }
-                // Usage is the ledger's, not the model's to read back.
-                let fields = json!({"actions": {"tokenUsage": usage}, "modelVisibility": "hidden"});
-                let event = ids.event(id, *ts, false, "model", "agent", fields);
-                self.facts(event, Some(message), None);
-            }
-            SessionEvent::ToolStart {
-                id,
-                ts,
-                tool_use_id,
-                tool_name,
-                args,
-                details,
-                ..
-            } => {
-                self.tool_names
-                    .insert(tool_use_id.clone(), tool_name.clone());
-                let mut fields = json!({"content": {"kind": "function_call", "id": tool_use_id,
-                                        "name": tool_name, "args": args},
-                                        "refs": {"toolCallId": tool_use_id}});
-                let mut message = json!({"type": "tool_call", "id": tool_use_id,
-                                         "turnId": ids.turn_id, "ts": ts,
-                                         "toolName": tool_name, "args": args});
-                place_tool_details(json!(details), &mut message, &mut fields);
-                let started = json!({"toolUseId": tool_use_id, "toolName": tool_name});
-                let event = ids.event(id, *ts, false, "model", "agent", fields);
-                self.facts(event, Some(message), Some(("tool_started", started)));
-            }
-            SessionEvent::ToolResult {
-                id,
-                ts,
-                tool_use_id,
-                is_error,
-                content,
-                details,
-                ..
-            } => {
-                let name = self
-                    .tool_names
-                    .get(tool_use_id)
-                    .cloned()
-                    .unwrap_or_default();
-                let mut fields = json!({"content": {"kind": "function_response",
-                                        "id": tool_use_id, "name": name, "result": content,
-                                        "isError": is_error},
-                                        "refs": {"toolCallId": tool_use_id}});
-                let mut message = json!({"type": "tool_result", "id": id, "turnId": ids.turn_id,
-                                         "ts": ts, "toolUseId": tool_use_id,
-                                         "isError": is_error, "content": content});
-                place_tool_details(json!(details), &mut message, &mut fields);
-                let kind = if *is_error {
-                    "tool_failed"
-                } else {
-                    "tool_completed"
-                };
-                let event = ids.event(id, *ts, false, "tool", "tool", fields);
-                let ended = json!({"toolUseId": tool_use_id});
-                self.facts(event, Some(message), Some((kind, ended)));
-            }
+            self.fact(fact);
+            return None;
+        }
+        match event {
+            // Written above: deltas as partials, the rest as facts.
+            SessionEvent::TextDelta { .. }
+            | SessionEvent::ThinkingDelta { .. }
+            | SessionEvent::TextComplete { .. }
+            | SessionEvent::ThinkingComplete { .. }
+            | SessionEvent::TokenUsage { .. }
+            | SessionEvent::ToolStart { .. }
+            | SessionEvent::ToolResult { .. }
+            | SessionEvent::PermissionRequest { .. }
+            | SessionEvent::PermissionDecisionAck { .. }
+            | SessionEvent::PermissionClosureAck { .. }
+            | SessionEvent::SandboxBoundaryRequest { .. }
+            | SessionEvent::SandboxBoundaryDecisionAck { .. } => {}
             SessionEvent::UserQuestionRequest { .. } => on_disk(|| self.status("waiting_for_user")),
             SessionEvent::UserQuestionAnswerAck { .. } => on_disk(|| self.status("running")),
             SessionEvent::Error { id, ts, .. } => {
@@ -279,6 +179,20 @@ impl<'a> Writer<'a> {
         // batch that queued anything is the one to wait for.
         if batch.queued() > 0 {
             self.unsynced = Some(batch);
+        }
+    }
+
+    /// A fact, then the status it moves the run and the session to (if any).
+    fn fact(&mut self, fact: Fact) {
+        let Fact {
+            event,
+            message,
+            run_event,
+            status,
+        } = fact;
+        self.facts(event, message, run_event);
+        if let Some(status) = status {
+            on_disk(|| self.status(status));
         }
     }
 

@@ -1,0 +1,275 @@
+//! A backend's permission and sandbox requests and their answers (MAKA-MODEL §11, §1.4, §6,
+//! §7): each a durable fact (an event whose actions hold it, and the run event recovery
+//! reads), a decision on a request of the turn also its `permission_decision` message; the
+//! run and the session wait for the user while a request is open. A turn killed while a
+//! sandbox request waits is recovered as `sandbox_boundary_closed_by_restart`, its reason
+//! `stale_user_wait`.
+
+mod support;
+
+use makalog::runtime::{BackendRegistry, SessionEvent, SessionManager, Sources};
+use makalog::storage::RealStorage;
+use makalog::store::open_execution_stores_for_write;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use support::scripted::{scripted, scripted_holding};
+use support::turns::text;
+
+fn tool_permission(request_id: &str) -> Value {
+    json!({"kind": "tool_permission", "requestId": request_id, "toolUseId": "tool-use-1",
+           "toolName": "Bash", "category": "shell_unsafe", "reason": "shell_dangerous",
+           "args": {"command": "rm -rf build"}, "rememberForTurnAllowed": true})
+}
+
+fn sandbox_escalation(request_id: &str) -> Value {
+    json!({"kind": "sandbox_escalation", "requestId": request_id, "toolUseId": "tool-use-2",
+           "toolName": "Bash", "category": "shell_unsafe", "reason": "sandbox_escalation",
+           "command": "curl example.com", "cwd": "/work", "justification": "fetch a fixture",
+           "intentHash": "i", "commandHash": "c", "trigger": "proactive",
+           "alsoApprovesToolExecution": true, "availableDecisions": ["allow_once", "deny"],
+           "risk": {"unsandboxedExecution": true, "unrestrictedFileSystem": true,
+                    "unrestrictedNetwork": true, "protectedMetadataExposed": true}})
+}
+
+fn complete(t: &str) -> SessionEvent {
+    SessionEvent::Complete {
+        id: format!("c-{t}"),
+        turn_id: t.into(),
+        ts: 9.0,
+        stop_reason: "end_turn".into(),
+        context_budget_exhausted_detail: None,
+    }
+}
+
+/// The run's event types after `run_started`, with each one's data.
+fn run_events(manager: &SessionManager) -> Vec<(String, Value)> {
+    let stores = manager.stores();
+    let run = stores.runs.list_session_runs("s").expect("runs")[0].clone();
+    let events = stores.runs.read_events("s", run.run_id()).expect("events");
+    let types: Vec<(String, Value)> = events
+        .iter()
+        .map(|(_, e)| (e.event_type().to_owned(), e.value()["data"].clone()))
+        .collect();
+    let started = types.iter().position(|(t, _)| t == "run_started");
+    types[started.expect("run_started") + 1..].to_vec()
+}
+
+fn event_actions(manager: &SessionManager, id: &str) -> Value {
+    let stores = manager.stores();
+    let run = stores.runs.list_session_runs("s").expect("runs")[0].clone();
+    let events = stores
+        .runtime_events
+        .read_immutable_runtime_events("s", run.run_id())
+        .expect("events");
+    let e = events.iter().find(|e| e.id() == id).expect("the event");
+    e.value()["actions"].clone()
+}
+
+async fn one_turn(manager: &SessionManager) -> (String, usize) {
+    let mut turn = manager.send_message("s", text("go")).await.expect("send");
+    let mut turn_id = None;
+    while let Some(e) = turn.events.recv().await {
+        turn_id.get_or_insert_with(|| serde_json::to_value(&e).expect("json")["turnId"].clone());
+    }
+    let outcome = turn.finish().await.expect("the turn ends");
+    assert_eq!(outcome.status, "completed");
+    let id = turn_id.and_then(|t| t.as_str().map(str::to_owned));
+    (id.expect("a turn id"), outcome.fact_failures)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_permission_request_and_its_decision_are_facts_and_the_run_waits_between() {
+    let (_t, _owner, manager) = scripted(|t| {
+        vec![
+            SessionEvent::PermissionRequest {
+                id: format!("pr-{t}"),
+                turn_id: t.into(),
+                ts: 2.0,
+                request: tool_permission("request-1"),
+            },
+            SessionEvent::PermissionDecisionAck {
+                id: format!("pd-{t}"),
+                turn_id: t.into(),
+                ts: 3.0,
+                decision: json!({"requestId": "request-1", "decision": "allow",
+                                 "rememberForTurn": true, "reviewer": "user"}),
+            },
+            complete(t),
+        ]
+    });
+    let (turn, failures) = one_turn(&manager).await;
+    assert_eq!(failures, 0);
+    let types: Vec<(String, Value)> = run_events(&manager);
+    let names: Vec<&str> = types.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "permission_requested",
+            "run_status_changed",
+            "permission_decided",
+            "run_status_changed",
+            "run_completed"
+        ]
+    );
+    assert_eq!(
+        types[0].1,
+        json!({"requestId": "request-1", "toolUseId": "tool-use-1", "toolName": "Bash",
+               "category": "shell_unsafe", "kind": "tool_permission"})
+    );
+    assert_eq!(
+        (&types[1].1["status"], &types[3].1["status"]),
+        (&json!("waiting_for_user"), &json!("running"))
+    );
+    assert_eq!(
+        event_actions(&manager, &format!("pr-{turn}")),
+        json!({"permissionRequest": tool_permission("request-1")})
+    );
+    assert_eq!(
+        event_actions(&manager, &format!("pd-{turn}"))["permissionDecision"]["decision"],
+        json!("allow")
+    );
+    let messages = manager.stores().sessions.read_messages("s", None);
+    let decision = messages
+        .expect("messages")
+        .iter()
+        .map(|m| m.value().clone())
+        .find(|m| m["type"] == "permission_decision")
+        .expect("the decision's message");
+    assert_eq!(
+        decision,
+        json!({"type": "permission_decision", "id": "request-1", "turnId": turn, "ts": 3,
+               "toolUseId": "tool-use-1", "toolName": "Bash", "decision": "allow",
+               "rememberForTurn": true, "reviewer": "user"})
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_closed_request_fails_and_a_denied_sandbox_request_is_answered() {
+    let (_t, _owner, manager) = scripted(|t| {
+        vec![
+            SessionEvent::PermissionRequest {
+                id: format!("pr-{t}"),
+                turn_id: t.into(),
+                ts: 2.0,
+                request: tool_permission("request-1"),
+            },
+            SessionEvent::PermissionClosureAck {
+                id: format!("pc-{t}"),
+                turn_id: t.into(),
+                ts: 3.0,
+                request_id: "request-1".into(),
+                reason: "timed_out".into(),
+            },
+            SessionEvent::SandboxBoundaryRequest {
+                id: format!("sr-{t}"),
+                turn_id: t.into(),
+                ts: 4.0,
+                request: sandbox_escalation("request-2"),
+            },
+            SessionEvent::SandboxBoundaryDecisionAck {
+                id: format!("sd-{t}"),
+                turn_id: t.into(),
+                ts: 5.0,
+                request_id: "request-2".into(),
+                decision: "deny".into(),
+            },
+            complete(t),
+        ]
+    });
+    let (turn, failures) = one_turn(&manager).await;
+    assert_eq!(failures, 0);
+    let types = run_events(&manager);
+    let names: Vec<&str> = types.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "permission_requested",
+            "run_status_changed",
+            "permission_failed",
+            "run_status_changed",
+            "sandbox_escalation_requested",
+            "run_status_changed",
+            "sandbox_escalation_denied",
+            "run_status_changed",
+            "run_completed"
+        ]
+    );
+    assert_eq!(
+        types[2].1,
+        json!({"requestId": "request-1", "reason": "timed_out"})
+    );
+    assert_eq!(
+        event_actions(&manager, &format!("pc-{turn}")),
+        json!({"permissionClosureAccepted": {"requestId": "request-1", "reason": "timed_out"}})
+    );
+    let decisions: Vec<Value> = manager
+        .stores()
+        .sessions
+        .read_messages("s", None)
+        .expect("messages")
+        .iter()
+        .map(|m| m.value().clone())
+        .filter(|m| m["type"] == "permission_decision")
+        .collect();
+    assert_eq!(
+        decisions.len(),
+        1,
+        "the sandbox decision's; a closure has none"
+    );
+    assert_eq!(
+        (&decisions[0]["id"], &decisions[0]["decision"]),
+        (&json!("request-2"), &json!("deny"))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_killed_while_a_sandbox_request_waits_is_recovered_as_closed_by_the_restart() {
+    let (t, _owner, manager) = scripted_holding(|t| {
+        vec![SessionEvent::SandboxBoundaryRequest {
+            id: format!("sr-{t}"),
+            turn_id: t.into(),
+            ts: 2.0,
+            request: sandbox_escalation("request-9"),
+        }]
+    });
+    let mut turn = manager.send_message("s", text("go")).await.expect("send");
+    while let Some(e) = turn.events.recv().await {
+        if matches!(e, SessionEvent::SandboxBoundaryRequest { .. }) {
+            break;
+        }
+    }
+    // The request reached the caller, so it is durable: the files now are what a kill leaves.
+    let killed = tempfile::tempdir().expect("tempdir");
+    for (path, bytes) in support::snapshot(t.path()) {
+        let to = killed.path().join(path);
+        std::fs::create_dir_all(to.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(to, bytes).expect("write");
+    }
+    let storage = Arc::new(RealStorage::new(killed.path().join("root")));
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let after = SessionManager::new(stores, BackendRegistry::with_fake(), Sources::system())
+        .expect("manager");
+    after.recover_interrupted_sessions().expect("recover");
+    let run = after.stores().runs.list_session_runs("s").expect("runs")[0].clone();
+    let closed = makalog::runtime::SANDBOX_BOUNDARY_CLOSED;
+    assert_eq!(
+        (run.status(), &run.value()["failureClass"]),
+        ("failed", &json!(closed))
+    );
+    let events = after.stores().runs.read_events("s", run.run_id());
+    let failed: Vec<Value> = events
+        .expect("events")
+        .iter()
+        .filter(|(_, e)| e.event_type() == "run_failed")
+        .map(|(_, e)| e.value()["data"].clone())
+        .collect();
+    assert_eq!(
+        (&failed[0]["failureClass"], &failed[0]["recoveryReason"]),
+        (&json!(closed), &json!("stale_user_wait"))
+    );
+
+    // The live turn, stopped, ends as a stop does.
+    manager.stop("s", "stop_button").expect("stop");
+    assert_eq!(turn.finish().await.expect("ends").status, "cancelled");
+}
