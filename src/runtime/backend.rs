@@ -1,6 +1,6 @@
 //! The backend seam (MAKA-MODEL §11): a backend streams a turn's `SessionEvent`s, can be
-//! stopped, answers a pending user question, and is disposed of; a registry makes one per
-//! session by backend kind.
+//! stopped, answers a pending user question, decides a pending sandbox request, and is
+//! disposed of; a registry makes one per session by backend kind.
 
 use super::events::SessionEvent;
 use super::sources::Sources;
@@ -34,6 +34,13 @@ pub trait Backend: Send + Sync {
     /// unanswered); false when no such question waits.
     fn respond_to_user_question(&self, request_id: &str, answers: Vec<Option<String>>) -> bool {
         let _ = (request_id, answers);
+        false
+    }
+    /// Decides the pending sandbox request `request_id` (§11's respondToSandboxBoundary;
+    /// `decision` is `allow` or `deny`): the backend then streams its
+    /// `sandbox_boundary_decision_ack`. False when no such request waits.
+    fn respond_to_sandbox_boundary(&self, request_id: &str, decision: &str) -> bool {
+        let _ = (request_id, decision);
         false
     }
     /// Releases what the backend holds; it is not used again.

@@ -276,6 +276,23 @@ impl SessionManager {
         Ok(backend.is_some_and(|b| b.respond_to_user_question(request_id, answers)))
     }
 
+    /// Decides a sandbox request the session's backend made (`allow` or `deny`); false when
+    /// no such request waits. Another decision is refused, and nothing is asked.
+    pub fn respond_to_sandbox_boundary(
+        &self,
+        session_id: &str,
+        request_id: &str,
+        decision: &str,
+    ) -> Result<bool> {
+        if !matches!(decision, "allow" | "deny") {
+            return Err(Error::InvalidInput(format!(
+                "decision: {decision:?} is neither allow nor deny"
+            )));
+        }
+        let backend = lock(&self.inner.backends)?.get(session_id).cloned();
+        Ok(backend.is_some_and(|b| b.respond_to_sandbox_boundary(request_id, decision)))
+    }
+
     /// The lock a turn of `session_id` holds while it runs, also when the call that started it
     /// was dropped: whoever holds it knows no turn of the session is live.
     pub(crate) fn turn_lock(&self, session_id: &str) -> Result<Arc<tokio::sync::Mutex<()>>> {
