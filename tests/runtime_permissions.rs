@@ -9,11 +9,10 @@
 mod support;
 
 use makalog::runtime::{BackendRegistry, SessionEvent, SessionManager, Sources};
-use makalog::storage::RealStorage;
 use makalog::store::open_execution_stores_for_write;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use support::scripted::{scripted, scripted_holding};
+use support::scripted::{recovered_copy, scripted, scripted_holding};
 use support::turns::text;
 
 fn tool_permission(request_id: &str) -> Value {
@@ -240,18 +239,7 @@ async fn a_turn_killed_while_a_sandbox_request_waits_is_recovered_as_closed_by_t
         }
     }
     // The request reached the caller, so it is durable: the files now are what a kill leaves.
-    let killed = tempfile::tempdir().expect("tempdir");
-    for (path, bytes) in support::snapshot(t.path()) {
-        let to = killed.path().join(path);
-        std::fs::create_dir_all(to.parent().expect("a parent")).expect("mkdir");
-        std::fs::write(to, bytes).expect("write");
-    }
-    let storage = Arc::new(RealStorage::new(killed.path().join("root")));
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let after = SessionManager::new(stores, BackendRegistry::with_fake(), Sources::system())
-        .expect("manager");
-    after.recover_interrupted_sessions().expect("recover");
+    let (_killed, after) = recovered_copy(t.path());
     let run = after.stores().runs.list_session_runs("s").expect("runs")[0].clone();
     let closed = makalog::runtime::SANDBOX_BOUNDARY_CLOSED;
     assert_eq!(

@@ -4,6 +4,7 @@
 //! run running and the session running. Each is durable before the next is written.
 
 use super::batch::Batch;
+use super::lineage::{origin_root, origin_run_fields};
 use super::manager::{Inner, TurnInput};
 use super::mapping::TurnIds;
 use crate::error::{Error, Result};
@@ -16,6 +17,8 @@ use serde_json::{json, Value};
 /// A turn whose opening writes are done: what its stream needs.
 pub(super) struct Begun {
     pub ids: TurnIds,
+    /// The lineage every `turn_state` of the turn states.
+    pub lineage: serde_json::Map<String, Value>,
     pub user_message_id: String,
     pub header: SessionHeader,
     pub started_at: f64,
@@ -33,6 +36,19 @@ pub(super) fn begin(
     let turn_id = input.turn_id.clone().unwrap_or_else(|| s.new_id());
     let mut run_id = input.run_id.clone().unwrap_or_else(|| s.new_id());
     let mut user_message_id = input.user_message_id.clone().unwrap_or_else(|| s.new_id());
+    // Where the turn comes from is checked before anything is written.
+    input.lineage.check()?;
+    if let Some(origin) = &input.origin {
+        let ids = TurnIds {
+            session_id: session_id.to_owned(),
+            invocation_id: run_id.clone(),
+            run_id: run_id.clone(),
+            turn_id: turn_id.clone(),
+        };
+        runtime_event(user_event(&ids, &user_message_id, 0.0, input)).map_err(|e| {
+            Error::InvalidInput(format!("origin: {origin} is not a TurnOrigin ({e})"))
+        })?;
+    }
     // 0. A hosted turn is admitted first; the stored admission's ids win.
     if let Some(execution) = &input.execution {
         let admission = json!({
@@ -80,6 +96,7 @@ pub(super) fn begin(
     durable?;
     Ok(Begun {
         ids,
+        lineage: input.lineage.turn_fields(),
         user_message_id,
         header,
         started_at,
@@ -120,6 +137,16 @@ fn queue_opening(
             run[key] = json!(v);
         }
     }
+    if let Value::Object(r) = &mut run {
+        r.extend(input.lineage.fields());
+        r.extend(
+            input
+                .origin
+                .as_ref()
+                .map(origin_run_fields)
+                .unwrap_or_default(),
+        );
+    }
     let created = RunHeader::from_value(run)?;
     batch.record(
         &SessionRecord::Run(created.clone()),
@@ -142,16 +169,23 @@ fn queue_opening(
     ))?;
     // 3. The user message, then the turn running.
     let at = s.now();
-    batch.message(json!({
+    let mut user = json!({
         "type": "user", "id": user_message_id, "turnId": turn_id, "ts": at, "text": input.text,
-    }))?;
-    batch.message(json!({
+    });
+    if let Some(origin) = &input.origin {
+        user["origin"] = origin.clone();
+    }
+    batch.message(user)?;
+    let mut state = json!({
         "type": "turn_state", "id": s.new_id(), "turnId": turn_id, "ts": s.now(),
         "status": "running", "partialOutputRetained": false,
-    }))?;
+    });
+    if let Value::Object(m) = &mut state {
+        m.extend(input.lineage.turn_fields());
+    }
+    batch.message(state)?;
     // 4. The user RuntimeEvent, with the user message's id.
-    let content = json!({"content": {"kind": "text", "text": input.text}});
-    batch.event(ids.event(user_message_id, at, false, "user", "user", content))?;
+    batch.event(user_event(ids, user_message_id, at, input))?;
     // 5. The connection is locked from the first turn on.
     let mut next = h.clone();
     if h["connectionLocked"] != json!(true) {
@@ -192,6 +226,21 @@ fn previous_root_turn(
     Ok(json!(stores.sessions.turn_before(session_id, turn_id)?))
 }
 
+/// The user RuntimeEvent (§12 step 4): author `user`, or `host` for a turn with an origin,
+/// which its content states.
+fn user_event(ids: &TurnIds, user_message_id: &str, at: f64, input: &TurnInput) -> Value {
+    let mut content = json!({"kind": "text", "text": input.text});
+    let author = match &input.origin {
+        Some(origin) => {
+            content["origin"] = origin.clone();
+            "host"
+        }
+        None => "user",
+    };
+    let fields = json!({"content": content});
+    ids.event(user_message_id, at, false, "user", author, fields)
+}
+
 /// The run's modes, from the session (§12 step 1, "config from the session"): stated alike by
 /// the run's header and its invocation's opening.
 fn modes(h: &Value) -> Value {
@@ -203,7 +252,8 @@ fn modes(h: &Value) -> Value {
 }
 
 /// The opening content of the turn's invocation (§1.3): the session's route and configuration,
-/// a user root, a fresh source, and the agent as lineage when the turn is an agent's.
+/// the root its origin makes (a user's without one), a fresh source, and the turn's lineage
+/// with the agent when the turn is an agent's.
 fn opening(h: &Value, input: &TurnInput) -> Value {
     let route = match h.get("llmConnectionId") {
         Some(id) => {
@@ -224,10 +274,16 @@ fn opening(h: &Value, input: &TurnInput) -> Value {
     let mut content = json!({
         "kind": "invocation_opened", "protocol": "invocation_opened_v1", "route": route,
         "configuration": configuration,
-        "root": {"kind": "user"}, "source": {"kind": "fresh"},
+        "root": origin_root(input.origin.as_ref()), "source": {"kind": "fresh"},
     });
+    let mut lineage = input.lineage.fields();
     if let (Some(id), Some(name)) = (&input.agent_id, &input.agent_name) {
-        content["lineage"] = json!({"agentId": id, "agentName": name});
+        lineage.insert("agentId".into(), json!(id));
+        lineage.insert("agentName".into(), json!(name));
+    }
+    // An empty lineage is invalid (§1.3): none is stated then.
+    if !lineage.is_empty() {
+        content["lineage"] = Value::Object(lineage);
     }
     json!({"modelVisibility": "hidden", "content": content})
 }

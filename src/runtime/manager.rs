@@ -34,6 +34,11 @@ pub struct TurnInput {
     pub agent_name: Option<String>,
     /// A hosted turn's execution descriptor (§8): the turn is admitted with it first.
     pub execution: Option<Value>,
+    /// Where a turn no person typed comes from (§1.2's TurnOrigin: `scheduled_task`, `goal`,
+    /// `agent_graph`, `legacy_automation`): its user event's author is then `host`.
+    pub origin: Option<Value>,
+    /// The turn, run or session the turn continues, retries, regenerates or branches from.
+    pub lineage: super::TurnLineage,
 }
 
 /// How a turn ended, once its terminal commit, `turn_state` and header are durable.

@@ -84,3 +84,28 @@ fn with_backend(
         .expect("session");
     (t, owner, manager)
 }
+
+/// A copy of the root under `dir` as its files are now (what a kill leaves, once the facts
+/// the caller saw are durable), with a manager over it (the fake backend, the system's ids
+/// and clock) that has run recovery at start.
+pub fn recovered_copy(dir: &std::path::Path) -> (tempfile::TempDir, SessionManager) {
+    let killed = tempfile::tempdir().expect("tempdir");
+    for (path, bytes) in super::snapshot(dir) {
+        let to = killed.path().join(path);
+        std::fs::create_dir_all(to.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(to, bytes).expect("write");
+    }
+    let storage = Arc::new(makalog::storage::RealStorage::new(
+        killed.path().join("root"),
+    ));
+    let owner = super::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let manager = SessionManager::new(
+        stores,
+        BackendRegistry::with_fake(),
+        makalog::runtime::Sources::system(),
+    )
+    .expect("manager");
+    manager.recover_interrupted_sessions().expect("recover");
+    (killed, manager)
+}

@@ -159,6 +159,9 @@ fn finish(
     let mut state = json!({"type": "turn_state", "id": inner.sources.new_id(), "turnId": ids.turn_id,
                            "ts": now, "status": ending.status,
                            "partialOutputRetained": output.retained});
+    if let Value::Object(m) = &mut state {
+        m.extend(begun.lineage.clone());
+    }
     match ending.status {
         "failed" => state["errorClass"] = json!(ending.failure_class),
         "aborted" => {
