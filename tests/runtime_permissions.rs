@@ -222,6 +222,82 @@ async fn a_closed_request_fails_and_a_denied_sandbox_request_is_answered() {
     );
 }
 
+/// With two requests open, answering one leaves the run waiting; the run runs again once
+/// both are answered. An answer takes its run event from the request it answers: a
+/// permission decision on a sandbox escalation is its grant, a closure of one its failure.
+#[tokio::test(start_paused = true)]
+async fn the_run_waits_until_every_request_is_answered_and_an_answer_follows_its_request() {
+    let (_t, _owner, manager) = scripted(|t| {
+        vec![
+            SessionEvent::PermissionRequest {
+                id: format!("pr-{t}"),
+                turn_id: t.into(),
+                ts: 2.0,
+                request: tool_permission("request-1"),
+            },
+            SessionEvent::SandboxBoundaryRequest {
+                id: format!("sr-{t}"),
+                turn_id: t.into(),
+                ts: 3.0,
+                request: sandbox_escalation("request-2"),
+            },
+            SessionEvent::PermissionDecisionAck {
+                id: format!("sd-{t}"),
+                turn_id: t.into(),
+                ts: 4.0,
+                decision: json!({"requestId": "request-2", "decision": "allow"}),
+            },
+            SessionEvent::PermissionClosureAck {
+                id: format!("pc-{t}"),
+                turn_id: t.into(),
+                ts: 5.0,
+                request_id: "request-1".into(),
+                reason: "timed_out".into(),
+            },
+            SessionEvent::SandboxBoundaryRequest {
+                id: format!("sr2-{t}"),
+                turn_id: t.into(),
+                ts: 6.0,
+                request: sandbox_escalation("request-3"),
+            },
+            SessionEvent::PermissionClosureAck {
+                id: format!("pc2-{t}"),
+                turn_id: t.into(),
+                ts: 7.0,
+                request_id: "request-3".into(),
+                reason: "timed_out".into(),
+            },
+            complete(t),
+        ]
+    });
+    let (_, failures) = one_turn(&manager).await;
+    assert_eq!(failures, 0);
+    let seen: Vec<String> = run_events(&manager)
+        .into_iter()
+        .map(|(t, data)| match t.as_str() {
+            "run_status_changed" => format!("-> {}", data["status"].as_str().unwrap_or("?")),
+            _ => t,
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "permission_requested",
+            "-> waiting_for_user",
+            "sandbox_escalation_requested",
+            "-> waiting_for_user",
+            "sandbox_escalation_granted",
+            "permission_failed",
+            "-> running",
+            "sandbox_escalation_requested",
+            "-> waiting_for_user",
+            "sandbox_escalation_failed",
+            "-> running",
+            "run_completed"
+        ]
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_turn_killed_while_a_sandbox_request_waits_is_recovered_as_closed_by_the_restart() {
     let (t, _owner, manager) = scripted_holding(|t| {

@@ -1,7 +1,8 @@
 //! A tool call's and a tool result's optional fields (MAKA-MODEL §11) are kept where the
 //! ledger has a place for them: every one in the stored message (§6) but `operationId`, the
-//! ids also in the event's refs (§1.5), the provider fields also in its content (§1.2), and
-//! `origin` and `modelVisibility` on its envelope (§1.1) when they are values it takes. A
+//! ids also in the event's refs (§1.5), the provider fields also in its content (§1.2), the
+//! display name and intent in its state delta (§2's third vector), and `origin` and
+//! `modelVisibility` on its envelope (§1.1) when they are values it takes. A
 //! value only the message can hold costs the fact nothing. The caller sees them all, and a
 //! delta's `startOffset`.
 
@@ -150,6 +151,12 @@ async fn a_tool_calls_and_results_optional_fields_are_kept_where_the_ledger_has_
         (&event["origin"], &event["modelVisibility"]),
         (&json!("provider"), &json!("visible"))
     );
+    assert_eq!(
+        event["actions"],
+        json!({"stateDelta": {"displayName": "Read src/lib.rs",
+                              "intent": "look at the entry point"}}),
+        "as §2's third vector holds them"
+    );
 
     let (result, event) = stored(&manager, &format!("tr-{turn}"), &format!("tr-{turn}"));
     for (key, want) in [
@@ -188,4 +195,43 @@ async fn an_origin_the_envelope_cannot_take_stays_in_the_message_and_the_fact_is
         "§1.1 takes provider or code_mode"
     );
     assert_eq!(event["modelVisibility"], json!("visible"));
+}
+
+/// A tool result whose message the ledger refuses (a duration that is no number) fails as a
+/// whole: no event is written without its message and run event.
+#[tokio::test(start_paused = true)]
+async fn a_tool_result_the_ledger_refuses_is_written_not_at_all() {
+    let (_t, _owner, manager) = scripted(|t| {
+        let mut events = tool_events(t, "provider");
+        if let SessionEvent::ToolResult { details, .. } = &mut events[1] {
+            details.duration_ms = Some(f64::NAN);
+        }
+        events
+    });
+    let (seen, failures) = one_turn(&manager).await;
+    assert_eq!(failures, 1, "the result's fact, counted");
+    let turn = seen[0]["turnId"].as_str().expect("turn id").to_owned();
+    let stores = manager.stores();
+    let run = stores.runs.list_session_runs("s").expect("runs")[0].clone();
+    let events = stores
+        .runtime_events
+        .read_immutable_runtime_events("s", run.run_id())
+        .expect("events");
+    assert!(
+        events.iter().all(|e| e.id() != format!("tr-{turn}")),
+        "no event"
+    );
+    let messages = stores.sessions.read_messages("s", None).expect("messages");
+    assert!(messages.iter().all(|m| m.value()["type"] != "tool_result"));
+    let kinds = stores
+        .runs
+        .read_events("s", run.run_id())
+        .expect("run events");
+    assert!(kinds
+        .iter()
+        .all(|(_, e)| e.event_type() != "tool_completed"));
+    assert!(
+        kinds.iter().any(|(_, e)| e.event_type() == "tool_started"),
+        "the call's fact stands"
+    );
 }

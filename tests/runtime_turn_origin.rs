@@ -2,8 +2,9 @@
 //! (a scheduled task, a goal, an agent graph's wake) makes its user event the host's and
 //! states itself in the user message and event, the run header and the invocation's root;
 //! its lineage is in the run header, the opening and every `turn_state`, recovery's
-//! included. An origin that is no TurnOrigin and an empty lineage id are refused by field,
-//! with nothing written.
+//! included. An origin that is no TurnOrigin, an empty origin id and an empty lineage id are
+//! refused by field, with nothing written; an `automation` origin is stated as the
+//! `legacy_automation` it is read as.
 
 mod support;
 
@@ -152,7 +153,7 @@ async fn an_agent_graph_wake_names_its_wake_and_a_plain_turn_is_the_users() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_bad_origin_or_an_empty_lineage_id_is_refused_with_nothing_written() {
+async fn a_bad_origin_or_an_empty_id_is_refused_with_nothing_written() {
     let (t, _owner, manager) = scripted(complete);
     let root = t.path().join("root");
     let before = session_files(&root, "s");
@@ -164,8 +165,18 @@ async fn a_bad_origin_or_an_empty_lineage_id_is_refused_with_nothing_written() {
         parent_turn_id: Some(String::new()),
         ..TurnLineage::default()
     };
+    let empty_task = json!({"kind": "scheduled_task", "scheduledTaskId": ""});
+    let empty_wake = json!({"kind": "agent_graph", "graphId": "g", "wakeId": "", "attemptId": "a"});
     for (what, bad) in [
-        ("origin", bad_origin),
+        ("origin:", bad_origin),
+        (
+            "origin.scheduledTaskId",
+            input(Some(empty_task), TurnLineage::default()),
+        ),
+        (
+            "origin.wakeId",
+            input(Some(empty_wake), TurnLineage::default()),
+        ),
         ("lineage.parentTurnId", input(None, empty)),
     ] {
         match manager.send_message("s", bad).await {
@@ -181,6 +192,31 @@ async fn a_bad_origin_or_an_empty_lineage_id_is_refused_with_nothing_written() {
         .list_session_runs("s")
         .expect("runs")
         .is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_automation_origin_is_stated_as_the_legacy_automation_it_is_read_as() {
+    let (_t, _owner, manager) = scripted(complete);
+    let origin = json!({"kind": "automation", "automationId": "auto-1"});
+    let turn = manager
+        .send_message("s", input(Some(origin), TurnLineage::default()))
+        .await
+        .expect("send");
+    turn.finish().await.expect("ends");
+    let (run, events, messages) = written(&manager);
+    let read_as = json!({"kind": "legacy_automation", "automationId": "auto-1"});
+    let user = messages.iter().find(|m| m["type"] == "user").expect("user");
+    assert_eq!(user["origin"], read_as, "the message as the event");
+    let event = events
+        .iter()
+        .find(|e| e["id"] == user["id"])
+        .expect("event");
+    assert_eq!(event["content"]["origin"], read_as);
+    assert_eq!(run["legacyAutomationId"], json!("auto-1"));
+    assert_eq!(
+        events[0]["content"]["root"],
+        json!({"kind": "legacy_automation", "legacyAutomationId": "auto-1"})
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -55,7 +55,12 @@ impl<'a> Batch<'a> {
     }
 
     pub(super) fn event(&mut self, event: Value) -> Result<()> {
-        self.batch.event(&runtime_event(event)?).map(|_| ())
+        self.decoded_event(&runtime_event(event)?)
+    }
+
+    /// An event already decoded (a fact checks all its records before it queues one).
+    pub(super) fn decoded_event(&mut self, event: &crate::event::RuntimeEvent) -> Result<()> {
+        self.batch.event(event).map(|_| ())
     }
 
     /// How many records were queued.

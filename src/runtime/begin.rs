@@ -4,7 +4,7 @@
 //! run running and the session running. Each is durable before the next is written.
 
 use super::batch::Batch;
-use super::lineage::{origin_root, origin_run_fields};
+use super::lineage::{check_origin, origin_root, origin_run_fields};
 use super::manager::{Inner, TurnInput};
 use super::mapping::TurnIds;
 use crate::error::{Error, Result};
@@ -36,19 +36,32 @@ pub(super) fn begin(
     let turn_id = input.turn_id.clone().unwrap_or_else(|| s.new_id());
     let mut run_id = input.run_id.clone().unwrap_or_else(|| s.new_id());
     let mut user_message_id = input.user_message_id.clone().unwrap_or_else(|| s.new_id());
-    // Where the turn comes from is checked before anything is written.
+    // Where the turn comes from is checked before anything is written, and its origin
+    // stated everywhere as the user event's decode reads it (`automation` is
+    // `legacy_automation`).
     input.lineage.check()?;
-    if let Some(origin) = &input.origin {
-        let ids = TurnIds {
-            session_id: session_id.to_owned(),
-            invocation_id: run_id.clone(),
-            run_id: run_id.clone(),
-            turn_id: turn_id.clone(),
-        };
-        runtime_event(user_event(&ids, &user_message_id, 0.0, input)).map_err(|e| {
-            Error::InvalidInput(format!("origin: {origin} is not a TurnOrigin ({e})"))
-        })?;
-    }
+    let normalized;
+    let input = match &input.origin {
+        Some(origin) => {
+            check_origin(origin)?;
+            let ids = TurnIds {
+                session_id: session_id.to_owned(),
+                invocation_id: run_id.clone(),
+                run_id: run_id.clone(),
+                turn_id: turn_id.clone(),
+            };
+            let event = runtime_event(user_event(&ids, &user_message_id, 0.0, input));
+            let event = event.map_err(|e| {
+                Error::InvalidInput(format!("origin: {origin} is not a TurnOrigin ({e})"))
+            })?;
+            normalized = TurnInput {
+                origin: Some(event.value()["content"]["origin"].clone()),
+                ..input.clone()
+            };
+            &normalized
+        }
+        None => input,
+    };
     // 0. A hosted turn is admitted first; the stored admission's ids win.
     if let Some(execution) = &input.execution {
         let admission = json!({

@@ -68,6 +68,26 @@ impl TurnLineage {
     }
 }
 
+/// Refuses an origin whose ids are empty, by field, before anything is written (the
+/// invocation's root takes none empty); the rest of its shape is the user event's to check.
+pub fn check_origin(origin: &Value) -> Result<()> {
+    let ids: &[&str] = match origin["kind"].as_str() {
+        Some("scheduled_task") => &["scheduledTaskId"],
+        Some("legacy_automation" | "automation") => &["automationId"],
+        Some("goal") => &["goalId"],
+        Some("agent_graph") => &["graphId", "wakeId", "attemptId"],
+        _ => &[],
+    };
+    for id in ids {
+        if origin[*id].as_str().is_none_or(str::is_empty) {
+            return Err(Error::InvalidInput(format!(
+                "origin.{id}: an id is not empty"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The run header's fields an origin sets (§7: at most one of them, the wake with its attempt).
 pub fn origin_run_fields(origin: &Value) -> Map<String, Value> {
     let pairs: &[(&str, &str)] = match origin["kind"].as_str() {

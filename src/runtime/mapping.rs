@@ -172,9 +172,10 @@ pub fn keeps_output(message: &Value) -> bool {
 /// Places a tool call's or result's optional fields (§11, `details` as an object) where the
 /// ledger keeps them: each in the stored message, whose type has a place for every one but
 /// `operationId` (§6); the ids also in the event's refs (§1.5); providerOptions,
-/// providerExecuted and providerOutput also in its content (§1.2); origin and modelVisibility
-/// also on its envelope when they are values the envelope takes (§1.1), so a value only the
-/// message can hold costs the fact nothing. `event` is the event's fields before the envelope.
+/// providerExecuted and providerOutput also in its content (§1.2); displayName and intent also
+/// in its actions' state delta (§2's third vector); origin and modelVisibility also on its
+/// envelope when they are values the envelope takes (§1.1), so a value only the message can
+/// hold costs the fact nothing. `event` is the event's fields before the envelope.
 pub fn place_tool_details(details: Value, message: &mut Value, event: &mut Value) {
     let Value::Object(details) = details else {
         return;
@@ -188,6 +189,12 @@ pub fn place_tool_details(details: Value, message: &mut Value, event: &mut Value
             }
             "providerOptions" | "providerExecuted" | "providerOutput" => {
                 event["content"][&key] = value.clone();
+                message[&key] = value;
+            }
+            // As MAKA-MODEL §2's third vector holds them: a tool call's display name and
+            // intent in its event's state delta too.
+            "displayName" | "intent" => {
+                event["actions"]["stateDelta"][&key] = value.clone();
                 message[&key] = value;
             }
             "origin" | "modelVisibility" => {

@@ -24,6 +24,9 @@ pub struct SessionSummary {
     pub head_seq: u64,
     /// The chain value after it: record it elsewhere to detect a rewritten history later.
     pub head_chain: ChainValue,
+    /// False when the session's files could not be scanned (a finding says why): then it has
+    /// no head, and the fields above are a log's start.
+    pub scanned: bool,
 }
 
 /// What verification found in the claims log.

@@ -42,6 +42,7 @@ fn verify_session(storage: &dyn Storage, id: &str, live: bool) -> SessionChecked
             record_count: 0,
             head_seq: 0,
             head_chain: crate::format::genesis_chain(id),
+            scanned: false,
         },
     };
     let (listing, scanned) = match scan_session_files(storage, id, None) {
@@ -78,6 +79,7 @@ fn verify_session(storage: &dyn Storage, id: &str, live: bool) -> SessionChecked
             .iter()
             .map(PayloadProblem::describe),
     );
+    out.summary.scanned = true;
     out.summary.record_count = check.record_count;
     out.summary.head_seq = check.head.0;
     out.summary.head_chain = check.head.1;

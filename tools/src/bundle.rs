@@ -305,9 +305,12 @@ fn check_heads(verified: Option<&VerifyReport>, manifest: &Manifest, findings: &
     };
     // Looked up by id, each session once: a crafted manifest's list may be long.
     let was: BTreeMap<String, LogHead> = recorded.sessions.iter().cloned().collect();
+    // A session whose files could not be scanned has no head (verify says why), as the
+    // export left it out of the manifest's.
     let is: BTreeMap<String, LogHead> = verified
         .sessions
         .iter()
+        .filter(|s| s.scanned)
         .map(|s| {
             let head = LogHead {
                 records: s.record_count,

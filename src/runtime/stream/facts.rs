@@ -5,7 +5,7 @@
 
 use super::super::events::SessionEvent;
 use super::super::mapping::{place_tool_details, TurnIds};
-use super::permissions::Requests;
+use super::permissions::{Change, Requests};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -14,17 +14,18 @@ pub(super) struct Fact {
     pub event: Value,
     pub message: Option<Value>,
     pub run_event: Option<(&'static str, Value)>,
-    /// The status the run and the session move to once it is queued.
-    pub status: Option<&'static str>,
+    /// For a request or an answer, what it does to the open requests (and so to the status
+    /// of the run and the session).
+    pub change: Option<Change>,
 }
 
 impl Fact {
-    fn new(event: Value, message: Option<Value>) -> Fact {
+    pub(super) fn new(event: Value, message: Option<Value>) -> Fact {
         Fact {
             event,
             message,
             run_event: None,
-            status: None,
+            change: None,
         }
     }
 }
@@ -48,6 +49,12 @@ impl Facts {
             thinking: None,
             requests: Requests::default(),
         }
+    }
+
+    /// Applies a request's or an answer's change once its fact was queued or refused: the
+    /// status the run and the session move to, if any ([`Requests::settle`]).
+    pub fn settle(&mut self, change: Change, landed: bool) -> Option<&'static str> {
+        self.requests.settle(change, landed)
     }
 
     /// The fact `event` is, if it is one of those mapped here.

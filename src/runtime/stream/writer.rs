@@ -3,8 +3,9 @@
 //! and results, token usage, permission and sandbox requests and answers; and errors) queued
 //! durably and fail-open, waited for by the stream before it hands them on; status changes.
 
+use super::super::batch::run_event_value;
 use super::super::batch::Batch;
-use super::super::begin::{run_event, Begun};
+use super::super::begin::{run_event, runtime_event, Begun};
 use super::super::blocking::on_disk;
 use super::super::events::SessionEvent;
 use super::super::manager::Inner;
@@ -12,6 +13,8 @@ use super::super::mapping::{ending_of, error_content, keeps_output, terminal_eve
 use super::facts::{Fact, Facts};
 use super::partials::Partials;
 use crate::error::Result;
+use crate::index::SessionRecord;
+use crate::model::{RunEvent, StoredMessage};
 use serde_json::{json, Value};
 
 /// What a turn put out: its last complete text, and whether it kept any output
@@ -157,29 +160,52 @@ impl<'a> Writer<'a> {
     /// A durable fact, with the message and the run event it makes: queued together and made
     /// durable by the next sync ([`Writer::settle`]), fail-open (§12): a failure is counted,
     /// and the turn goes on.
-    fn facts(&mut self, event: Value, message: Option<Value>, run_event: Option<(&str, Value)>) {
-        self.output.retained |= message.as_ref().is_some_and(keeps_output);
-        let ids = &self.begun.ids;
-        let mut batch = Batch::new(self.inner, &ids.session_id);
-        let queue = || -> Result<()> {
-            batch.event(event)?;
+    fn facts(
+        &mut self,
+        event: Value,
+        message: Option<Value>,
+        run_event: Option<(&str, Value)>,
+    ) -> bool {
+        let (inner, ids) = (self.inner, &self.begun.ids);
+        // Every record of the fact is checked before one is queued: a record the ledger
+        // refuses fails the fact whole, not after its event is written.
+        let checked = || -> Result<_> {
+            let event = runtime_event(event)?;
+            let message = message.map(StoredMessage::from_value).transpose()?;
+            let run_event = run_event
+                .map(|(kind, data)| {
+                    RunEvent::from_value(run_event_value(inner, ids, kind, Some(data)))
+                })
+                .transpose()?;
+            Ok((event, message, run_event))
+        };
+        let mut batch = Batch::new(inner, &ids.session_id);
+        let mut retained = false;
+        let queued = checked().and_then(|(event, message, run_event)| {
+            batch.decoded_event(&event)?;
             if let Some(m) = message {
-                batch.message(m)?;
+                retained = keeps_output(m.value());
+                batch.record(&SessionRecord::Message(m), &|_| Ok(()))?;
             }
-            if let Some((kind, data)) = run_event {
-                batch.run_event(self.inner, ids, kind, Some(data))?;
+            if let Some(e) = run_event {
+                batch.record(&SessionRecord::RunEvent(e), &|_| Ok(()))?;
             }
             Ok(())
-        };
-        match queue() {
-            Ok(()) => self.unsynced_facts += 1,
-            Err(_) => self.fact_failures += 1,
+        });
+        let ok = queued.is_ok();
+        match ok {
+            true => {
+                self.unsynced_facts += 1;
+                self.output.retained |= retained;
+            }
+            false => self.fact_failures += 1,
         }
         // A later record's durability covers every earlier one of the session: the last
         // batch that queued anything is the one to wait for.
         if batch.queued() > 0 {
             self.unsynced = Some(batch);
         }
+        ok
     }
 
     /// A fact, then the status it moves the run and the session to (if any).
@@ -188,10 +214,10 @@ impl<'a> Writer<'a> {
             event,
             message,
             run_event,
-            status,
+            change,
         } = fact;
-        self.facts(event, message, run_event);
-        if let Some(status) = status {
+        let landed = self.facts(event, message, run_event);
+        if let Some(status) = change.and_then(|c| self.facts.settle(c, landed)) {
             on_disk(|| self.status(status));
         }
     }
