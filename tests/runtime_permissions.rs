@@ -12,7 +12,7 @@ use makalog::runtime::{BackendRegistry, SessionEvent, SessionManager, Sources};
 use makalog::store::open_execution_stores_for_write;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use support::scripted::{recovered_copy, scripted, scripted_holding};
+use support::scripted::{one_turn, recovered_copy, scripted, scripted_holding, written};
 use support::turns::text;
 
 fn tool_permission(request_id: &str) -> Value {
@@ -55,26 +55,9 @@ fn run_events(manager: &SessionManager) -> Vec<(String, Value)> {
 }
 
 fn event_actions(manager: &SessionManager, id: &str) -> Value {
-    let stores = manager.stores();
-    let run = stores.runs.list_session_runs("s").expect("runs")[0].clone();
-    let events = stores
-        .runtime_events
-        .read_immutable_runtime_events("s", run.run_id())
-        .expect("events");
-    let e = events.iter().find(|e| e.id() == id).expect("the event");
-    e.value()["actions"].clone()
-}
-
-async fn one_turn(manager: &SessionManager) -> (String, usize) {
-    let mut turn = manager.send_message("s", text("go")).await.expect("send");
-    let mut turn_id = None;
-    while let Some(e) = turn.events.recv().await {
-        turn_id.get_or_insert_with(|| serde_json::to_value(&e).expect("json")["turnId"].clone());
-    }
-    let outcome = turn.finish().await.expect("the turn ends");
-    assert_eq!(outcome.status, "completed");
-    let id = turn_id.and_then(|t| t.as_str().map(str::to_owned));
-    (id.expect("a turn id"), outcome.fact_failures)
+    let (_, events, _) = written(manager);
+    let e = events.into_iter().find(|e| e["id"] == json!(id));
+    e.expect("the event")["actions"].clone()
 }
 
 #[tokio::test(start_paused = true)]
@@ -97,7 +80,7 @@ async fn a_permission_request_and_its_decision_are_facts_and_the_run_waits_betwe
             complete(t),
         ]
     });
-    let (turn, failures) = one_turn(&manager).await;
+    let (turn, _, failures) = one_turn(&manager).await;
     assert_eq!(failures, 0);
     let types: Vec<(String, Value)> = run_events(&manager);
     let names: Vec<&str> = types.iter().map(|(t, _)| t.as_str()).collect();
@@ -176,7 +159,7 @@ async fn a_closed_request_fails_and_a_denied_sandbox_request_is_answered() {
             complete(t),
         ]
     });
-    let (turn, failures) = one_turn(&manager).await;
+    let (turn, _, failures) = one_turn(&manager).await;
     assert_eq!(failures, 0);
     let types = run_events(&manager);
     let names: Vec<&str> = types.iter().map(|(t, _)| t.as_str()).collect();
@@ -270,7 +253,7 @@ async fn the_run_waits_until_every_request_is_answered_and_an_answer_follows_its
             complete(t),
         ]
     });
-    let (_, failures) = one_turn(&manager).await;
+    let (_, _, failures) = one_turn(&manager).await;
     assert_eq!(failures, 0);
     let seen: Vec<String> = run_events(&manager)
         .into_iter()

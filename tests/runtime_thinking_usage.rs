@@ -11,8 +11,7 @@ mod support;
 use makalog::runtime::{SessionEvent, SessionManager};
 use makalog::store::ReadOnlySessions;
 use serde_json::{json, Map, Value};
-use support::scripted::scripted;
-use support::turns::text;
+use support::scripted::{one_turn, scripted, written};
 
 fn thinking_then_answer(t: &str, usage: Map<String, Value>) -> Vec<SessionEvent> {
     let delta = |n: usize, text: &str| SessionEvent::ThinkingDelta {
@@ -63,24 +62,10 @@ fn usage(pairs: Value) -> Map<String, Value> {
     pairs.as_object().cloned().expect("an object")
 }
 
-/// Runs one turn: its id, what the caller saw (as JSON) and its fact failures.
-async fn one_turn(manager: &SessionManager) -> (String, Vec<Value>, usize) {
-    let mut turn = manager.send_message("s", text("go")).await.expect("send");
-    let mut seen = Vec::new();
-    while let Some(e) = turn.events.recv().await {
-        seen.push(serde_json::to_value(&e).expect("an event serializes"));
-    }
-    let outcome = turn.finish().await.expect("the turn ends");
-    assert_eq!(outcome.status, "completed");
-    let id = seen[0]["turnId"].as_str().expect("turn id").to_owned();
-    (id, seen, outcome.fact_failures)
-}
-
+/// The session's stored messages of type `kind`.
 fn messages(manager: &SessionManager, kind: &str) -> Vec<Value> {
-    let all = manager.stores().sessions.read_messages("s", None);
-    all.expect("messages")
-        .iter()
-        .map(|m| m.value().clone())
+    let (_, _, all) = written(manager);
+    all.into_iter()
         .filter(|m| m["type"] == json!(kind))
         .collect()
 }
@@ -131,15 +116,10 @@ async fn reasoning_and_token_usage_are_written_as_facts_and_partials() {
         ]
     );
 
-    let stores = manager.stores();
-    let run = stores.runs.list_session_runs("s").expect("runs")[0].clone();
-    let events = stores
-        .runtime_events
-        .read_immutable_runtime_events("s", run.run_id())
-        .expect("events");
+    let (_, events, _) = written(&manager);
     let event = |id: String| {
-        let e = events.iter().find(|e| e.id() == id).expect("the event");
-        e.value().clone()
+        let e = events.iter().find(|e| e["id"] == json!(id));
+        e.expect("the event").clone()
     };
     let thought = event(format!("tc-{turn}"));
     assert_eq!(

@@ -10,8 +10,7 @@ mod support;
 
 use makalog::runtime::{SessionEvent, SessionManager, ToolResultDetails, ToolStartDetails};
 use serde_json::{json, Value};
-use support::scripted::scripted;
-use support::turns::text;
+use support::scripted::{one_turn, scripted, written};
 
 fn tool_events(t: &str, origin: &str) -> Vec<SessionEvent> {
     vec![
@@ -64,47 +63,19 @@ fn tool_events(t: &str, origin: &str) -> Vec<SessionEvent> {
     ]
 }
 
-/// Runs one turn: the events the caller saw (as JSON), and the turn's fact failures.
-async fn one_turn(manager: &SessionManager) -> (Vec<Value>, usize) {
-    let mut turn = manager.send_message("s", text("go")).await.expect("send");
-    let mut seen = Vec::new();
-    while let Some(e) = turn.events.recv().await {
-        seen.push(serde_json::to_value(&e).expect("an event serializes"));
-    }
-    let outcome = turn.finish().await.expect("the turn ends");
-    assert_eq!(outcome.status, "completed");
-    (seen, outcome.fact_failures)
-}
-
-/// The session's stored message and runtime event of `id`.
+/// The session's stored message and runtime event of these ids.
 fn stored(manager: &SessionManager, message: &str, event: &str) -> (Value, Value) {
-    let stores = manager.stores();
-    let messages = stores.sessions.read_messages("s", None).expect("messages");
-    let m = messages
-        .iter()
-        .map(|m| m.value().clone())
-        .find(|m| m["id"] == json!(message))
-        .expect("the message");
-    let run = stores.runs.list_session_runs("s").expect("runs")[0].clone();
-    let events = stores
-        .runtime_events
-        .read_immutable_runtime_events("s", run.run_id())
-        .expect("events");
-    let e = events
-        .iter()
-        .find(|e| e.id() == event)
-        .expect("the event")
-        .value()
-        .clone();
-    (m, e)
+    let (_, events, messages) = written(manager);
+    let m = messages.into_iter().find(|m| m["id"] == json!(message));
+    let e = events.into_iter().find(|e| e["id"] == json!(event));
+    (m.expect("the message"), e.expect("the event"))
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_tool_calls_and_results_optional_fields_are_kept_where_the_ledger_has_a_place() {
     let (_t, _owner, manager) = scripted(|t| tool_events(t, "provider"));
-    let (seen, failures) = one_turn(&manager).await;
+    let (turn, seen, failures) = one_turn(&manager).await;
     assert_eq!(failures, 0);
-    let turn = seen[0]["turnId"].as_str().expect("turn id").to_owned();
     assert_eq!(
         seen[0]["startOffset"],
         json!(0),
@@ -185,9 +156,8 @@ async fn a_tool_calls_and_results_optional_fields_are_kept_where_the_ledger_has_
 #[tokio::test(start_paused = true)]
 async fn an_origin_the_envelope_cannot_take_stays_in_the_message_and_the_fact_is_written() {
     let (_t, _owner, manager) = scripted(|t| tool_events(t, "host"));
-    let (seen, failures) = one_turn(&manager).await;
+    let (turn, _, failures) = one_turn(&manager).await;
     assert_eq!(failures, 0, "no fact failed");
-    let turn = seen[0]["turnId"].as_str().expect("turn id").to_owned();
     let (call, event) = stored(&manager, &format!("tool-{turn}"), &format!("ts-{turn}"));
     assert_eq!(call["origin"], json!("host"));
     assert!(
@@ -208,21 +178,18 @@ async fn a_tool_result_the_ledger_refuses_is_written_not_at_all() {
         }
         events
     });
-    let (seen, failures) = one_turn(&manager).await;
+    let (turn, _, failures) = one_turn(&manager).await;
     assert_eq!(failures, 1, "the result's fact, counted");
-    let turn = seen[0]["turnId"].as_str().expect("turn id").to_owned();
-    let stores = manager.stores();
-    let run = stores.runs.list_session_runs("s").expect("runs")[0].clone();
-    let events = stores
-        .runtime_events
-        .read_immutable_runtime_events("s", run.run_id())
-        .expect("events");
+    let (_, events, messages) = written(&manager);
     assert!(
-        events.iter().all(|e| e.id() != format!("tr-{turn}")),
+        events
+            .iter()
+            .all(|e| e["id"] != json!(format!("tr-{turn}"))),
         "no event"
     );
-    let messages = stores.sessions.read_messages("s", None).expect("messages");
-    assert!(messages.iter().all(|m| m.value()["type"] != "tool_result"));
+    assert!(messages.iter().all(|m| m["type"] != "tool_result"));
+    let stores = manager.stores();
+    let run = stores.runs.list_session_runs("s").expect("runs")[0].clone();
     let kinds = stores
         .runs
         .read_events("s", run.run_id())

@@ -8,9 +8,9 @@
 
 mod support;
 
-use makalog::runtime::{SessionEvent, SessionManager, TurnInput, TurnLineage};
+use makalog::runtime::{SessionEvent, TurnInput, TurnLineage};
 use serde_json::{json, Value};
-use support::scripted::{recovered_copy, scripted, scripted_holding};
+use support::scripted::{recovered_copy, scripted, scripted_holding, written};
 use support::stores::session_files;
 
 fn complete(t: &str) -> Vec<SessionEvent> {
@@ -39,22 +39,6 @@ fn input(origin: Option<Value>, lineage: TurnLineage) -> TurnInput {
         lineage,
         ..TurnInput::default()
     }
-}
-
-/// The session's one run header and its events (the opening first), and its messages.
-fn written(manager: &SessionManager) -> (Value, Vec<Value>, Vec<Value>) {
-    let stores = manager.stores();
-    let run = stores.runs.list_session_runs("s").expect("runs")[0].clone();
-    let events = stores
-        .runtime_events
-        .read_immutable_runtime_events("s", run.run_id())
-        .expect("events")
-        .iter()
-        .map(|e| e.value().clone())
-        .collect();
-    let messages = stores.sessions.read_messages("s", None).expect("messages");
-    let messages = messages.iter().map(|m| m.value().clone()).collect();
-    (run.value().clone(), events, messages)
 }
 
 fn states(messages: &[Value]) -> Vec<&Value> {

@@ -4,7 +4,7 @@
 
 use makalog::runtime::{Backend, BackendRegistry, SendInput, SessionEvent, SessionManager};
 use makalog::store::open_execution_stores_for_write;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::sync::Arc;
 
 /// What a scripted backend streams after its delta, for a turn's id.
@@ -108,4 +108,37 @@ pub fn recovered_copy(dir: &std::path::Path) -> (tempfile::TempDir, SessionManag
     .expect("manager");
     manager.recover_interrupted_sessions().expect("recover");
     (killed, manager)
+}
+
+/// What session `s` holds after its one run: the run's header, its immutable runtime events
+/// (in sequence order) and the session's stored messages, all as JSON.
+pub fn written(manager: &SessionManager) -> (Value, Vec<Value>, Vec<Value>) {
+    let stores = manager.stores();
+    let run = stores.runs.list_session_runs("s").expect("runs")[0].clone();
+    let events = stores
+        .runtime_events
+        .read_immutable_runtime_events("s", run.run_id())
+        .expect("events");
+    let messages = stores.sessions.read_messages("s", None).expect("messages");
+    (
+        run.value().clone(),
+        events.iter().map(|e| e.value().clone()).collect(),
+        messages.iter().map(|m| m.value().clone()).collect(),
+    )
+}
+
+/// Runs a turn of `s` ("go") to its end, which must be `completed`: its id, the events its
+/// caller saw (as JSON) and its fact failures.
+pub async fn one_turn(manager: &SessionManager) -> (String, Vec<Value>, usize) {
+    let mut turn = manager
+        .send_message("s", super::turns::text("go"))
+        .await
+        .expect("send");
+    let mut seen = Vec::new();
+    while let Some(e) = turn.events.recv().await {
+        seen.push(serde_json::to_value(&e).expect("an event serializes"));
+    }
+    let outcome = turn.finish().await.expect("the turn ends");
+    assert_eq!(outcome.status, "completed");
+    (outcome.turn_id, seen, outcome.fact_failures)
 }
