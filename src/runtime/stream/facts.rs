@@ -108,10 +108,16 @@ impl Facts {
                 let mut usage = (**more).clone();
                 usage.insert("input".into(), json!(input));
                 usage.insert("output".into(), json!(output));
-                let mut message = json!({"type": "token_usage", "id": id, "turnId": ids.turn_id,
-                                         "ts": ts});
-                if let Value::Object(m) = &mut message {
-                    m.extend(usage.clone());
+                // The message's own members win over usage fields of the same name (which
+                // the event's tokenUsage refuses anyway, failing the fact whole).
+                let mut message = Value::Object(usage.clone());
+                for (key, value) in [
+                    ("type", json!("token_usage")),
+                    ("id", json!(id)),
+                    ("turnId", json!(ids.turn_id)),
+                    ("ts", json!(ts)),
+                ] {
+                    message[key] = value;
                 }
                 // Usage is the ledger's, not the model's to read back.
                 let fields = json!({"actions": {"tokenUsage": usage}, "modelVisibility": "hidden"});
