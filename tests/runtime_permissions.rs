@@ -3,56 +3,15 @@
 //! reads), a decision on a request of the turn also its `permission_decision` message; the
 //! run and the session wait for the user while a request is open. A turn killed while a
 //! sandbox request waits is recovered as `sandbox_boundary_closed_by_restart`, its reason
-//! `stale_user_wait`. A sandbox request is decided through the manager
-//! (`respond_to_sandbox_boundary`, §11), which refuses a decision other than allow or deny.
+//! `stale_user_wait` (a decision through the manager: `runtime_sandbox_decision.rs`).
 
 mod support;
 
-use makalog::runtime::{BackendRegistry, SessionEvent, SessionManager, Sources};
-use makalog::store::open_execution_stores_for_write;
+use makalog::runtime::{SessionEvent, SessionManager};
 use serde_json::{json, Value};
-use std::sync::Arc;
+use support::permissions::{complete, run_events, sandbox_escalation, tool_permission};
 use support::scripted::{one_turn, recovered_copy, scripted, scripted_holding, written};
 use support::turns::text;
-
-fn tool_permission(request_id: &str) -> Value {
-    json!({"kind": "tool_permission", "requestId": request_id, "toolUseId": "tool-use-1",
-           "toolName": "Bash", "category": "shell_unsafe", "reason": "shell_dangerous",
-           "args": {"command": "rm -rf build"}, "rememberForTurnAllowed": true})
-}
-
-fn sandbox_escalation(request_id: &str) -> Value {
-    json!({"kind": "sandbox_escalation", "requestId": request_id, "toolUseId": "tool-use-2",
-           "toolName": "Bash", "category": "shell_unsafe", "reason": "sandbox_escalation",
-           "command": "curl example.com", "cwd": "/work", "justification": "fetch a fixture",
-           "intentHash": "i", "commandHash": "c", "trigger": "proactive",
-           "alsoApprovesToolExecution": true, "availableDecisions": ["allow_once", "deny"],
-           "risk": {"unsandboxedExecution": true, "unrestrictedFileSystem": true,
-                    "unrestrictedNetwork": true, "protectedMetadataExposed": true}})
-}
-
-fn complete(t: &str) -> SessionEvent {
-    SessionEvent::Complete {
-        id: format!("c-{t}"),
-        turn_id: t.into(),
-        ts: 9.0,
-        stop_reason: "end_turn".into(),
-        context_budget_exhausted_detail: None,
-    }
-}
-
-/// The run's event types after `run_started`, with each one's data.
-fn run_events(manager: &SessionManager) -> Vec<(String, Value)> {
-    let stores = manager.stores();
-    let run = stores.runs.list_session_runs("s").expect("runs")[0].clone();
-    let events = stores.runs.read_events("s", run.run_id()).expect("events");
-    let types: Vec<(String, Value)> = events
-        .iter()
-        .map(|(_, e)| (e.event_type().to_owned(), e.value()["data"].clone()))
-        .collect();
-    let started = types.iter().position(|(t, _)| t == "run_started");
-    types[started.expect("run_started") + 1..].to_vec()
-}
 
 fn event_actions(manager: &SessionManager, id: &str) -> Value {
     let (_, events, _) = written(manager);
@@ -320,93 +279,4 @@ async fn a_turn_killed_while_a_sandbox_request_waits_is_recovered_as_closed_by_t
     // The live turn, stopped, ends as a stop does.
     manager.stop("s", "stop_button").expect("stop");
     assert_eq!(turn.finish().await.expect("ends").status, "cancelled");
-}
-
-/// Asks to cross its sandbox, then waits for the decision, streams its ack and ends the turn.
-#[derive(Default)]
-struct Sandboxed {
-    waiting: std::sync::Mutex<Option<(String, tokio::sync::mpsc::Sender<SessionEvent>)>>,
-}
-
-impl makalog::runtime::Backend for Sandboxed {
-    fn kind(&self) -> &str {
-        "sandboxed"
-    }
-    fn send(
-        &self,
-        input: makalog::runtime::SendInput,
-    ) -> tokio::sync::mpsc::Receiver<SessionEvent> {
-        let (tx, rx) = tokio::sync::mpsc::channel(4);
-        let t = input.turn_id;
-        let request = SessionEvent::SandboxBoundaryRequest {
-            id: format!("sr-{t}"),
-            turn_id: t.clone(),
-            ts: 2.0,
-            request: sandbox_escalation("request-7"),
-        };
-        tx.try_send(request).expect("room");
-        *self.waiting.lock().expect("lock") = Some((t, tx));
-        rx
-    }
-    fn stop(&self) {
-        self.waiting.lock().expect("lock").take();
-    }
-    fn respond_to_sandbox_boundary(&self, request_id: &str, decision: &str) -> bool {
-        if request_id != "request-7" {
-            return false;
-        }
-        let Some((t, tx)) = self.waiting.lock().expect("lock").take() else {
-            return false;
-        };
-        let ack = SessionEvent::SandboxBoundaryDecisionAck {
-            id: format!("sd-{t}"),
-            turn_id: t.clone(),
-            ts: 3.0,
-            request_id: request_id.into(),
-            decision: decision.into(),
-        };
-        tx.try_send(ack).expect("room");
-        tx.try_send(complete(&t)).expect("room");
-        true
-    }
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_sandbox_request_is_decided_through_the_manager() {
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let mut registry = BackendRegistry::with_fake();
-    registry.register("ai-sdk", |_| Arc::new(Sandboxed::default()));
-    let manager = SessionManager::new(stores, registry, Sources::system()).expect("manager");
-    manager
-        .create_session(json!({"id": "s", "backend": "ai-sdk", "model": "m"}))
-        .expect("session");
-    let mut turn = manager.send_message("s", text("go")).await.expect("send");
-    let first = turn.events.recv().await.expect("the request");
-    assert_eq!(first.type_name(), "sandbox_boundary_request");
-    let refused = manager.respond_to_sandbox_boundary("s", "request-7", "maybe");
-    assert!(
-        matches!(&refused, Err(makalog::Error::InvalidInput(why)) if why.contains("decision")),
-        "{refused:?}"
-    );
-    assert!(!manager
-        .respond_to_sandbox_boundary("s", "request-8", "allow")
-        .expect("asked"));
-    assert!(manager
-        .respond_to_sandbox_boundary("s", "request-7", "allow")
-        .expect("asked"));
-    while turn.events.recv().await.is_some() {}
-    assert_eq!(turn.finish().await.expect("ends").status, "completed");
-    let names: Vec<String> = run_events(&manager).into_iter().map(|(t, _)| t).collect();
-    assert_eq!(
-        names,
-        [
-            "sandbox_escalation_requested",
-            "run_status_changed",
-            "sandbox_escalation_granted",
-            "run_status_changed",
-            "run_completed"
-        ]
-    );
 }

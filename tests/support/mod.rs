@@ -147,6 +147,7 @@ pub mod event_store;
 pub mod events;
 pub mod graph;
 pub mod messages;
+pub mod permissions;
 pub mod runtime_crash;
 pub mod scenario;
 pub mod scripted;
