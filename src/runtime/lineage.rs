@@ -31,7 +31,7 @@ pub struct TurnLineage {
 }
 
 /// The lineage fields a `turn_state` holds (§6); the run header and the opening hold them all.
-const TURN_FIELDS: [&str; 5] = [
+const TURN_LINEAGE: [&str; 5] = [
     "parentTurnId",
     "retriedFromTurnId",
     "regeneratedFromTurnId",
@@ -50,9 +50,7 @@ impl TurnLineage {
 
     /// The fields a `turn_state` holds.
     pub fn turn_fields(&self) -> Map<String, Value> {
-        let mut all = self.fields();
-        all.retain(|k, _| TURN_FIELDS.contains(&k.as_str()));
-        all
+        turn_lineage(self.fields())
     }
 
     /// Refuses an empty id, by its field, before anything is written.
@@ -66,6 +64,13 @@ impl TurnLineage {
         }
         Ok(())
     }
+}
+
+/// The lineage fields a `turn_state` holds, of `record`'s members (recovery's final state
+/// takes them from the turn's latest).
+pub(super) fn turn_lineage(mut record: Map<String, Value>) -> Map<String, Value> {
+    record.retain(|k, _| TURN_LINEAGE.contains(&k.as_str()));
+    record
 }
 
 /// Refuses an origin whose ids are empty, by field, before anything is written (the

@@ -3,6 +3,8 @@
 //! turn to its terminal event by the stop-reason table.
 
 use super::events::SessionEvent;
+use crate::event::RuntimeEvent;
+use crate::store::UNKNOWN_CLASS;
 use serde_json::{json, Map, Value};
 
 /// The ids every RuntimeEvent of one turn carries.
@@ -211,4 +213,44 @@ pub fn place_tool_details(details: Value, message: &mut Value, event: &mut Value
             _ => message[&key] = value,
         }
     }
+}
+
+/// A turn's final `turn_state` (§6, §12 step 8), once its run ended with `terminal`: the turn's
+/// `status` (`completed`, `failed` or `aborted`), whether it kept output, its lineage, and as
+/// the terminal states it: a failure's class (`unknown` when it names none), an abort's time
+/// and source. The turn's own end and recovery's write it alike.
+pub fn final_turn_state(
+    (id, turn_id, ts): (String, &str, f64),
+    status: &str,
+    terminal: &RuntimeEvent,
+    retained: bool,
+    lineage: Map<String, Value>,
+) -> Value {
+    let mut state = Map::new();
+    state.extend(lineage);
+    for (key, value) in [
+        ("type", json!("turn_state")),
+        ("id", json!(id)),
+        ("turnId", json!(turn_id)),
+        ("ts", json!(ts)),
+        ("status", json!(status)),
+        ("partialOutputRetained", json!(retained)),
+    ] {
+        state.insert(key.into(), value);
+    }
+    let delta = &terminal.value()["actions"]["stateDelta"];
+    match status {
+        "failed" => {
+            let class = delta["failureClass"].as_str().unwrap_or(UNKNOWN_CLASS);
+            state.insert("errorClass".into(), json!(class));
+        }
+        "aborted" => {
+            state.insert("abortedAt".into(), json!(terminal.ts()));
+            if delta["abortSource"].is_string() {
+                state.insert("abortSource".into(), delta["abortSource"].clone());
+            }
+        }
+        _ => {}
+    }
+    Value::Object(state)
 }

@@ -5,13 +5,14 @@
 //! skipped once done, so recovery interrupted and run again writes each step once.
 
 use super::begin::runtime_event;
+use super::lineage::turn_lineage;
 use super::manager::Inner;
-use super::mapping::{failure_message, keeps_output};
+use super::mapping::{failure_message, final_turn_state, keeps_output};
 use super::recovery_rules::{failure_class, is_recovery_class, recovery_reason};
 use crate::error::Result;
 use crate::index::SessionRecord;
 use crate::model::{RunEvent, RunHeader, SessionHeader, StoredMessage};
-use crate::store::{RunEnd, UNKNOWN_CLASS};
+use crate::store::RunEnd;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
@@ -225,15 +226,6 @@ pub(crate) fn recoveries_cut_short(
         .collect()
 }
 
-/// The fields of a `turn_state` that say where its turn came from (MAKA-MODEL §6).
-const TURN_LINEAGE: [&str; 5] = [
-    "parentTurnId",
-    "retriedFromTurnId",
-    "regeneratedFromTurnId",
-    "branchOfTurnId",
-    "parentSessionId",
-];
-
 /// The turn's latest `turn_state`, if it has one, and whether the turn kept any output
 /// ([`keeps_output`]), as its own end would state it.
 fn latest_turn_state(
@@ -269,30 +261,13 @@ fn turn_state(
     {
         return Ok(None);
     }
-    let mut state = json!({"type": "turn_state", "id": inner.sources.new_id(), "turnId": turn_id,
-                           "ts": inner.sources.now(), "status": status,
-                           "partialOutputRetained": retained});
     // The turn's lineage, as its latest state gives it.
-    for field in TURN_LINEAGE {
-        if let Some(v) = latest.as_ref().and_then(|l| l.get(field)) {
-            state[field] = v.clone();
-        }
-    }
-    // As the turn's own end states it, and as the terminal commit states the run.
-    let delta = &terminal.value()["actions"]["stateDelta"];
-    match status {
-        "failed" => {
-            let class = delta["failureClass"].as_str().unwrap_or(UNKNOWN_CLASS);
-            state["errorClass"] = json!(class);
-        }
-        "aborted" => {
-            state["abortedAt"] = json!(terminal.ts());
-            if delta["abortSource"].is_string() {
-                state["abortSource"] = delta["abortSource"].clone();
-            }
-        }
-        _ => {}
-    }
+    let lineage = match latest {
+        Some(Value::Object(l)) => turn_lineage(l),
+        _ => Map::new(),
+    };
+    let at = (inner.sources.new_id(), turn_id, inner.sources.now());
+    let state = final_turn_state(at, status, terminal, retained, lineage);
     Ok(Some(SessionRecord::Message(StoredMessage::from_value(
         state,
     )?)))

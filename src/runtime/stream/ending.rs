@@ -5,7 +5,7 @@
 use super::super::begin::{runtime_event, Begun};
 use super::super::events::SessionEvent;
 use super::super::manager::{lock, Inner, TurnOutcome};
-use super::super::mapping::{failure_message, terminal_event, Ending};
+use super::super::mapping::{failure_message, final_turn_state, terminal_event, Ending};
 use super::writer::Output;
 use crate::error::{Error, Result};
 use crate::index::SessionRecord;
@@ -152,26 +152,14 @@ fn finish(
 ) -> Result<TurnOutcome> {
     let ids = &begun.ids;
     let event = runtime_event(terminal)?;
-    let abort_source = event.value()["actions"]["stateDelta"]["abortSource"]
-        .as_str()
-        .map(str::to_owned);
     let now = inner.sources.now();
-    let mut state = json!({"type": "turn_state", "id": inner.sources.new_id(), "turnId": ids.turn_id,
-                           "ts": now, "status": ending.status,
-                           "partialOutputRetained": output.retained});
-    if let Value::Object(m) = &mut state {
-        m.extend(begun.lineage.clone());
-    }
-    match ending.status {
-        "failed" => state["errorClass"] = json!(ending.failure_class),
-        "aborted" => {
-            state["abortedAt"] = json!(event.ts());
-            if let Some(source) = &abort_source {
-                state["abortSource"] = json!(source);
-            }
-        }
-        _ => {}
-    }
+    let state = final_turn_state(
+        (inner.sources.new_id(), &ids.turn_id, now),
+        ending.status,
+        &event,
+        output.retained,
+        begun.lineage.clone(),
+    );
     // The turn's end in one sync: the terminal commit, then turn_state, then the header.
     let mut then = vec![SessionRecord::Message(StoredMessage::from_value(state)?)];
     if let Some(h) = inner.stores.sessions.read_session_queued(&ids.session_id)? {
