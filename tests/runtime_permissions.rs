@@ -9,7 +9,10 @@ mod support;
 
 use makalog::runtime::{SessionEvent, SessionManager};
 use serde_json::{json, Value};
-use support::permissions::{complete, run_events, sandbox_escalation, tool_permission};
+use support::permissions::{
+    complete, permission_closure, permission_decision, permission_request, run_events,
+    sandbox_escalation, sandbox_request, tool_permission,
+};
 use support::scripted::{one_turn, recovered_copy, scripted, scripted_holding, written};
 use support::turns::text;
 
@@ -23,19 +26,14 @@ fn event_actions(manager: &SessionManager, id: &str) -> Value {
 async fn a_permission_request_and_its_decision_are_facts_and_the_run_waits_between() {
     let (_t, _owner, manager) = scripted(|t| {
         vec![
-            SessionEvent::PermissionRequest {
-                id: format!("pr-{t}"),
-                turn_id: t.into(),
-                ts: 2.0,
-                request: tool_permission("request-1"),
-            },
-            SessionEvent::PermissionDecisionAck {
-                id: format!("pd-{t}"),
-                turn_id: t.into(),
-                ts: 3.0,
-                decision: json!({"requestId": "request-1", "decision": "allow",
+            permission_request(t, "pr", 2.0, tool_permission("request-1")),
+            permission_decision(
+                t,
+                "pd",
+                3.0,
+                json!({"requestId": "request-1", "decision": "allow",
                                  "rememberForTurn": true, "reviewer": "user"}),
-            },
+            ),
             complete(t),
         ]
     });
@@ -89,25 +87,9 @@ async fn a_permission_request_and_its_decision_are_facts_and_the_run_waits_betwe
 async fn a_closed_request_fails_and_a_denied_sandbox_request_is_answered() {
     let (_t, _owner, manager) = scripted(|t| {
         vec![
-            SessionEvent::PermissionRequest {
-                id: format!("pr-{t}"),
-                turn_id: t.into(),
-                ts: 2.0,
-                request: tool_permission("request-1"),
-            },
-            SessionEvent::PermissionClosureAck {
-                id: format!("pc-{t}"),
-                turn_id: t.into(),
-                ts: 3.0,
-                request_id: "request-1".into(),
-                reason: "timed_out".into(),
-            },
-            SessionEvent::SandboxBoundaryRequest {
-                id: format!("sr-{t}"),
-                turn_id: t.into(),
-                ts: 4.0,
-                request: sandbox_escalation("request-2"),
-            },
+            permission_request(t, "pr", 2.0, tool_permission("request-1")),
+            permission_closure(t, "pc", 3.0, "request-1"),
+            sandbox_request(t, "sr", 4.0, sandbox_escalation("request-2")),
             SessionEvent::SandboxBoundaryDecisionAck {
                 id: format!("sd-{t}"),
                 turn_id: t.into(),
@@ -171,44 +153,17 @@ async fn a_closed_request_fails_and_a_denied_sandbox_request_is_answered() {
 async fn the_run_waits_until_every_request_is_answered_and_an_answer_follows_its_request() {
     let (_t, _owner, manager) = scripted(|t| {
         vec![
-            SessionEvent::PermissionRequest {
-                id: format!("pr-{t}"),
-                turn_id: t.into(),
-                ts: 2.0,
-                request: tool_permission("request-1"),
-            },
-            SessionEvent::SandboxBoundaryRequest {
-                id: format!("sr-{t}"),
-                turn_id: t.into(),
-                ts: 3.0,
-                request: sandbox_escalation("request-2"),
-            },
-            SessionEvent::PermissionDecisionAck {
-                id: format!("sd-{t}"),
-                turn_id: t.into(),
-                ts: 4.0,
-                decision: json!({"requestId": "request-2", "decision": "allow"}),
-            },
-            SessionEvent::PermissionClosureAck {
-                id: format!("pc-{t}"),
-                turn_id: t.into(),
-                ts: 5.0,
-                request_id: "request-1".into(),
-                reason: "timed_out".into(),
-            },
-            SessionEvent::SandboxBoundaryRequest {
-                id: format!("sr2-{t}"),
-                turn_id: t.into(),
-                ts: 6.0,
-                request: sandbox_escalation("request-3"),
-            },
-            SessionEvent::PermissionClosureAck {
-                id: format!("pc2-{t}"),
-                turn_id: t.into(),
-                ts: 7.0,
-                request_id: "request-3".into(),
-                reason: "timed_out".into(),
-            },
+            permission_request(t, "pr", 2.0, tool_permission("request-1")),
+            sandbox_request(t, "sr", 3.0, sandbox_escalation("request-2")),
+            permission_decision(
+                t,
+                "sd",
+                4.0,
+                json!({"requestId": "request-2", "decision": "allow"}),
+            ),
+            permission_closure(t, "pc", 5.0, "request-1"),
+            sandbox_request(t, "sr2", 6.0, sandbox_escalation("request-3")),
+            permission_closure(t, "pc2", 7.0, "request-3"),
             complete(t),
         ]
     });
@@ -243,12 +198,12 @@ async fn the_run_waits_until_every_request_is_answered_and_an_answer_follows_its
 #[tokio::test(start_paused = true)]
 async fn a_turn_killed_while_a_sandbox_request_waits_is_recovered_as_closed_by_the_restart() {
     let (t, _owner, manager) = scripted_holding(|t| {
-        vec![SessionEvent::SandboxBoundaryRequest {
-            id: format!("sr-{t}"),
-            turn_id: t.into(),
-            ts: 2.0,
-            request: sandbox_escalation("request-9"),
-        }]
+        vec![sandbox_request(
+            t,
+            "sr",
+            2.0,
+            sandbox_escalation("request-9"),
+        )]
     });
     let mut turn = manager.send_message("s", text("go")).await.expect("send");
     while let Some(e) = turn.events.recv().await {

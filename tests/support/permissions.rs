@@ -44,3 +44,48 @@ pub fn run_events(manager: &SessionManager) -> Vec<(String, Value)> {
     let started = types.iter().position(|(t, _)| t == "run_started");
     types[started.expect("run_started") + 1..].to_vec()
 }
+
+/// Turn `t`'s `permission_request` of `request`, its id `<tag>-<t>`.
+pub fn permission_request(t: &str, tag: &str, ts: f64, request: Value) -> SessionEvent {
+    let (id, turn_id) = (format!("{tag}-{t}"), t.to_owned());
+    SessionEvent::PermissionRequest {
+        id,
+        turn_id,
+        ts,
+        request,
+    }
+}
+
+/// Turn `t`'s `sandbox_boundary_request` of `request`, its id `<tag>-<t>`.
+pub fn sandbox_request(t: &str, tag: &str, ts: f64, request: Value) -> SessionEvent {
+    let (id, turn_id) = (format!("{tag}-{t}"), t.to_owned());
+    SessionEvent::SandboxBoundaryRequest {
+        id,
+        turn_id,
+        ts,
+        request,
+    }
+}
+
+/// Turn `t`'s `permission_decision_ack` of `decision`, its id `<tag>-<t>`.
+pub fn permission_decision(t: &str, tag: &str, ts: f64, decision: Value) -> SessionEvent {
+    let (id, turn_id) = (format!("{tag}-{t}"), t.to_owned());
+    SessionEvent::PermissionDecisionAck {
+        id,
+        turn_id,
+        ts,
+        decision,
+    }
+}
+
+/// Turn `t`'s `permission_closure_ack` of `request_id`, timed out, its id `<tag>-<t>`.
+pub fn permission_closure(t: &str, tag: &str, ts: f64, request_id: &str) -> SessionEvent {
+    let (id, turn_id) = (format!("{tag}-{t}"), t.to_owned());
+    SessionEvent::PermissionClosureAck {
+        id,
+        turn_id,
+        ts,
+        request_id: request_id.into(),
+        reason: "timed_out".into(),
+    }
+}
