@@ -6,6 +6,7 @@ use super::request::{
     AgentGraphIntentClaim, SessionCreateClaim, SubagentSpawnClaim,
 };
 use crate::error::{Error, Result};
+use crate::event::plain::plain_run;
 use crate::format::ClaimKind;
 
 /// One record of the claims log, decoded.
@@ -75,22 +76,15 @@ pub const MAX_PAYLOAD_NESTING: usize = 127;
 
 /// How deep arrays and objects nest in `json`, a well-formed JSON text: brackets are counted
 /// outside strings, where an escaped quote does not end the string. A writer checks this
-/// instead of decoding what it has just encoded, which would cost it as much again.
+/// instead of decoding what it has just encoded, which would cost it as much again. A string's
+/// body is skipped a run at a time (a claim is mostly strings: its child's header).
 pub fn payload_nesting(json: &[u8]) -> usize {
     let (mut depth, mut deepest) = (0usize, 0usize);
-    let (mut in_string, mut escaped) = (false, false);
-    for &b in json {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
+    let mut at = 0;
+    while let Some(&b) = json.get(at) {
+        at += 1;
         match b {
-            b'"' => in_string = true,
+            b'"' => at = past_string(json, at),
             b'[' | b'{' => {
                 depth += 1;
                 deepest = deepest.max(depth);
@@ -100,6 +94,21 @@ pub fn payload_nesting(json: &[u8]) -> usize {
         }
     }
     deepest
+}
+
+/// Where the string whose body starts at `at` ends: past its closing quote (a backslash takes
+/// the byte after it along), or the end of `json`.
+fn past_string(json: &[u8], mut at: usize) -> usize {
+    loop {
+        at += plain_run(json.get(at..).unwrap_or_default());
+        match json.get(at) {
+            None => return at,
+            Some(b'"') => return at + 1,
+            Some(b'\\') => at += 2,
+            // A control character: not JSON, but it does not end the string either.
+            Some(_) => at += 1,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -237,5 +246,49 @@ mod tests {
         assert_eq!(payload_nesting(br#"{"a":"[[[{{\\"}"#), 1);
         assert_eq!(payload_nesting(br#"[[],[[{}]]]"#), 4);
         assert_eq!(payload_nesting(b"7"), 0);
+    }
+
+    /// The scan a byte at a time, as the run-skipping one must count.
+    fn nesting_bytewise(json: &[u8]) -> usize {
+        let (mut depth, mut deepest) = (0usize, 0usize);
+        let (mut in_string, mut escaped) = (false, false);
+        for &b in json {
+            if in_string {
+                match (escaped, b) {
+                    (true, _) => escaped = false,
+                    (false, b'\\') => escaped = true,
+                    (false, b'"') => in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match b {
+                b'"' => in_string = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        deepest
+    }
+
+    proptest::proptest! {
+        /// Any bytes at all (well-formed or not, cut inside a string or an escape): the
+        /// run-skipping scan counts what the bytewise one counts.
+        #[test]
+        fn the_run_skipping_scan_counts_as_a_bytewise_one(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::sample::select(b"[]{}\"\\ a\n".to_vec()),
+                    proptest::num::u8::ANY,
+                ],
+                0..200,
+            )
+        ) {
+            proptest::prop_assert_eq!(payload_nesting(&bytes), nesting_bytewise(&bytes));
+        }
     }
 }

@@ -30,7 +30,7 @@ pub(crate) mod number;
 pub(crate) mod parse;
 mod partial;
 pub(crate) mod path;
-mod plain;
+pub(crate) mod plain;
 pub(crate) mod schema;
 
 pub use canonical::{canonical_string, canonical_string_sized};
