@@ -3,8 +3,10 @@
 use super::{DirEntry, EntryKind, FileBytes, OpenMode, Storage, StorageFile, StorageLock};
 use fs2::FileExt as _;
 use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -19,8 +21,9 @@ pub struct RealStorage {
     /// Whether [`Storage::map_file`] maps files or reads them.
     map: bool,
     /// Directories under the root already found to be directories, not symlinks: a path
-    /// through them is not checked again.
-    dirs: Arc<Mutex<HashSet<PathBuf>>>,
+    /// through them is not checked again. Kept as the bytes of their path under the root
+    /// (hashing a `Path` walks its components, and every file operation asks).
+    dirs: Arc<Mutex<HashSet<Vec<u8>>>>,
 }
 
 impl RealStorage {
@@ -54,6 +57,9 @@ impl RealStorage {
         let len = self.root.as_os_str().len() + 1 + path.as_os_str().len();
         let mut full = PathBuf::with_capacity(len);
         full.push(&self.root);
+        // Where the names under the root start in `full`, once the separator `push` may add
+        // is passed.
+        let under = full.as_os_str().len();
         let mut names = path.components().peekable();
         while let Some(name) = names.next() {
             if !matches!(name, Component::Normal(_)) {
@@ -64,18 +70,17 @@ impl RealStorage {
             }
             full.push(name);
             if names.peek().is_some() {
-                self.check_dir(&full)?;
+                let dir = full.as_os_str().as_bytes().get(under..).unwrap_or_default();
+                self.check_dir(&full, dir.strip_prefix(b"/").unwrap_or(dir))?;
             }
         }
         Ok(full)
     }
 
-    /// Fails unless `full`, a directory under the root, is a directory itself, not a symlink
-    /// to one.
-    fn check_dir(&self, full: &Path) -> io::Result<()> {
-        let dir = full.strip_prefix(&self.root).unwrap_or(full);
-        let known = |dirs: &HashSet<PathBuf>| dirs.contains(dir);
-        if self.dirs.lock().is_ok_and(|d| known(&d)) {
+    /// Fails unless `full`, a directory under the root (`dir` its path there), is a directory
+    /// itself, not a symlink to one.
+    fn check_dir(&self, full: &Path, dir: &[u8]) -> io::Result<()> {
+        if self.dirs.lock().is_ok_and(|d| d.contains(dir)) {
             return Ok(());
         }
         if !fs::symlink_metadata(full)?.is_dir() {
@@ -83,7 +88,7 @@ impl RealStorage {
                 io::ErrorKind::InvalidInput,
                 format!(
                     "{} is not a directory (a symlink is never followed)",
-                    dir.display()
+                    Path::new(OsStr::from_bytes(dir)).display()
                 ),
             ));
         }
@@ -91,15 +96,16 @@ impl RealStorage {
         Ok(())
     }
 
-    /// Remembers `dir` (under the root) as a directory checked or made by this process.
-    fn remember_dir(&self, dir: &Path) {
+    /// Remembers `dir` (its path under the root) as a directory checked or made by this
+    /// process.
+    fn remember_dir(&self, dir: &[u8]) {
         if let Ok(mut d) = self.dirs.lock() {
             // Bounded: a host touching many sessions checks their directories again rather
             // than keeping one entry for each forever.
             if d.len() >= DIRS_KEPT {
                 d.clear();
             }
-            d.insert(dir.to_path_buf());
+            d.insert(dir.to_vec());
         }
     }
 }
@@ -238,7 +244,7 @@ impl Storage for RealStorage {
             }
         } else {
             // Made just now by `mkdir`, which follows no symlink in its last name: a directory.
-            self.remember_dir(path);
+            self.remember_dir(path.as_os_str().as_bytes());
         }
         Ok(())
     }

@@ -27,10 +27,40 @@ fn a_directory_made_is_remembered() {
     storage.create_dir(Path::new("sessions")).expect("sessions");
     storage.create_dir(Path::new("sessions/s1")).expect("s1");
     let known = storage.dirs.lock().expect("dirs").clone();
-    let want: HashSet<PathBuf> = ["sessions", "sessions/s1"].map(PathBuf::from).into();
+    let want: HashSet<Vec<u8>> = ["sessions", "sessions/s1"].map(|d| d.into()).into();
     assert_eq!(known, want);
     assert_eq!(
         storage.entry_kind(Path::new("sessions/s1")).expect("kind"),
         Some(EntryKind::Dir)
     );
+}
+
+/// A directory checked on the way to a file is remembered by its path under the root, the
+/// key a directory made is remembered by, whether or not the root ends in a separator.
+#[test]
+fn a_directory_checked_is_remembered_by_its_path_under_the_root() {
+    let t = tempfile::tempdir().expect("tmp");
+    std::fs::create_dir_all(t.path().join("sessions/s1")).expect("mkdir");
+    let storage = RealStorage::new(t.path());
+    assert_eq!(
+        storage
+            .entry_kind(Path::new("sessions/s1/index"))
+            .expect("kind"),
+        None
+    );
+    let known = storage.dirs.lock().expect("dirs").clone();
+    let want: HashSet<Vec<u8>> = ["sessions", "sessions/s1"].map(|d| d.into()).into();
+    assert_eq!(known, want);
+
+    let root = RealStorage::new("/");
+    let under = t
+        .path()
+        .strip_prefix("/")
+        .expect("absolute")
+        .join("sessions/s1/index");
+    assert_eq!(root.entry_kind(&under).expect("kind"), None);
+    let known = root.dirs.lock().expect("dirs").clone();
+    let s1 = under.parent().expect("s1").as_os_str().as_bytes().to_vec();
+    assert!(known.contains(&s1), "{known:?}");
+    assert!(known.iter().all(|d| !d.starts_with(b"/")), "{known:?}");
 }
