@@ -15,8 +15,8 @@ pub struct SendInput {
     pub session_id: String,
     pub turn_id: String,
     pub text: String,
-    /// Names of the attached files.
-    pub attachments: Vec<String>,
+    /// The attached files, by reference: the backend reads their bytes where they live.
+    pub attachments: Vec<super::AttachmentRef>,
 }
 
 /// One session's backend.

@@ -3,6 +3,7 @@
 //! `turn_state{running}`, the user RuntimeEvent, the connection lock, then `run_started`, the
 //! run running and the session running. Each is durable before the next is written.
 
+use super::attachments::{attachments_json, check_attachments};
 use super::batch::Batch;
 use super::lineage::{check_origin, origin_root, origin_run_fields};
 use super::manager::{Inner, TurnInput};
@@ -40,6 +41,7 @@ pub(super) fn begin(
     // stated everywhere as the user event's decode reads it (`automation` is
     // `legacy_automation`).
     input.lineage.check()?;
+    check_attachments(&input.attachments)?;
     let normalized;
     let input = match &input.origin {
         Some(origin) => {
@@ -188,6 +190,10 @@ fn queue_opening(
     if let Some(origin) = &input.origin {
         user["origin"] = origin.clone();
     }
+    // Stated only when there are some, as the event's content drops an empty list.
+    if !input.attachments.is_empty() {
+        user["attachments"] = attachments_json(&input.attachments);
+    }
     batch.message(user)?;
     let mut state = json!({
         "type": "turn_state", "id": s.new_id(), "turnId": turn_id, "ts": s.now(),
@@ -243,6 +249,9 @@ fn previous_root_turn(
 /// which its content states.
 fn user_event(ids: &TurnIds, user_message_id: &str, at: f64, input: &TurnInput) -> Value {
     let mut content = json!({"kind": "text", "text": input.text});
+    if !input.attachments.is_empty() {
+        content["attachments"] = attachments_json(&input.attachments);
+    }
     let author = match &input.origin {
         Some(origin) => {
             content["origin"] = origin.clone();

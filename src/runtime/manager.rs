@@ -24,7 +24,9 @@ pub struct TurnInput {
     /// The turn's id (a new one when absent).
     pub turn_id: Option<String>,
     pub text: String,
-    pub attachments: Vec<String>,
+    /// The files attached (§1.2 AttachmentRef): stated by the user message and event, counted
+    /// by `run_created`, and handed to the backend.
+    pub attachments: Vec<super::AttachmentRef>,
     /// The run's id (a new one when absent; an admission's stored id wins).
     pub run_id: Option<String>,
     /// The user message's id (a new one when absent; an admission's stored id wins).

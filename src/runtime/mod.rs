@@ -7,6 +7,7 @@
 
 mod abort;
 mod agents;
+mod attachments;
 mod backend;
 mod batch;
 mod begin;
@@ -31,6 +32,7 @@ mod turn_events;
 
 pub use abort::{AbortController, AbortSignal};
 pub use agents::{AgentDefinition, LOCAL_READ_AGENT_DEFINITION};
+pub use attachments::{AttachmentKind, AttachmentRef, StorageRef};
 pub use backend::{Backend, BackendContext, BackendFactory, BackendRegistry, SendInput};
 pub use claimed::{ClaimedIntentRun, ClaimedRunResult};
 pub use composition::ExecutionComposition;

@@ -240,7 +240,14 @@ fn summary(m: &StoredMessage) -> String {
     let v = m.value();
     let s = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
     let text = match m.message_type() {
-        "user" | "assistant" => s("text"),
+        "user" => match v["attachments"].as_array() {
+            Some(files) if !files.is_empty() => {
+                let names: Vec<&str> = files.iter().filter_map(|a| a["name"].as_str()).collect();
+                format!("{} [attached: {}]", s("text"), names.join(", "))
+            }
+            _ => s("text"),
+        },
+        "assistant" => s("text"),
         "tool_call" => s("toolName"),
         "tool_result" => format!("{} error={}", s("toolUseId"), v["isError"]),
         "permission_decision" => format!("{} {}", s("toolName"), s("decision")),

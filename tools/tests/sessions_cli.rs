@@ -76,12 +76,25 @@ fn messages_prints_a_session_or_one_turn_and_refuses_what_is_not_there() {
     );
     // Three turns of a user message, its turn running, the answer and the turn completed.
     assert_eq!(stdout.lines().last(), Some("12 messages"));
+    // The first turn's user message names what it attached; the later ones attached nothing.
+    assert_eq!(
+        stdout.matches("[attached: README.md]").count(),
+        1,
+        "{stdout}"
+    );
     let json = makalog(&["messages", r, "--session", "demo-1", "--json"]);
     let messages: Vec<serde_json::Value> = text(&json.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON message per line"))
         .collect();
     assert_eq!(messages.len(), 12);
+    assert_eq!(
+        (&messages[0]["type"], &messages[0]["attachments"][0]["ref"]),
+        (
+            &serde_json::json!("user"),
+            &serde_json::json!({"kind": "workspace_file", "relativePath": "README.md"})
+        )
+    );
     let turn = messages[0]["turnId"].as_str().expect("turn").to_owned();
     let one = makalog(&[
         "messages",

@@ -33,7 +33,12 @@ impl Turn {
             if !input.attachments.is_empty() {
                 text.push_str(&format!(
                     "\nAttachments received: {}",
-                    input.attachments.join(", ")
+                    input
+                        .attachments
+                        .iter()
+                        .map(|a| a.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
             text.push_str(

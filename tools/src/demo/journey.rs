@@ -3,8 +3,9 @@
 //! aborted once it started.
 
 use makalog::runtime::{
-    AbortController, AgentGraphRunnableIntent, ClaimedIntentRun, ClaimedRunResult,
-    ExecutionComposition, TurnInput, FAKE_ASK_USER_QUESTION_PROMPT, LOCAL_READ_AGENT_DEFINITION,
+    AbortController, AgentGraphRunnableIntent, AttachmentKind, AttachmentRef, ClaimedIntentRun,
+    ClaimedRunResult, ExecutionComposition, StorageRef, TurnInput, FAKE_ASK_USER_QUESTION_PROMPT,
+    LOCAL_READ_AGENT_DEFINITION,
 };
 use serde_json::{json, Value};
 
@@ -25,6 +26,23 @@ pub(super) struct Story {
     pub aborted: ClaimedRunResult,
 }
 
+/// demo-1's first turn attaches the workspace's README (by reference: its bytes stay where
+/// they are); the others attach nothing.
+fn attached(session: usize, turn: usize) -> Vec<AttachmentRef> {
+    if (session, turn) != (0, 1) {
+        return Vec::new();
+    }
+    vec![AttachmentRef {
+        kind: AttachmentKind::Doc,
+        name: "README.md".into(),
+        mime_type: "text/markdown".into(),
+        bytes: 2_048,
+        storage: StorageRef::WorkspaceFile {
+            relative_path: "README.md".into(),
+        },
+    }]
+}
+
 pub(super) fn session_input(id: &str, name: &str) -> Value {
     json!({"id": id, "name": name, "cwd": "/work/project", "backend": "fake",
            "llmConnectionSlug": "fake", "model": "fake-model", "permissionMode": "ask"})
@@ -42,6 +60,7 @@ pub(super) async fn journeys(c: &ExecutionComposition) -> makalog::Result<Story>
         for turn in 1..=TURNS_PER_SESSION {
             let input = TurnInput {
                 text: format!("{prompt} (turn {turn})"),
+                attachments: attached(i, turn),
                 ..TurnInput::default()
             };
             let mut streaming = manager.send_message(&session, input).await?;
