@@ -62,13 +62,13 @@ pub fn claimed_case(n: usize) -> BenchResult<(f64, f64)> {
         .worker_threads(2)
         .enable_time()
         .build()?;
-    let call = |i: usize| ClaimedIntentRun {
-        intent: intent(i),
-        graph_id: "bench-graph".into(),
-        intent_id: format!("graph_intent_{i:032x}"),
-        prompt: PROMPT.into(),
-        abort: None,
-        on_ready: None,
+    let call = |i: usize| {
+        ClaimedIntentRun::new(
+            intent(i),
+            "bench-graph",
+            format!("graph_intent_{i:032x}"),
+            PROMPT,
+        )
     };
     let mut rates = [0.0; 2];
     for rate in &mut rates {

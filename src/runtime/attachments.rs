@@ -95,7 +95,8 @@ mod tests {
             },
         };
         let want = json!({"kind": "code", "name": "README.md", "mimeType": "text/markdown",
-                          "bytes": 12, "ref": {"kind": "workspace_file", "relativePath": "README.md"}});
+                          "bytes": 12,
+                          "ref": {"kind": "workspace_file", "relativePath": "README.md"}});
         assert_eq!(attachment_json(&a), want);
         let back: AttachmentRef = serde_json::from_value(want).expect("reads back");
         assert_eq!(back, a);

@@ -5,55 +5,16 @@
 //! admitted with a `claimed_agent_graph_intent` descriptor. Calls for one claim join: the
 //! second waits for the first and answers from what it wrote.
 
-use super::abort::AbortSignal;
 use super::blocking::on_disk;
-use super::intent::{call_fingerprint, check_intent, AgentGraphRunnableIntent};
+use super::claimed_call::{ClaimedIntentRun, ClaimedRunResult};
+use super::intent::{call_fingerprint, check_intent};
 use super::manager::{lock, SessionManager, TurnInput};
 use super::recover::recover_run;
 use crate::claims::{AdmissionStatus, AgentGraphIntentClaim};
 use crate::error::{Error, Result};
 use crate::model::RunHeader;
-use serde::Serialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
-
-/// One call of [`SessionManager::run_claimed_agent_graph_intent`].
-pub struct ClaimedIntentRun {
-    pub intent: AgentGraphRunnableIntent,
-    pub graph_id: String,
-    pub intent_id: String,
-    pub prompt: String,
-    /// Aborting it stops the run, with abort source `stop_button`.
-    pub abort: Option<AbortSignal>,
-    /// Called once the run has started (its opening writes are durable).
-    pub on_ready: Option<Box<dyn FnOnce() + Send>>,
-}
-
-/// What a claimed run came to; a retry gets the same answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ClaimedRunResult {
-    pub claim_id: String,
-    pub graph_id: String,
-    pub intent_id: String,
-    pub operator_id: String,
-    pub child_session_id: String,
-    pub agent_id: String,
-    pub agent_name: String,
-    pub profile: String,
-    pub turn_id: String,
-    pub run_id: String,
-    pub status: String,
-    pub permission_mode: String,
-    pub summary: String,
-    pub artifact_ids: Vec<String>,
-    pub started_at: f64,
-    pub completed_at: Option<f64>,
-    pub duration_ms: Option<f64>,
-    pub event_count: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub failure_class: Option<String>,
-}
 
 fn conflict(what: String) -> Error {
     Error::ClaimConflict { what }
@@ -226,6 +187,9 @@ impl SessionManager {
                 claim.target_turn_id
             )));
         }
+        if let Some(admit) = run.admit_execution {
+            admit(claim)?;
+        }
         on_disk(|| {
             stores.claims.set_agent_graph_intent_status(
                 &claim.graph_id,
@@ -248,13 +212,21 @@ impl SessionManager {
             ),
             ..TurnInput::default()
         };
-        let turn = self.send_message(child, input).await?;
+        let mut turn = self.send_message(child, input).await?;
         if let Some(ready) = run.on_ready {
             ready();
         }
+        let mut on_event = run.on_event;
         // The signal is watched here, beside the turn's end, not in a task of its own: nothing
         // of the run (and so of the stores) outlives the call.
-        let finish = turn.finish();
+        let finish = async move {
+            if let Some(on_event) = on_event.as_mut() {
+                while let Some(event) = turn.events.recv().await {
+                    on_event(&event);
+                }
+            }
+            turn.finish().await
+        };
         tokio::pin!(finish);
         let outcome = match run.abort {
             // The turn's end first: an abort racing it stops nothing (and names this turn, so

@@ -91,14 +91,12 @@ pub fn claimed_run(
     intent: &AgentGraphRunnableIntent,
     prompt: &str,
 ) -> ClaimedIntentRun {
-    ClaimedIntentRun {
-        intent: intent.clone(),
-        graph_id: claim.graph_id.clone(),
-        intent_id: claim.intent_id.clone(),
-        prompt: prompt.into(),
-        abort: None,
-        on_ready: None,
-    }
+    ClaimedIntentRun::new(
+        intent.clone(),
+        claim.graph_id.clone(),
+        claim.intent_id.clone(),
+        prompt,
+    )
 }
 
 /// The parent session under `root`, a linked child and its stored claim for one turn with

@@ -194,13 +194,15 @@ fn say_story(story: &Story) {
     }
     let (f, r) = (&story.first, &story.retry);
     say!(
-        "  {}: claimed intent {} ran {} ({} events): {:?}",
+        "  {}: claimed intent {} ran {} ({} runtime events kept): {:?}",
         f.child_session_id,
         f.intent_id,
         f.status,
         f.event_count,
         f.summary
     );
+    let (admitted, watched) = story.hooks;
+    say!("    the host admitted {admitted} execution of it and watched the {watched} events it streamed");
     let same = (f.claim_id == r.claim_id) && (f.run_id == r.run_id) && (f.summary == r.summary);
     say!(
         "  {}: the same claim run again answered {} from the ledger ({}), without the backend",

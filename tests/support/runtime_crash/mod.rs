@@ -237,14 +237,12 @@ impl Running {
         let manager = c.manager().clone();
         let controller = AbortController::new();
         let signal = controller.signal();
+        let (graph, id) = (intent.graph_id.clone(), intent.intent_id.clone());
         let call = ClaimedIntentRun {
-            graph_id: intent.graph_id.clone(),
-            intent_id: intent.intent_id.clone(),
-            intent,
-            prompt: prompt.into(),
             abort: abort.then_some(signal),
             on_ready: abort
                 .then(|| Box::new(move || controller.abort()) as Box<dyn FnOnce() + Send>),
+            ..ClaimedIntentRun::new(intent, graph, id, prompt)
         };
         let result = rt().block_on(manager.run_claimed_agent_graph_intent(call))?;
         self.model.claims.insert(child.to_owned(), result.status);

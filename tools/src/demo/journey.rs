@@ -8,6 +8,8 @@ use makalog::runtime::{
     LOCAL_READ_AGENT_DEFINITION,
 };
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 pub(super) const PROMPTS: [&str; 3] = [
     "summarize the failing test in crates/ledger",
@@ -23,6 +25,9 @@ pub(super) struct Story {
     pub turns: Vec<(String, usize, usize)>,
     pub first: ClaimedRunResult,
     pub retry: ClaimedRunResult,
+    /// The host's admissions of a claimed execution and the events it watched, over both
+    /// calls of the first claim.
+    pub hooks: (usize, usize),
     pub aborted: ClaimedRunResult,
 }
 
@@ -73,33 +78,43 @@ pub(super) async fn journeys(c: &ExecutionComposition) -> makalog::Result<Story>
     }
     let prompt = "summarize what demo-1's turns found";
     let (intent, graph, id) = claimed_child(c, "1", prompt)?;
-    let run = |abort| ClaimedIntentRun {
-        intent: intent.clone(),
-        graph_id: graph.clone(),
-        intent_id: id.clone(),
-        prompt: prompt.into(),
-        abort,
-        on_ready: None,
+    // The host admits each execution and watches the events of each run a call starts: the
+    // first call asks and streams, the retry (answered from the ledger) does neither.
+    let (admitted, watched) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let run = || {
+        let (admitted, watched) = (admitted.clone(), watched.clone());
+        ClaimedIntentRun {
+            admit_execution: Some(Box::new(move |_| {
+                admitted.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            })),
+            on_event: Some(Box::new(move |_| {
+                watched.fetch_add(1, Ordering::SeqCst);
+            })),
+            ..ClaimedIntentRun::new(intent.clone(), graph.clone(), id.clone(), prompt)
+        }
     };
-    let first = manager.run_claimed_agent_graph_intent(run(None)).await?;
-    let retry = manager.run_claimed_agent_graph_intent(run(None)).await?;
+    let first = manager.run_claimed_agent_graph_intent(run()).await?;
+    let retry = manager.run_claimed_agent_graph_intent(run()).await?;
+    let hooks = (
+        admitted.load(Ordering::SeqCst),
+        watched.load(Ordering::SeqCst),
+    );
     let (intent, graph_id, intent_id) = claimed_child(c, "2", FAKE_ASK_USER_QUESTION_PROMPT)?;
     let abort = AbortController::new();
     let signal = abort.signal();
     let aborted = manager
         .run_claimed_agent_graph_intent(ClaimedIntentRun {
-            intent,
-            graph_id,
-            intent_id,
-            prompt: FAKE_ASK_USER_QUESTION_PROMPT.into(),
             abort: Some(signal),
             on_ready: Some(Box::new(move || abort.abort())),
+            ..ClaimedIntentRun::new(intent, graph_id, intent_id, FAKE_ASK_USER_QUESTION_PROMPT)
         })
         .await?;
     Ok(Story {
         turns,
         first,
         retry,
+        hooks,
         aborted,
     })
 }
