@@ -1,12 +1,10 @@
 //! Records of one session queued in their order and made durable by one sync: a crash keeps
 //! a prefix of them, as it would of separate syncs. What the runtime opens a turn with.
 
-use super::begin::runtime_event;
 use super::manager::Inner;
 use super::mapping::TurnIds;
 use crate::error::Result;
 use crate::index::SessionRecord;
-use crate::model::{RunEvent, SessionHeader, StoredMessage};
 use crate::store::SessionBatch;
 use serde_json::{json, Value};
 
@@ -28,34 +26,6 @@ impl<'a> Batch<'a> {
         precondition: &dyn Fn(&crate::index::SessionState) -> Result<()>,
     ) -> Result<()> {
         self.batch.record_if(record, precondition)
-    }
-
-    pub(super) fn message(&mut self, message: Value) -> Result<()> {
-        let message = StoredMessage::from_value(message)?;
-        self.record(&SessionRecord::Message(message), &|_| Ok(()))
-    }
-
-    /// A new version of the session's header, built from the one read at the turn's start
-    /// (so the members §5 makes immutable are the stored ones).
-    pub(super) fn header(&mut self, header: Value) -> Result<SessionHeader> {
-        let header = SessionHeader::from_value(header)?;
-        self.record(&SessionRecord::Header(header.clone()), &|_| Ok(()))?;
-        Ok(header)
-    }
-
-    pub(super) fn run_event(
-        &mut self,
-        inner: &Inner,
-        ids: &TurnIds,
-        kind: &str,
-        data: Option<Value>,
-    ) -> Result<()> {
-        let event = RunEvent::from_value(run_event_value(inner, ids, kind, data))?;
-        self.record(&SessionRecord::RunEvent(event), &|_| Ok(()))
-    }
-
-    pub(super) fn event(&mut self, event: Value) -> Result<()> {
-        self.decoded_event(&runtime_event(event)?)
     }
 
     /// An event already decoded (a fact checks all its records before it queues one).

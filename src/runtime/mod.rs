@@ -23,6 +23,7 @@ mod live_turns;
 mod manager;
 mod mapping;
 mod open_runs;
+mod opening;
 mod recover;
 mod recovery_rules;
 mod restart;

@@ -177,7 +177,7 @@ impl RuntimeEventStore {
 
     /// Refuses a record over the segments' payload bound before its session is opened (or
     /// made) for it: the writer would refuse it only once the session existed.
-    fn check_fits(&self, kind: RecordKind, canonical: &str) -> Result<()> {
+    pub(crate) fn check_fits(&self, kind: RecordKind, canonical: &str) -> Result<()> {
         if canonical.len() > self.max_payload() {
             return Err(Error::InvalidInput(format!(
                 "a {} record of {} bytes exceeds the bound of {} bytes",
