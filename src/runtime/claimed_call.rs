@@ -24,8 +24,8 @@ pub struct ClaimedIntentRun {
     pub on_ready: Option<Box<dyn FnOnce() + Send>>,
     /// §12's `admitExecution`: asked, with the claim, once the call would start the run (the
     /// claim matches, its turn is unused, the child is live) and before anything is written;
-    /// its error is the call's, the claim stays `claimed` and a later call may run it. A call
-    /// answered from the ledger starts nothing and does not ask.
+    /// its error is the call's, the claim's status stays as it was and a later call may run
+    /// it. A call answered from the ledger starts nothing and does not ask.
     pub admit_execution: Option<AdmitExecution>,
     /// §12's `onEvent`: each event of the run this call starts, in order, once durable as the
     /// caller's stream hands it on. A call answered from the ledger streams nothing.
