@@ -57,9 +57,6 @@ impl RealStorage {
         let len = self.root.as_os_str().len() + 1 + path.as_os_str().len();
         let mut full = PathBuf::with_capacity(len);
         full.push(&self.root);
-        // Where the names under the root start in `full`, once the separator `push` may add
-        // is passed.
-        let under = full.as_os_str().len();
         let mut names = path.components().peekable();
         while let Some(name) = names.next() {
             if !matches!(name, Component::Normal(_)) {
@@ -70,11 +67,19 @@ impl RealStorage {
             }
             full.push(name);
             if names.peek().is_some() {
-                let dir = full.as_os_str().as_bytes().get(under..).unwrap_or_default();
-                self.check_dir(&full, dir.strip_prefix(b"/").unwrap_or(dir))?;
+                self.check_dir(&full, self.under_root(&full))?;
             }
         }
         Ok(full)
+    }
+
+    /// The path under the root of `full`, a path [`RealStorage::full`] built, as bytes: the
+    /// names it joined onto the root, past the separator it may have added. What checked
+    /// directories are remembered by.
+    fn under_root<'p>(&self, full: &'p Path) -> &'p [u8] {
+        let bytes = full.as_os_str().as_bytes();
+        let names = bytes.get(self.root.as_os_str().len()..).unwrap_or_default();
+        names.strip_prefix(b"/").unwrap_or(names)
     }
 
     /// Fails unless `full`, a directory under the root (`dir` its path there), is a directory
@@ -244,7 +249,7 @@ impl Storage for RealStorage {
             }
         } else {
             // Made just now by `mkdir`, which follows no symlink in its last name: a directory.
-            self.remember_dir(path.as_os_str().as_bytes());
+            self.remember_dir(self.under_root(&full));
         }
         Ok(())
     }

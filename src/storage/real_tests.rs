@@ -52,9 +52,10 @@ fn a_directory_checked_is_remembered_by_its_path_under_the_root() {
     let want: HashSet<Vec<u8>> = ["sessions", "sessions/s1"].map(|d| d.into()).into();
     assert_eq!(known, want);
 
+    // Through the real path: a symlink on the way to the temporary directory is refused.
+    let real = std::fs::canonicalize(t.path()).expect("canonical");
     let root = RealStorage::new("/");
-    let under = t
-        .path()
+    let under = real
         .strip_prefix("/")
         .expect("absolute")
         .join("sessions/s1/index");
@@ -63,4 +64,40 @@ fn a_directory_checked_is_remembered_by_its_path_under_the_root() {
     let s1 = under.parent().expect("s1").as_os_str().as_bytes().to_vec();
     assert!(known.contains(&s1), "{known:?}");
     assert!(known.iter().all(|d| !d.starts_with(b"/")), "{known:?}");
+    // A directory made under a root given with a trailing separator is remembered by the key
+    // a check of it finds.
+    let trailing = RealStorage::new(format!("{}/", real.display()));
+    trailing.create_dir(Path::new("made")).expect("mkdir");
+    let made = trailing.dirs.lock().expect("dirs").clone();
+    assert_eq!(made, HashSet::from([b"made".to_vec()]));
+    assert_eq!(
+        trailing.entry_kind(Path::new("made/x")).expect("kind"),
+        None
+    );
+    assert_eq!(
+        trailing.dirs.lock().expect("dirs").len(),
+        1,
+        "a hit, not a second key"
+    );
+}
+
+/// A directory replaced by a symlink since it was checked is refused by a storage that has
+/// not checked it (the cache is a process's own, never a second truth on disk).
+#[test]
+fn a_directory_replaced_by_a_symlink_is_refused_by_a_fresh_check() {
+    let t = tempfile::tempdir().expect("tmp");
+    let outside = tempfile::tempdir().expect("outside");
+    std::fs::create_dir_all(t.path().join("sessions/s1")).expect("mkdir");
+    let first = RealStorage::new(t.path());
+    assert_eq!(
+        first
+            .entry_kind(Path::new("sessions/s1/index"))
+            .expect("kind"),
+        None
+    );
+    std::fs::remove_dir(t.path().join("sessions/s1")).expect("rmdir");
+    std::os::unix::fs::symlink(outside.path(), t.path().join("sessions/s1")).expect("symlink");
+    let fresh = RealStorage::new(t.path());
+    let refused = fresh.entry_kind(Path::new("sessions/s1/index"));
+    assert!(refused.is_err(), "{refused:?}");
 }
