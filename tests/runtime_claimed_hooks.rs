@@ -7,7 +7,10 @@
 mod support;
 
 use makalog::claims::{AdmissionStatus, AgentGraphIntentClaim};
-use makalog::runtime::{BackendRegistry, ClaimedIntentRun, SessionEvent, SessionManager, Sources};
+use makalog::runtime::{
+    AbortController, BackendRegistry, ClaimedIntentRun, SessionEvent, SessionManager, Sources,
+    FAKE_ASK_USER_QUESTION_PROMPT,
+};
 use makalog::storage::Storage;
 use makalog::store::{open_execution_stores_for_write, ExecutionStores};
 use std::sync::{Arc, Mutex};
@@ -27,11 +30,16 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_with(PROMPT)
+}
+
+/// A fixture whose claim's turn has `prompt`.
+fn fixture_with(prompt: &str) -> Fixture {
     let (t, storage) = support::temp_root();
     let owner = support::owner(&storage);
     let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
     let root = storage.describe_root();
-    let (claim, intent) = claimed_child_of_new_parent(&stores, &root.display().to_string(), PROMPT);
+    let (claim, intent) = claimed_child_of_new_parent(&stores, &root.display().to_string(), prompt);
     let manager = SessionManager::new(
         stores.clone(),
         BackendRegistry::with_instant_fake(),
@@ -60,6 +68,10 @@ struct Seen {
 impl Seen {
     /// A call of the fixture's claim whose hooks record here; `refuse` makes admission fail.
     fn call(&self, f: &Fixture, refuse: bool) -> ClaimedIntentRun {
+        self.call_with(f, refuse, PROMPT)
+    }
+
+    fn call_with(&self, f: &Fixture, refuse: bool, prompt: &str) -> ClaimedIntentRun {
         let (admitted, events) = (self.admitted.clone(), self.events.clone());
         ClaimedIntentRun {
             admit_execution: Some(Box::new(move |claim| {
@@ -77,7 +89,7 @@ impl Seen {
             on_event: Some(Box::new(move |event| {
                 events.lock().expect("events").push(event.clone());
             })),
-            ..claimed_run(&f.claim, &f.intent, PROMPT)
+            ..claimed_run(&f.claim, &f.intent, prompt)
         }
     }
 
@@ -166,7 +178,6 @@ async fn a_refused_admission_writes_nothing_and_a_later_call_runs_the_claim() {
         other => panic!("not the host's refusal: {other:?}"),
     }
     assert_eq!(refused.admitted().len(), 1);
-    assert!(refused.events().is_empty());
     assert_eq!(
         (session_files(&f.root, &child), claim_status(&f)),
         before,
@@ -188,4 +199,31 @@ async fn a_refused_admission_writes_nothing_and_a_later_call_runs_the_claim() {
     assert_eq!(ran.status, "completed");
     assert_eq!(admitted.admitted().len(), 1);
     assert!(!admitted.events().is_empty());
+}
+
+/// An abort once the run started (the fake's question waits until answered or stopped) ends
+/// the run cancelled while the host watches: its events reach `on_event` to the stop's end.
+#[tokio::test]
+async fn an_aborted_run_ends_while_its_events_are_watched() {
+    let f = fixture_with(FAKE_ASK_USER_QUESTION_PROMPT);
+    let seen = Seen::default();
+    let controller = AbortController::new();
+    let signal = controller.signal();
+    let call = ClaimedIntentRun {
+        abort: Some(signal),
+        on_ready: Some(Box::new(move || controller.abort())),
+        ..seen.call_with(&f, false, FAKE_ASK_USER_QUESTION_PROMPT)
+    };
+    let result = f
+        .manager
+        .run_claimed_agent_graph_intent(call)
+        .await
+        .expect("run");
+    assert_eq!(result.status, "cancelled");
+    let events = seen.events();
+    let stopped = |e: &SessionEvent| matches!(e, SessionEvent::Complete { stop_reason, .. } if stop_reason == "user_stop");
+    assert!(events.last().is_some_and(stopped), "{events:?}");
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, SessionEvent::Abort { .. })));
 }
