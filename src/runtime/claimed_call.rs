@@ -25,7 +25,8 @@ pub struct ClaimedIntentRun {
     /// §12's `admitExecution`: asked, with the claim, once the call would start the run (the
     /// claim matches, its turn is unused, the child is live) and before anything is written;
     /// its error is the call's, the claim's status stays as it was and a later call may run
-    /// it. A call answered from the ledger starts nothing and does not ask.
+    /// it. A call answered from the ledger starts nothing and does not ask. It may block: it is
+    /// waited for as a store call is, without holding up the runtime's other tasks.
     pub admit_execution: Option<AdmitExecution>,
     /// §12's `onEvent`: each event of the run this call starts, in order, once durable as the
     /// caller's stream hands it on. A call answered from the ledger streams nothing.
