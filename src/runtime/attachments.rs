@@ -24,7 +24,8 @@ pub enum AttachmentKind {
 #[serde(
     tag = "kind",
     rename_all = "snake_case",
-    rename_all_fields = "camelCase"
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
 )]
 pub enum StorageRef {
     /// A file the session keeps, by its path under the session's files.
@@ -39,8 +40,9 @@ pub enum StorageRef {
 }
 
 /// One attached file (§1.2 AttachmentRef).
+/// Read from JSON (a host's own list) strictly: a member §1.2 does not name is refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AttachmentRef {
     pub kind: AttachmentKind,
     /// The name shown for it (the fake backend echoes it).
@@ -98,8 +100,14 @@ mod tests {
                           "bytes": 12,
                           "ref": {"kind": "workspace_file", "relativePath": "README.md"}});
         assert_eq!(attachment_json(&a), want);
-        let back: AttachmentRef = serde_json::from_value(want).expect("reads back");
+        let back: AttachmentRef = serde_json::from_value(want.clone()).expect("reads back");
         assert_eq!(back, a);
+        let mut extra = want.clone();
+        extra["extra"] = json!(true);
+        assert!(serde_json::from_value::<AttachmentRef>(extra).is_err());
+        let mut extra_ref = want;
+        extra_ref["ref"]["absolutePath"] = json!("/x");
+        assert!(serde_json::from_value::<AttachmentRef>(extra_ref).is_err());
         let session = StorageRef::SessionFile {
             session_id: "s".into(),
             relative_path: "a.png".into(),
