@@ -9,7 +9,7 @@ use makalog::runtime::{AttachmentKind, AttachmentRef, StorageRef, TurnInput, Tur
 use serde_json::json;
 use support::claims::root_path;
 use support::stores::session_files;
-use support::turns::{fixture, session};
+use support::turns::{fixture, open_runs, session};
 
 /// Past the default bound of a record's payload (4 MiB).
 fn huge() -> String {
@@ -76,6 +76,13 @@ fn oversized_inputs() -> Vec<(&'static str, TurnInput)> {
             },
         ),
         (
+            "hosted input digest",
+            TurnInput {
+                execution: Some(json!({"kind": "external_message", "inputDigest": huge()})),
+                ..base()
+            },
+        ),
+        (
             "hosted text",
             TurnInput {
                 text: huge(),
@@ -91,7 +98,7 @@ async fn an_input_past_the_record_bound_is_refused_with_nothing_written() {
     let f = fixture();
     let s = session(&f);
     let root = root_path(&f.storage);
-    let before = session_files(&root, &s);
+    let (before, marked) = (session_files(&root, &s), open_runs(&root));
     for (what, input) in oversized_inputs() {
         match f.manager.send_message(&s, input).await {
             Err(makalog::Error::InvalidInput(why)) => {
@@ -101,6 +108,7 @@ async fn an_input_past_the_record_bound_is_refused_with_nothing_written() {
             Ok(_) => panic!("{what}: accepted"),
         }
         assert_eq!(session_files(&root, &s), before, "{what}: nothing written");
+        assert_eq!(open_runs(&root), marked, "{what}: nothing marked");
         let stores = f.manager.stores();
         assert!(
             stores.runs.list_session_runs(&s).expect("runs").is_empty(),

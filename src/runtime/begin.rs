@@ -1,7 +1,9 @@
 //! The writes that open a turn, in the order of MAKA-MODEL §12 (steps 0–6): the admission
 //! (hosted turns), the run and `run_created`, the invocation's opening, the user message and
 //! `turn_state{running}`, the user RuntimeEvent, the connection lock, then `run_started`, the
-//! run running and the session running. Each is durable before the next is written.
+//! run running and the session running. The admission is durable first; steps 1–6 then by one
+//! sync, once every record of them is built and checked and the ids the turn was given are
+//! found unused, so input or ids the ledger refuses leave nothing written.
 
 use super::attachments::check_attachments;
 use super::batch::Batch;
@@ -92,6 +94,7 @@ pub(super) fn begin(
         }
         None => None,
     };
+    check_unused(stores, session_id, &run_id, &user_message_id)?;
     let h = header.value();
     let ids = TurnIds {
         session_id: session_id.to_owned(),
@@ -121,6 +124,40 @@ pub(super) fn begin(
         header,
         started_at,
     })
+}
+
+/// Refuses ids the session already holds (a run id, or a user message id an event has) before
+/// anything is written: at their queueing, a hosted turn's admission and a prefix of the
+/// opening would already be durable.
+fn check_unused(
+    stores: &crate::store::ExecutionStores,
+    session_id: &str,
+    run_id: &str,
+    user_message_id: &str,
+) -> Result<()> {
+    match stores.runs.read_run(session_id, run_id) {
+        Err(Error::NotFound { .. }) => {}
+        Err(e) => return Err(e),
+        Ok(_) => {
+            return Err(Error::InvalidRecord {
+                record: "run header",
+                field: "runId".into(),
+                why: format!("session {session_id} already has run {run_id}"),
+            })
+        }
+    }
+    if stores
+        .runtime_events
+        .holds_event(session_id, user_message_id)?
+    {
+        return Err(Error::IdentityConflict {
+            what: format!(
+                "session {session_id} already has an event {user_message_id}: a user message \
+                 id names the turn's user event"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Writes a hosted turn's admission (§8): admitted, or the stored one for the same work,

@@ -2,9 +2,12 @@
 //! invocation's opening, the user message and `turn_state{running}`, the user RuntimeEvent, the
 //! connection lock, then `run_started`, the run running and the session running), each built,
 //! decoded and checked against the log's bound before the first is queued. The turn's input
-//! sizes several of them (its text, attachments, agent, lineage and origin): one the ledger
-//! cannot take is refused with nothing written, not after a prefix of the opening was queued
-//! (which the batch's one sync would make durable, leaving a half-opened run to a restart).
+//! sizes several of them (its text, attachments, agent, lineage and origin): a record the
+//! ledger cannot decode or hold is refused with nothing written, not after a prefix of the
+//! opening was queued (which the batch's one sync would make durable, leaving a half-opened
+//! run to a restart). What depends on the session's state (a run id already used) is the
+//! caller's to check first; the rules queued with the records check it again under the
+//! session's lock.
 
 use super::attachments::attachments_json;
 use super::batch::{run_event_value, Batch};

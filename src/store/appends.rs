@@ -175,6 +175,21 @@ impl RuntimeEventStore {
         })
     }
 
+    /// Whether session `session_id` holds a RuntimeEvent with id `id` (each entry its index
+    /// names for the id read back to confirm it): what a caller given an event's id checks
+    /// before it writes anything that event would follow.
+    pub(crate) fn holds_event(&self, session_id: &str, id: &str) -> Result<bool> {
+        let session = self.session(session_id)?;
+        let st = lock(&session.state);
+        for stored in st.candidates(id)? {
+            session.writer.wait_durable(stored.record_seq)?;
+            if stored_event(self.storage(), session_id, &stored, id)?.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Refuses a record over the segments' payload bound before its session is opened (or
     /// made) for it: the writer would refuse it only once the session existed.
     pub(crate) fn check_fits(&self, kind: RecordKind, canonical: &str) -> Result<()> {

@@ -100,3 +100,8 @@ pub async fn events_until(turn: &mut Turn, kind: &str) -> SessionEvent {
         }
     }
 }
+
+/// The bytes of the root's open-runs file (the runs recovery would visit), none when absent.
+pub fn open_runs(root: &std::path::Path) -> Vec<u8> {
+    std::fs::read(root.join(makalog::runtime::OPEN_RUNS_FILE)).unwrap_or_default()
+}

@@ -1,0 +1,102 @@
+//! A turn given ids the session already holds (a run id of an earlier run, a user message id
+//! an earlier event has) is refused before anything is written: no admission of a hosted turn
+//! that could then never run (its stored run id would win on every retry), no half-opened
+//! run, nothing in the open-runs file.
+
+mod support;
+
+use makalog::runtime::TurnInput;
+use serde_json::json;
+use support::claims::root_path;
+use support::stores::session_files;
+use support::turns::{fixture, open_runs, session};
+
+fn hosted(turn: &str, run: &str) -> TurnInput {
+    TurnInput {
+        turn_id: Some(turn.into()),
+        run_id: Some(run.into()),
+        text: "look at this".into(),
+        execution: Some(json!({"kind": "external_message"})),
+        ..TurnInput::default()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_id_the_session_holds_is_refused_with_no_admission_written() {
+    let f = fixture();
+    let s = session(&f);
+    let first = f
+        .manager
+        .send_message(&s, hosted("turn-1", "r1"))
+        .await
+        .expect("send");
+    first.finish().await.expect("the first turn");
+    let root = root_path(&f.storage);
+    let (before, marked) = (session_files(&root, &s), open_runs(&root));
+    let again = f.manager.send_message(&s, hosted("turn-2", "r1")).await;
+    assert!(
+        matches!(&again, Err(makalog::Error::InvalidRecord { field, .. }) if field == "runId"),
+        "{:?}",
+        again.err()
+    );
+    let stores = f.manager.stores();
+    assert!(
+        stores
+            .runs
+            .read_root_turn_admission(&s, "turn-2")
+            .expect("read")
+            .is_none(),
+        "no admission of a turn that cannot run"
+    );
+    assert_eq!(session_files(&root, &s), before, "nothing written");
+    assert_eq!(open_runs(&root), marked, "nothing marked");
+    // With a fresh run id the turn is admitted and runs.
+    let fresh = f
+        .manager
+        .send_message(&s, hosted("turn-2", "r2"))
+        .await
+        .expect("send");
+    assert_eq!(fresh.finish().await.expect("ends").status, "completed");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_user_message_id_an_event_holds_is_refused_with_nothing_written() {
+    let f = fixture();
+    let s = session(&f);
+    let first = f
+        .manager
+        .send_message(
+            &s,
+            TurnInput {
+                text: "first".into(),
+                user_message_id: Some("m-1".into()),
+                ..TurnInput::default()
+            },
+        )
+        .await
+        .expect("send");
+    first.finish().await.expect("the first turn");
+    let root = root_path(&f.storage);
+    let (before, marked) = (session_files(&root, &s), open_runs(&root));
+    let runs = f.manager.stores().runs.list_session_runs(&s).expect("runs");
+    let again = f
+        .manager
+        .send_message(
+            &s,
+            TurnInput {
+                text: "second".into(),
+                user_message_id: Some("m-1".into()),
+                ..TurnInput::default()
+            },
+        )
+        .await;
+    assert!(
+        matches!(&again, Err(makalog::Error::IdentityConflict { .. })),
+        "{:?}",
+        again.err()
+    );
+    assert_eq!(session_files(&root, &s), before, "nothing written");
+    assert_eq!(open_runs(&root), marked, "nothing marked");
+    let after = f.manager.stores().runs.list_session_runs(&s).expect("runs");
+    assert_eq!(after.len(), runs.len(), "no run");
+}
