@@ -75,16 +75,17 @@ impl Seen {
         let (admitted, events) = (self.admitted.clone(), self.events.clone());
         ClaimedIntentRun {
             admit_execution: Some(Box::new(move |claim| {
-                admitted
-                    .lock()
-                    .expect("admitted")
-                    .push(claim.claim_id.clone());
-                match refuse {
-                    true => Err(makalog::Error::InvalidInput(
-                        "over the graph's budget".into(),
-                    )),
-                    false => Ok(()),
-                }
+                Box::pin(async move {
+                    // The host's gate may wait before it answers.
+                    tokio::task::yield_now().await;
+                    admitted.lock().expect("admitted").push(claim.claim_id);
+                    match refuse {
+                        true => Err(makalog::Error::InvalidInput(
+                            "over the graph's budget".into(),
+                        )),
+                        false => Ok(()),
+                    }
+                })
             })),
             on_event: Some(Box::new(move |event| {
                 events.lock().expect("events").push(event.clone());

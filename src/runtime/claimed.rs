@@ -187,9 +187,8 @@ impl SessionManager {
                 claim.target_turn_id
             )));
         }
-        // The host's own code, which may wait on its disk or network: as a store call waits.
         if let Some(admit) = run.admit_execution {
-            on_disk(|| admit(claim))?;
+            admit(claim.clone()).await?;
         }
         on_disk(|| {
             stores.claims.set_agent_graph_intent_status(

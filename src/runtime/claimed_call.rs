@@ -9,6 +9,8 @@ use super::intent::AgentGraphRunnableIntent;
 use crate::claims::AgentGraphIntentClaim;
 use crate::error::Result;
 use serde::Serialize;
+use std::future::Future;
+use std::pin::Pin;
 
 /// One call of [`run_claimed_agent_graph_intent`].
 ///
@@ -25,8 +27,8 @@ pub struct ClaimedIntentRun {
     /// §12's `admitExecution`: asked, with the claim, once the call would start the run (the
     /// claim matches, its turn is unused, the child is live) and before anything is written;
     /// its error is the call's, the claim's status stays as it was and a later call may run
-    /// it. A call answered from the ledger starts nothing and does not ask. It may block: it is
-    /// waited for as a store call is, without holding up the runtime's other tasks.
+    /// it. A call answered from the ledger starts nothing and does not ask. Its answer is a
+    /// future: a gate that waits on the host's disk or network awaits it, holding no worker.
     pub admit_execution: Option<AdmitExecution>,
     /// §12's `onEvent`: each event of the run this call starts, in order, once durable as the
     /// caller's stream hands it on. A call answered from the ledger streams nothing.
@@ -34,7 +36,10 @@ pub struct ClaimedIntentRun {
 }
 
 /// The host's gate before a claimed run starts (see [`ClaimedIntentRun::admit_execution`]).
-pub type AdmitExecution = Box<dyn FnOnce(&AgentGraphIntentClaim) -> Result<()> + Send>;
+pub type AdmitExecution = Box<dyn FnOnce(AgentGraphIntentClaim) -> Admitted + Send>;
+
+/// What [`AdmitExecution`] answers: the run may start, or the host's error.
+pub type Admitted = Pin<Box<dyn Future<Output = Result<()>> + Send>>;
 
 /// The host's watch of a claimed run's events (see [`ClaimedIntentRun::on_event`]).
 pub type OnEvent = Box<dyn FnMut(&SessionEvent) + Send>;

@@ -36,7 +36,7 @@ pub use abort::{AbortController, AbortSignal};
 pub use agents::{AgentDefinition, LOCAL_READ_AGENT_DEFINITION};
 pub use attachments::{AttachmentKind, AttachmentRef, StorageRef};
 pub use backend::{Backend, BackendContext, BackendFactory, BackendRegistry, SendInput};
-pub use claimed_call::{AdmitExecution, ClaimedIntentRun, ClaimedRunResult, OnEvent};
+pub use claimed_call::{AdmitExecution, Admitted, ClaimedIntentRun, ClaimedRunResult, OnEvent};
 pub use composition::ExecutionComposition;
 pub use events::{SessionEvent, ToolResultDetails, ToolStartDetails};
 pub use fake::{FakeBackend, FAKE_ASK_USER_QUESTION_PROMPT, FAKE_ERROR_PROMPT_PREFIX};

@@ -86,7 +86,7 @@ pub(super) async fn journeys(c: &ExecutionComposition) -> makalog::Result<Story>
         ClaimedIntentRun {
             admit_execution: Some(Box::new(move |_| {
                 admitted.fetch_add(1, Ordering::SeqCst);
-                Ok(())
+                Box::pin(std::future::ready(Ok(())))
             })),
             on_event: Some(Box::new(move |_| {
                 watched.fetch_add(1, Ordering::SeqCst);
