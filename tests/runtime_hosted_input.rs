@@ -54,3 +54,38 @@ async fn each_admission_names_the_turn_before_it() {
     assert_eq!(previous("turn-2"), json!("turn-1"));
     assert_eq!(stores.runs.list_session_runs(&s).expect("runs").len(), runs);
 }
+
+/// A message of an older turn written after newer turns ran (a late recovery's `turn_state`,
+/// ending a run a restart could not end at once) does not make that older turn the one a new
+/// admission names: the turn before a new one is the session's latest turn to start.
+#[tokio::test(start_paused = true)]
+async fn a_late_message_of_an_older_turn_does_not_become_the_turn_before() {
+    let f = fixture();
+    let s = session(&f);
+    for turn in ["turn-1", "turn-2"] {
+        let sent = f.manager.send_message(&s, input(turn)).await.expect("send");
+        sent.finish().await.expect("the turn");
+    }
+    let stores = f.manager.stores();
+    stores
+        .sessions
+        .append_message(
+            &s,
+            json!({"type": "turn_state", "id": "late", "turnId": "turn-1", "ts": 9,
+                   "status": "failed", "partialOutputRetained": false,
+                   "errorClass": "app_restarted"}),
+        )
+        .expect("a late turn_state of turn-1");
+    let sent = f
+        .manager
+        .send_message(&s, input("turn-3"))
+        .await
+        .expect("send");
+    sent.finish().await.expect("the turn");
+    let admission = stores
+        .runs
+        .read_root_turn_admission(&s, "turn-3")
+        .expect("read")
+        .expect("admitted");
+    assert_eq!(admission.value()["previousRootTurnId"], json!("turn-2"));
+}

@@ -10,7 +10,7 @@ use super::runtime_events::{RuntimeEventStore, Seen};
 use crate::claims::ClaimsLog;
 use crate::error::{Error, Result};
 use crate::index::{SessionRecord, SessionState};
-use crate::model::{SessionHeader, StoredMessage};
+use crate::model::{RunHeader, SessionHeader, StoredMessage};
 use crate::segment::layout::SESSIONS_DIR;
 use crate::storage::{EntryKind, Storage};
 use serde_json::Value;
@@ -180,12 +180,31 @@ impl SessionStore {
         messages_of(self.events.storage(), session_id, &placed, None)
     }
 
-    /// The turn of the session's messages before `turn_id` (the last message with another
-    /// turn): what a root turn's admission names as its previous one.
+    /// The session's turn before `turn_id`: what a root turn's admission names as its previous
+    /// one. It is the turn of the latest run to start (its first lifecycle event the latest in
+    /// the log) of another turn; in a session whose runs have none, the turn of the last
+    /// message of another turn. Not simply the last message's: a late recovery writes an older
+    /// turn's `turn_state` after newer turns ran.
     pub fn turn_before(&self, session_id: &str, turn_id: &str) -> Result<Option<String>> {
         self.events.with_session_state(session_id, |s| {
-            s.messages.last_turn_other_than(turn_id).map(str::to_owned)
-        })
+            let mut started: Vec<(u64, &crate::index::RunState)> = s
+                .runs
+                .values()
+                .filter_map(|r| Some((r.events.first()?.at.record_seq, r)))
+                .collect();
+            started.sort_unstable_by_key(|(seq, _)| std::cmp::Reverse(*seq));
+            let turn = |h: &RunHeader| h.value()["turnId"].as_str().map(str::to_owned);
+            for (_, run) in started {
+                let of_run = match run.open_header() {
+                    Some(open) => turn(open),
+                    None => turn(&RunHeader::decode(&run.header)?),
+                };
+                if let Some(other) = of_run.filter(|t| t != turn_id) {
+                    return Ok(Some(other));
+                }
+            }
+            Ok(s.messages.last_turn_other_than(turn_id).map(str::to_owned))
+        })?
     }
 
     /// Every session's latest header, ordered by `createdAt` then id; each from its view, whose
