@@ -100,3 +100,69 @@ async fn a_user_message_id_an_event_holds_is_refused_with_nothing_written() {
     let after = f.manager.stores().runs.list_session_runs(&s).expect("runs");
     assert_eq!(after.len(), runs.len(), "no run");
 }
+
+/// The check reads the session's index as an append does: a sidecar whose id table (its CRC
+/// intact) names, under the hash of the id asked about, a frame that is not there is damage,
+/// the index rebuilt, and the turn runs; not a refusal of every later turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crafted_sidecar_entry_under_the_id_is_damage_and_the_turn_runs() {
+    use makalog::index::{
+        decode_sidecar_header, decode_sidecar_state, encode_sidecar, id_entries, id_hash, section,
+    };
+    use makalog::runtime::{BackendRegistry, ExecutionComposition, Sources};
+    let (_t, storage) = support::temp_root();
+    let root = root_path(&storage);
+    let owner = support::owner(&storage);
+    let open = || {
+        ExecutionComposition::open(
+            &owner,
+            BackendRegistry::with_instant_fake(),
+            Sources::system(),
+        )
+        .expect("open")
+    };
+    let c = open();
+    let s = c
+        .manager()
+        .create_session(
+            json!({"cwd": "/w", "backend": "fake", "llmConnectionSlug": "fake",
+                               "model": "m"}),
+        )
+        .expect("session")
+        .id()
+        .to_owned();
+    let first = c
+        .manager()
+        .send_message(&s, TurnInput::default())
+        .await
+        .expect("send");
+    first.finish().await.expect("the first turn");
+    c.close().expect("close");
+    let path = root.join("sessions").join(&s).join("index");
+    let good = std::fs::read(&path).expect("the sidecar");
+    let header = decode_sidecar_header(&good).expect("header");
+    let view = decode_sidecar_state(&good, &header).expect("state");
+    let mut ids = section(&good, &header, 2)
+        .and_then(id_entries)
+        .expect("ids");
+    let mut crafted = ids[0];
+    crafted.hash = id_hash("m-new");
+    crafted.ordinal = 99;
+    ids.push(crafted);
+    ids.sort_by_key(|e| e.hash);
+    std::fs::write(&path, encode_sidecar(&view, &ids).expect("encode")).expect("craft");
+    let c = open();
+    let turn = c
+        .manager()
+        .send_message(
+            &s,
+            TurnInput {
+                user_message_id: Some("m-new".into()),
+                ..TurnInput::default()
+            },
+        )
+        .await
+        .expect("the index is rebuilt and the turn starts");
+    assert_eq!(turn.finish().await.expect("ends").status, "completed");
+    c.close().expect("close");
+}

@@ -9,7 +9,7 @@ use super::stored::stored_event;
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
 use crate::format::RecordKind;
-use crate::index::{EventFacts, RecordRef, SessionRecord, SessionState, StoredAt};
+use crate::index::{EventFacts, IdEntry, RecordRef, SessionRecord, SessionState, StoredAt};
 use crate::segment::{Durability, SegmentWriter};
 use crate::storage::Storage;
 
@@ -43,17 +43,7 @@ impl RuntimeEventStore {
         let mut st = lock(&session.state);
         st.check_base(self.storage(), &session.writer)?;
         if !event.partial() {
-            let storage = self.storage();
-            let repeat = match repeat_of(storage, &st, &session.writer, event) {
-                // An entry of the sidecar's id table naming a frame that is not there (its
-                // CRC and bounds intact): the table is damage, the index rebuilt.
-                Err(Error::Corrupt { .. }) if st.has_base() => {
-                    st.rebuild_base(storage, &session.writer)?;
-                    repeat_of(storage, &st, &session.writer, event)?
-                }
-                found => found?,
-            };
-            if let Some(stored) = repeat {
+            if let Some(stored) = repeat_of(self.storage(), &mut st, &session.writer, event)? {
                 return Ok((stored, None));
             }
         }
@@ -180,14 +170,10 @@ impl RuntimeEventStore {
     /// before it writes anything that event would follow.
     pub(crate) fn holds_event(&self, session_id: &str, id: &str) -> Result<bool> {
         let session = self.session(session_id)?;
-        let st = lock(&session.state);
-        for stored in st.candidates(id)? {
-            session.writer.wait_durable(stored.record_seq)?;
-            if stored_event(self.storage(), session_id, &stored, id)?.is_some() {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        let mut st = lock(&session.state);
+        st.check_base(self.storage(), &session.writer)?;
+        let found = find_stored(self.storage(), &mut st, &session.writer, session_id, id)?;
+        Ok(found.is_some())
     }
 
     /// Refuses a record over the segments' payload bound before its session is opened (or
@@ -206,28 +192,54 @@ impl RuntimeEventStore {
 }
 
 /// The stored event `event` repeats, if its id is stored: the same bytes are a repeat, another
-/// event with the id a conflict. A repeat is rare (a retry): each candidate is read back.
+/// event with the id a conflict.
 fn repeat_of(
     storage: &dyn Storage,
-    st: &LiveView,
+    st: &mut LiveView,
     writer: &SegmentWriter,
     event: &RuntimeEvent,
 ) -> Result<Option<AppendedEvent>> {
-    for stored in st.candidates(event.id())? {
-        writer.wait_durable(stored.record_seq)?;
-        let Some(bytes) = stored_event(storage, event.session_id(), &stored, event.id())? else {
-            continue;
-        };
-        if bytes == event.canonical_json().as_bytes() {
-            return Ok(Some(AppendedEvent {
-                event_seq: Some(stored.event_seq),
-                record_seq: stored.record_seq,
-                created: false,
-            }));
-        }
+    let Some((stored, bytes)) = find_stored(storage, st, writer, event.session_id(), event.id())?
+    else {
+        return Ok(None);
+    };
+    if bytes != event.canonical_json().as_bytes() {
         return Err(Error::IdentityConflict {
             what: format!("RuntimeEvent identity conflict for {}", event.id()),
         });
     }
-    Ok(None)
+    Ok(Some(AppendedEvent {
+        event_seq: Some(stored.event_seq),
+        record_seq: stored.record_seq,
+        created: false,
+    }))
+}
+
+/// The stored event with id `id` and its bytes, if the session holds one. Rare (a retry, or
+/// an id a caller gave): each entry the index names for the id is read back. An entry of the
+/// sidecar's id table naming a frame that is not there (its CRC and bounds intact) is damage:
+/// the index is rebuilt from the log and asked again.
+fn find_stored(
+    storage: &dyn Storage,
+    st: &mut LiveView,
+    writer: &SegmentWriter,
+    session_id: &str,
+    id: &str,
+) -> Result<Option<(IdEntry, Vec<u8>)>> {
+    let read_back = |st: &LiveView| -> Result<Option<(IdEntry, Vec<u8>)>> {
+        for stored in st.candidates(id)? {
+            writer.wait_durable(stored.record_seq)?;
+            if let Some(bytes) = stored_event(storage, session_id, &stored, id)? {
+                return Ok(Some((stored, bytes)));
+            }
+        }
+        Ok(None)
+    };
+    match read_back(st) {
+        Err(Error::Corrupt { .. }) if st.has_base() => {
+            st.rebuild_base(storage, writer)?;
+            read_back(st)
+        }
+        found => found,
+    }
 }
