@@ -29,6 +29,7 @@ pub struct ClaimedIntentRun {
     /// its error is the call's, the claim's status stays as it was and a later call may run
     /// it. A call answered from the ledger starts nothing and does not ask. Its answer is a
     /// future: a gate that waits on the host's disk or network awaits it, holding no worker.
+    /// It must not wait for another call of the same claim, which joins this one and waits.
     pub admit_execution: Option<AdmitExecution>,
     /// §12's `onEvent`: each event of the run this call starts, in order, once durable as the
     /// caller's stream hands it on. A call answered from the ledger streams nothing.
