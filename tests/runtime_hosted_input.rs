@@ -89,3 +89,40 @@ async fn a_late_message_of_an_older_turn_does_not_become_the_turn_before() {
         .expect("admitted");
     assert_eq!(admission.value()["previousRootTurnId"], json!("turn-2"));
 }
+
+/// A run of an older turn whose opening left only its header durable, ended late by a
+/// recovery (its first lifecycle event the late `run_failed`), did not start after the newer
+/// turns: the turn before a new one is the latest turn whose run started.
+#[tokio::test(start_paused = true)]
+async fn a_run_ended_late_without_a_start_does_not_become_the_turn_before() {
+    let f = fixture();
+    let s = session(&f);
+    let stores = f.manager.stores();
+    stores
+        .runs
+        .create_run(support::stores::run_header(&s, "r0", "running"))
+        .expect("a run whose opening was cut after its header");
+    let sent = f
+        .manager
+        .send_message(&s, input("turn-1"))
+        .await
+        .expect("send");
+    sent.finish().await.expect("the turn");
+    stores
+        .runs
+        .append_event(json!({"type": "run_failed", "id": "late", "runId": "r0",
+                             "sessionId": s, "turnId": "turn-r0", "ts": 9}))
+        .expect("a late recovery's run_failed");
+    let sent = f
+        .manager
+        .send_message(&s, input("turn-2"))
+        .await
+        .expect("send");
+    sent.finish().await.expect("the turn");
+    let admission = stores
+        .runs
+        .read_root_turn_admission(&s, "turn-2")
+        .expect("read")
+        .expect("admitted");
+    assert_eq!(admission.value()["previousRootTurnId"], json!("turn-1"));
+}

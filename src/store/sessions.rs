@@ -181,20 +181,21 @@ impl SessionStore {
     }
 
     /// The session's turn before `turn_id`: what a root turn's admission names as its previous
-    /// one. It is the turn of the latest run to start (its first lifecycle event the latest in
-    /// the log) of another turn; in a session whose runs have none, the turn of the last
-    /// message of another turn. Not simply the last message's: a late recovery writes an older
-    /// turn's `turn_state` after newer turns ran.
+    /// one. It is the turn of the latest run to start (its `run_created` or `run_started` the
+    /// latest in the log) of another turn; in a session with no such run, the turn of the last
+    /// message of another turn. Not simply the last message's, nor the last run event's: a late
+    /// recovery writes an older turn's `turn_state` and `run_failed` after newer turns ran.
     pub fn turn_before(&self, session_id: &str, turn_id: &str) -> Result<Option<String>> {
         self.events.with_session_state(session_id, |s| {
             let mut started: Vec<(u64, &crate::index::RunState)> = s
                 .runs
                 .values()
-                .filter_map(|r| Some((r.events.first()?.at.record_seq, r)))
+                .filter_map(|r| Some((start_seq(r)?, r)))
                 .collect();
-            started.sort_unstable_by_key(|(seq, _)| std::cmp::Reverse(*seq));
             let turn = |h: &RunHeader| h.value()["turnId"].as_str().map(str::to_owned);
-            for (_, run) in started {
+            // The latest first, found one at a time: most often the first is another turn's.
+            while let Some(latest) = (0..started.len()).max_by_key(|&i| started[i].0) {
+                let (_, run) = started.swap_remove(latest);
                 let of_run = match run.open_header() {
                     Some(open) => turn(open),
                     None => turn(&RunHeader::decode(&run.header)?),
@@ -221,6 +222,15 @@ impl SessionStore {
     pub(crate) fn session_ids(&self) -> Result<Vec<String>> {
         session_ids(self.events.storage())
     }
+}
+
+/// Where a run started in its session's log: its `run_created` or `run_started`, whichever
+/// came first.
+fn start_seq(run: &crate::index::RunState) -> Option<u64> {
+    run.events
+        .iter()
+        .find(|e| matches!(e.event_type.as_str(), "run_created" | "run_started"))
+        .map(|e| e.at.record_seq)
 }
 
 pub(super) fn header_of(state: &SessionState) -> Result<Option<SessionHeader>> {
