@@ -135,17 +135,7 @@ fn check_unused(
     run_id: &str,
     user_message_id: &str,
 ) -> Result<()> {
-    match stores.runs.read_run(session_id, run_id) {
-        Err(Error::NotFound { .. }) => {}
-        Err(e) => return Err(e),
-        Ok(_) => {
-            return Err(Error::InvalidRecord {
-                record: "run header",
-                field: "runId".into(),
-                why: format!("session {session_id} already has run {run_id}"),
-            })
-        }
-    }
+    stores.runs.check_run_is_new(session_id, run_id)?;
     if stores
         .runtime_events
         .holds_event(session_id, user_message_id)?

@@ -54,6 +54,13 @@ impl AgentRunStore {
         Ok(run)
     }
 
+    /// Refuses a run id the session already has, as [`AgentRunStore::create_run`] would: for a
+    /// caller that must know before it writes what the run would follow.
+    pub(crate) fn check_run_is_new(&self, session_id: &str, run_id: &str) -> Result<()> {
+        self.events
+            .with_session_state(session_id, run_is_new(session_id, run_id))?
+    }
+
     /// Changes a run as `update` says: only the members and status transitions §7 allows (see
     /// [`RunHeader::updated`]). Concurrent updates of one run are serialized: one made from a
     /// header that changed meanwhile is refused, with nothing written.
