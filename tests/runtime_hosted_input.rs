@@ -5,8 +5,8 @@
 mod support;
 
 use makalog::runtime::TurnInput;
-use serde_json::json;
-use support::turns::{fixture, session};
+use serde_json::{json, Value};
+use support::turns::{fixture, session, Fixture};
 
 fn input(turn: &str) -> TurnInput {
     TurnInput {
@@ -17,6 +17,24 @@ fn input(turn: &str) -> TurnInput {
     }
 }
 
+/// Runs hosted turn `turn` of session `s` to its end.
+async fn run_turn(f: &Fixture, s: &str, turn: &str) {
+    let sent = f.manager.send_message(s, input(turn)).await.expect("send");
+    sent.finish().await.expect("the turn");
+}
+
+/// The turn hosted turn `turn`'s admission names as the one before it.
+fn previous(f: &Fixture, s: &str, turn: &str) -> Value {
+    f.manager
+        .stores()
+        .runs
+        .read_root_turn_admission(s, turn)
+        .expect("read")
+        .expect("admitted")
+        .value()["previousRootTurnId"]
+        .clone()
+}
+
 /// A hosted turn's admission names the session's turn before it (MAKA-MODEL §8
 /// `previousRootTurnId`, as the original's ledger links its fixture turns): none for the
 /// first; the same on a retry, which is then the same work.
@@ -25,19 +43,10 @@ async fn each_admission_names_the_turn_before_it() {
     let f = fixture();
     let s = session(&f);
     for turn in ["turn-1", "turn-2", "turn-3"] {
-        let sent = f.manager.send_message(&s, input(turn)).await.expect("send");
-        sent.finish().await.expect("the turn");
+        run_turn(&f, &s, turn).await;
     }
     let stores = f.manager.stores();
-    let previous = |turn: &str| {
-        stores
-            .runs
-            .read_root_turn_admission(&s, turn)
-            .expect("read")
-            .expect("admitted")
-            .value()["previousRootTurnId"]
-            .clone()
-    };
+    let previous = |turn: &str| previous(&f, &s, turn);
     assert_eq!(
         [previous("turn-1"), previous("turn-2"), previous("turn-3")],
         [json!(null), json!("turn-1"), json!("turn-2")]
@@ -63,8 +72,7 @@ async fn a_late_message_of_an_older_turn_does_not_become_the_turn_before() {
     let f = fixture();
     let s = session(&f);
     for turn in ["turn-1", "turn-2"] {
-        let sent = f.manager.send_message(&s, input(turn)).await.expect("send");
-        sent.finish().await.expect("the turn");
+        run_turn(&f, &s, turn).await;
     }
     let stores = f.manager.stores();
     stores
@@ -76,18 +84,8 @@ async fn a_late_message_of_an_older_turn_does_not_become_the_turn_before() {
                    "errorClass": "app_restarted"}),
         )
         .expect("a late turn_state of turn-1");
-    let sent = f
-        .manager
-        .send_message(&s, input("turn-3"))
-        .await
-        .expect("send");
-    sent.finish().await.expect("the turn");
-    let admission = stores
-        .runs
-        .read_root_turn_admission(&s, "turn-3")
-        .expect("read")
-        .expect("admitted");
-    assert_eq!(admission.value()["previousRootTurnId"], json!("turn-2"));
+    run_turn(&f, &s, "turn-3").await;
+    assert_eq!(previous(&f, &s, "turn-3"), json!("turn-2"));
 }
 
 /// A run of an older turn whose opening left only its header durable, ended late by a
@@ -102,27 +100,12 @@ async fn a_run_ended_late_without_a_start_does_not_become_the_turn_before() {
         .runs
         .create_run(support::stores::run_header(&s, "r0", "running"))
         .expect("a run whose opening was cut after its header");
-    let sent = f
-        .manager
-        .send_message(&s, input("turn-1"))
-        .await
-        .expect("send");
-    sent.finish().await.expect("the turn");
+    run_turn(&f, &s, "turn-1").await;
     stores
         .runs
         .append_event(json!({"type": "run_failed", "id": "late", "runId": "r0",
                              "sessionId": s, "turnId": "turn-r0", "ts": 9}))
         .expect("a late recovery's run_failed");
-    let sent = f
-        .manager
-        .send_message(&s, input("turn-2"))
-        .await
-        .expect("send");
-    sent.finish().await.expect("the turn");
-    let admission = stores
-        .runs
-        .read_root_turn_admission(&s, "turn-2")
-        .expect("read")
-        .expect("admitted");
-    assert_eq!(admission.value()["previousRootTurnId"], json!("turn-1"));
+    run_turn(&f, &s, "turn-2").await;
+    assert_eq!(previous(&f, &s, "turn-2"), json!("turn-1"));
 }
