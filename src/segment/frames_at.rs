@@ -31,6 +31,8 @@ pub struct FramesAt<'s> {
     paths: Option<Vec<PathBuf>>,
     /// Open segments by ordinal, with how their frames are laid out.
     open: HashMap<u64, (Box<dyn StorageFile>, FrameLayout)>,
+    /// Bytes the single-frame reads asked for.
+    read_bytes: u64,
 }
 
 impl<'s> FramesAt<'s> {
@@ -41,6 +43,7 @@ impl<'s> FramesAt<'s> {
             session_id: session_id.to_owned(),
             paths: None,
             open: HashMap::new(),
+            read_bytes: 0,
         }
     }
 
@@ -54,9 +57,20 @@ impl<'s> FramesAt<'s> {
 
     /// The payload of the frame at `offset` of segment `ordinal`, which must be record `seq`.
     pub fn payload(&mut self, ordinal: u64, offset: u64, seq: u64) -> Result<Vec<u8>> {
+        match self.frame(ordinal, offset)? {
+            (at, payload) if at == seq => Ok(payload),
+            _ => Err(self.no_record(ordinal, offset)),
+        }
+    }
+
+    /// The frame at `offset` of segment `ordinal`, whatever record it is: its sequence number
+    /// and payload.
+    pub fn frame(&mut self, ordinal: u64, offset: u64) -> Result<(u64, Vec<u8>)> {
         let (path, file, layout) = self.opened(ordinal)?;
         within_any_file(&path, offset)?;
-        let read = |at: u64, len: usize| -> Result<Vec<u8>> {
+        let mut read_bytes = 0u64;
+        let mut read = |at: u64, len: usize| -> Result<Vec<u8>> {
+            read_bytes += len as u64;
             let mut buf = vec![0u8; len];
             file.read_exact_at(&mut buf, at)
                 .map_err(|e| match e.kind() {
@@ -72,25 +86,52 @@ impl<'s> FramesAt<'s> {
         // One system call: a short read (a frame near the end of the file) is completed below.
         let got = file
             .read_at(&mut frame, offset)
-            .map_err(|e| Error::io(&path, "read", e))?;
-        frame.truncate(got);
-        if frame.len() < layout.header_len() {
-            frame = read(offset, layout.header_len())?;
-        }
-        let len = u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize;
-        if len > MAX_PAYLOAD_LIMIT as usize {
-            return Err(Error::corrupt(
-                &path,
-                offset,
-                "indexed frame is longer than any frame",
-            ));
-        }
-        if frame.len() < layout.overhead() + len {
-            frame = read(offset, layout.overhead() + len)?;
-        }
-        payload_of(&frame, layout, seq)
-            .map(<[u8]>::to_vec)
-            .ok_or_else(|| Error::corrupt(&path, offset, "the index points at no such record"))
+            .map_err(|e| Error::io(&path, "read", e));
+        let decoded = got.and_then(|got| {
+            frame.truncate(got);
+            if frame.len() < layout.header_len() {
+                frame = read(offset, layout.header_len())?;
+            }
+            let len = u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize;
+            if len > MAX_PAYLOAD_LIMIT as usize {
+                return Err(Error::corrupt(
+                    &path,
+                    offset,
+                    "indexed frame is longer than any frame",
+                ));
+            }
+            if frame.len() < layout.overhead() + len {
+                frame = read(offset, layout.overhead() + len)?;
+            }
+            frame_of(&frame, layout)
+                .map(|(seq, payload)| (seq, payload.to_vec()))
+                .ok_or_else(|| Error::corrupt(&path, offset, "the index points at no such record"))
+        });
+        self.read_bytes += FIRST_READ as u64 + read_bytes;
+        decoded
+    }
+
+    /// The error for an index naming no such record at `offset` of segment `ordinal`.
+    fn no_record(&self, ordinal: u64, offset: u64) -> Error {
+        let file = self
+            .paths
+            .as_ref()
+            .and_then(|p| p.get(ordinal as usize))
+            .cloned()
+            .unwrap_or_else(|| session_dir(&self.session_id));
+        Error::corrupt(file, offset, "the index points at no such record")
+    }
+
+    /// The bytes the single-frame reads ([`FramesAt::frame`], [`FramesAt::payload`]) asked
+    /// for so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.read_bytes
+    }
+
+    /// The length of segment `ordinal`'s file.
+    pub fn segment_len(&mut self, ordinal: u64) -> Result<u64> {
+        let (path, file, _) = self.opened(ordinal)?;
+        file.size().map_err(|e| Error::io(&path, "stat", e))
     }
 
     /// Hands `each` the payload of every frame at `positions` (segment ordinal, offset,
@@ -218,8 +259,13 @@ fn within_any_file(path: &std::path::Path, offset: u64) -> Result<()> {
 
 /// The payload of the frame at the start of `bytes` if it decodes and is record `seq`.
 pub fn payload_of(bytes: &[u8], layout: FrameLayout, seq: u64) -> Option<&[u8]> {
+    frame_of(bytes, layout).and_then(|(at, payload)| (at == seq).then_some(payload))
+}
+
+/// The sequence number and payload of the frame at the start of `bytes`, if it decodes.
+fn frame_of(bytes: &[u8], layout: FrameLayout) -> Option<(u64, &[u8])> {
     match decode_frame::<RecordKind>(bytes, layout, MAX_PAYLOAD_LIMIT) {
-        Ok(FrameDecode::Frame(f, _)) if f.seq == seq => Some(f.payload),
+        Ok(FrameDecode::Frame(f, _)) => Some((f.seq, f.payload)),
         _ => None,
     }
 }

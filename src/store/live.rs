@@ -134,13 +134,19 @@ pub(crate) fn open_for_writing(
     };
     let (writer, _) =
         SegmentWriter::open_guarded(owner, session_id, config.clone(), resume, durable)?;
-    let mut live = match loaded {
+    // A sidecar whose ids cost more to confirm than the segments hold is dropped.
+    let loaded = match loaded {
         Some(mut live) => {
             let before = live.view.covers.clone();
-            caught_up(storage, &mut live)?;
-            live.dirty = live.view.covers != before;
-            live
+            caught_up(storage, &mut live)?.then(|| {
+                live.dirty = live.view.covers != before;
+                live
+            })
         }
+        None => None,
+    };
+    let mut live = match loaded {
+        Some(live) => live,
         None => {
             // A log with no record (a session created just now) has nothing to rebuild from.
             let view = if writer.next_seq() == 1 {
@@ -174,8 +180,10 @@ pub(crate) fn open_for_writing(
 }
 
 /// Applies the records after what a loaded view covers; ids the sidecar holds are confirmed by
-/// reading the stored event back (each frame once).
-pub(crate) fn caught_up(storage: &dyn Storage, live: &mut LiveView) -> Result<()> {
+/// reading the stored event back (each frame once). False when confirming them would have
+/// read more than the segments hold ([`StoredIds::exhausted`]): the view is then to be
+/// rebuilt from the segments, what was caught up dropped.
+pub(crate) fn caught_up(storage: &dyn Storage, live: &mut LiveView) -> Result<bool> {
     let base = live.base.take();
     let session_id = live.view.session_id.clone();
     let stored = StoredIds::new(storage, &session_id);
@@ -187,9 +195,13 @@ pub(crate) fn caught_up(storage: &dyn Storage, live: &mut LiveView) -> Result<()
                 .any(|e| stored.holds(e, id))
         })
     };
-    catch_up(storage, &mut live.view, &known)?;
+    let applied = catch_up(storage, &mut live.view, &known);
+    if stored.exhausted() {
+        return Ok(false);
+    }
+    applied?;
     live.base = base;
-    Ok(())
+    Ok(true)
 }
 
 /// Syncs a session, writes its sidecar if it is behind the log, and closes its writer (cutting

@@ -168,10 +168,10 @@ fn read_only_view(storage: &dyn Storage, session_id: &str, sidecars: Sidecars) -
         None => SidecarFile::Absent,
     };
     let view = match loaded {
-        SidecarFile::Trusted(mut live) => {
-            caught_up(storage, &mut live)?;
-            live.view
-        }
+        SidecarFile::Trusted(mut live) => match caught_up(storage, &mut live)? {
+            true => live.view,
+            false => rebuild(storage, session_id)?,
+        },
         SidecarFile::Untrusted(_) | SidecarFile::Absent => rebuild(storage, session_id)?,
     };
     if let Some(durable) = durable {

@@ -7,7 +7,8 @@ use crate::format::RecordKind;
 use crate::index::{EventFacts, IdEntry, StoredAt};
 use crate::segment::{FramesAt, SessionReader};
 use crate::storage::Storage;
-use std::collections::HashMap;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
 
 /// The stored event an id entry points at, if it is the event with `id` (entries are found by
 /// a 64-bit hash, so another id may share one).
@@ -28,39 +29,69 @@ fn event_id(payload: &[u8]) -> Option<String> {
     Some(EventFacts::read(json).ok()?.id.into_owned())
 }
 
+/// A frame read back: its record's sequence number and its event's id, if it holds an event.
+type Found = (u64, Option<String>);
+
 /// Confirms a sidecar's id entries against the frames they name while a view catches up past
-/// its covers, each frame read back at most once: a crafted table naming one large frame from
-/// many entries, met by many repeats in the tail, costs one read of it, not one a repeat.
+/// its covers. Each place is read back at most once, whatever record its entries claim: a
+/// crafted table naming one large frame from many entries, met by many repeats in the tail,
+/// costs one read of it, not one a repeat. And confirming never reads more than the segments it
+/// reads from hold (as a rebuild would read them): entries naming places that are no frame each
+/// cost a read, so past that the sidecar is not worth its cost, every later lookup answers
+/// "not stored", and the caller, finding it [`exhausted`](StoredIds::exhausted), drops what it
+/// caught up and rebuilds.
 pub(crate) struct StoredIds<'a> {
-    storage: &'a dyn Storage,
-    session_id: &'a str,
-    /// By frame (ordinal, offset, record): the id of the event stored there, `None` if none
-    /// could be read.
-    read: std::cell::RefCell<HashMap<(u64, u64, u64), Option<String>>>,
+    frames: RefCell<FramesAt<'a>>,
+    /// By place (segment ordinal, offset): what is stored there.
+    read: RefCell<HashMap<(u64, u64), Option<Found>>>,
+    /// What the segments read from hold, counted once each.
+    budget: RefCell<(u64, HashSet<u64>)>,
+    exhausted: Cell<bool>,
 }
 
 impl<'a> StoredIds<'a> {
     pub(crate) fn new(storage: &'a dyn Storage, session_id: &'a str) -> Self {
         StoredIds {
-            storage,
-            session_id,
+            frames: RefCell::new(FramesAt::new(storage, session_id)),
             read: Default::default(),
+            budget: Default::default(),
+            exhausted: Cell::new(false),
         }
     }
 
     /// Whether the event stored where `at` names has id `id`.
     pub(crate) fn holds(&self, at: &IdEntry, id: &str) -> bool {
-        let key = (at.ordinal, at.offset, at.record_seq);
+        let key = (at.ordinal, at.offset);
         if let Some(stored) = self.read.borrow().get(&key) {
-            return stored.as_deref() == Some(id);
+            return matches!(stored, Some((seq, Some(s))) if *seq == at.record_seq && s == id);
         }
-        let stored = FramesAt::new(self.storage, self.session_id)
-            .payload(at.ordinal, at.offset, at.record_seq)
+        if self.exhausted.get() {
+            return false;
+        }
+        let mut frames = self.frames.borrow_mut();
+        let mut budget = self.budget.borrow_mut();
+        if budget.1.insert(at.ordinal) {
+            budget.0 = budget
+                .0
+                .saturating_add(frames.segment_len(at.ordinal).unwrap_or(0));
+        }
+        let stored = frames
+            .frame(at.ordinal, at.offset)
             .ok()
-            .and_then(|bytes| event_id(&bytes));
-        let holds = stored.as_deref() == Some(id);
+            .map(|(seq, bytes)| (seq, event_id(&bytes)));
+        if frames.bytes_read() > budget.0 {
+            self.exhausted.set(true);
+            return false;
+        }
+        let holds = matches!(&stored, Some((seq, Some(s))) if *seq == at.record_seq && s == id);
         self.read.borrow_mut().insert(key, stored);
         holds
+    }
+
+    /// True once confirming cost more than the segments hold: the answers given are not to be
+    /// trusted, and the view is to be rebuilt from the segments.
+    pub(crate) fn exhausted(&self) -> bool {
+        self.exhausted.get()
     }
 }
 

@@ -157,7 +157,12 @@ pub(super) fn vouched_view(
     };
     let mut cursor = resume.cursor(&scan.header, from_last);
     let segment = (path.as_path(), last.ordinal, scan.header.version);
-    apply_frames(&mut view, &mut cursor, from_last, segment, &known)?;
+    let applied = apply_frames(&mut view, &mut cursor, from_last, segment, &known);
+    // Ids that cost more to confirm than the segments hold: the general way, which rebuilds.
+    if stored.exhausted() {
+        return Ok(None);
+    }
+    applied?;
     Ok(Some(Vouched {
         view,
         paths,
