@@ -5,7 +5,8 @@ use super::manager::Inner;
 use super::mapping::TurnIds;
 use crate::error::Result;
 use crate::index::SessionRecord;
-use crate::store::SessionBatch;
+use crate::model::SessionHeader;
+use crate::store::{HeaderPatch, SessionBatch};
 use serde_json::{json, Value};
 
 /// Records of one session queued in order, waited for once.
@@ -26,6 +27,11 @@ impl<'a> Batch<'a> {
         precondition: &dyn Fn(&crate::index::SessionState) -> Result<()>,
     ) -> Result<()> {
         self.batch.record_if(record, precondition)
+    }
+
+    /// The version of the session's header `patch` makes of the one it holds when queued.
+    pub(super) fn header_patch(&mut self, patch: &HeaderPatch) -> Result<SessionHeader> {
+        self.batch.header_patch(patch)
     }
 
     /// An event already decoded (a fact checks all its records before it queues one).

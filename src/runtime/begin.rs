@@ -95,7 +95,6 @@ pub(super) fn begin(
         None => None,
     };
     check_unused(stores, session_id, &run_id, &user_message_id)?;
-    let h = header.value();
     let ids = TurnIds {
         session_id: session_id.to_owned(),
         invocation_id: run_id.clone(),
@@ -103,7 +102,7 @@ pub(super) fn begin(
         turn_id: turn_id.clone(),
     };
     // Steps 1 to 6, every record built and checked before anything of the turn is written.
-    let opening = opening_records(inner, &ids, h, input, &user_message_id)?;
+    let opening = opening_records(inner, &ids, &header, input, &user_message_id)?;
     if let Some(admission) = admission {
         admit(stores, admission, &ids, &user_message_id)?;
     }

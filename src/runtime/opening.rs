@@ -20,6 +20,7 @@ use crate::event::RuntimeEvent;
 use crate::format::RecordKind;
 use crate::index::{SessionRecord, SessionState};
 use crate::model::{RunEvent, RunHeader, SessionHeader, StoredMessage};
+use crate::store::HeaderPatch;
 use serde_json::{json, Value};
 
 /// What must hold of the session's state for a record to be queued (checked under its lock).
@@ -29,12 +30,15 @@ type Rule<'a> = Box<dyn Fn(&SessionState) -> Result<()> + 'a>;
 enum Step<'a> {
     Record(SessionRecord, Rule<'a>),
     Event(RuntimeEvent),
+    /// The session's header with fields of the turn's set, on the one it holds when queued.
+    Header(HeaderPatch),
 }
 
 /// A turn's opening, every record of it built and checked, in its order.
 pub(super) struct Opening<'a> {
     steps: Vec<Step<'a>>,
-    /// The session's header once the turn runs.
+    /// The session's header once the turn runs, as made from the one read before it (the one
+    /// queued, made from the header the session holds then, is what [`Opening::queue`] answers).
     header: SessionHeader,
     /// When the run started.
     started_at: f64,
@@ -45,13 +49,15 @@ impl Opening<'_> {
     /// state, as a run changed meanwhile); the session's header once running and when the run
     /// started.
     pub(super) fn queue(self, batch: &mut Batch) -> Result<(SessionHeader, f64)> {
+        let mut header = self.header;
         for step in self.steps {
             match step {
                 Step::Record(record, rule) => batch.record(&record, &*rule)?,
                 Step::Event(event) => batch.decoded_event(&event)?,
+                Step::Header(patch) => header = batch.header_patch(&patch)?,
             }
         }
-        Ok((self.header, self.started_at))
+        Ok((header, self.started_at))
     }
 }
 
@@ -74,10 +80,15 @@ impl<'a> Steps<'_, 'a> {
         self.record(SessionRecord::Message(message), Box::new(|_| Ok(())))
     }
 
-    fn header(&mut self, header: Value) -> Result<SessionHeader> {
-        let header = SessionHeader::from_value(header)?;
-        self.record(SessionRecord::Header(header.clone()), Box::new(|_| Ok(())))?;
-        Ok(header)
+    /// `fields` set on `base`: the version made of it, checked; queued as set on the header
+    /// the session holds then.
+    fn header(&mut self, base: &SessionHeader, fields: Value) -> Result<SessionHeader> {
+        let patch = HeaderPatch::new(base, fields)?;
+        let made = patch.made().clone();
+        let events = &self.inner.stores.runtime_events;
+        events.check_fits(RecordKind::SessionHeader, made.canonical_json())?;
+        self.steps.push(Step::Header(patch));
+        Ok(made)
     }
 
     fn run_event(&mut self, ids: &TurnIds, kind: &str, data: Option<Value>) -> Result<()> {
@@ -98,11 +109,11 @@ impl<'a> Steps<'_, 'a> {
 pub(super) fn opening_records<'a>(
     inner: &Inner,
     ids: &'a TurnIds,
-    h: &Value,
+    header: &SessionHeader,
     input: &TurnInput,
     user_message_id: &str,
 ) -> Result<Opening<'a>> {
-    let s = &inner.sources;
+    let (s, h) = (&inner.sources, header.value());
     let mut steps = Steps {
         inner,
         steps: Vec::new(),
@@ -183,10 +194,9 @@ pub(super) fn opening_records<'a>(
     // 4. The user RuntimeEvent, with the user message's id.
     steps.event(user_event(ids, user_message_id, at, input))?;
     // 5. The connection is locked from the first turn on.
-    let mut next = h.clone();
+    let mut next = header.clone();
     if h["connectionLocked"] != json!(true) {
-        next["connectionLocked"] = json!(true);
-        steps.header(next.clone())?;
+        next = steps.header(&next, json!({"connectionLocked": true}))?;
     }
     // 6. run_started, the run running, the session running.
     steps.run_event(ids, "run_started", None)?;
@@ -202,9 +212,8 @@ pub(super) fn opening_records<'a>(
             ))),
         }),
     )?;
-    next["status"] = json!("running");
-    next["statusUpdatedAt"] = json!(started_at);
-    let header = steps.header(next)?;
+    let running = json!({"status": "running", "statusUpdatedAt": started_at});
+    let header = steps.header(&next, running)?;
     Ok(Opening {
         steps: steps.steps,
         header,

@@ -11,8 +11,8 @@ use super::mapping::{failure_message, final_turn_state, keeps_output};
 use super::recovery_rules::{failure_class, is_recovery_class, recovery_reason};
 use crate::error::Result;
 use crate::index::SessionRecord;
-use crate::model::{RunEvent, RunHeader, SessionHeader, StoredMessage};
-use crate::store::RunEnd;
+use crate::model::{RunEvent, RunHeader, StoredMessage};
+use crate::store::{HeaderPatch, RunEnd};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
@@ -115,7 +115,7 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
     if run.value().get("parentRunId").is_none() {
         then.extend(turn_state(inner, session_id, &turn_id, status, &terminal)?);
     }
-    then.extend(session_active(inner, session_id)?);
+    let active = session_active(inner, session_id)?;
     let ended = stores.runs.commit_terminal_then(
         session_id,
         run_id,
@@ -124,7 +124,7 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
             extras,
             failure_message: message,
         },
-        &then,
+        (&then, active.as_ref()),
     )?;
     Ok(RecoveredRun {
         session_id: session_id.to_owned(),
@@ -273,18 +273,14 @@ fn turn_state(
     )?)))
 }
 
-/// The session's header with status `active`, unless it is already.
-fn session_active(inner: &Inner, session_id: &str) -> Result<Option<SessionRecord>> {
+/// The session's status set `active`, unless it is already.
+fn session_active(inner: &Inner, session_id: &str) -> Result<Option<HeaderPatch>> {
     let Some(header) = inner.stores.sessions.read_session(session_id)? else {
         return Ok(None);
     };
     if header.value()["status"] == json!("active") {
         return Ok(None);
     }
-    let mut next: Value = header.value().clone();
-    next["status"] = json!("active");
-    next["statusUpdatedAt"] = json!(inner.sources.now());
-    Ok(Some(SessionRecord::Header(SessionHeader::from_value(
-        next,
-    )?)))
+    let fields = json!({"status": "active", "statusUpdatedAt": inner.sources.now()});
+    HeaderPatch::new(&header, fields).map(Some)
 }

@@ -2,14 +2,16 @@
 //! checked against the session's view) and the session's other records, each checked by the
 //! rules the view applies it with, queued under the session's lock and then waited for.
 
+use super::header_patch::HeaderPatch;
 use super::identity::check_identity;
-use super::live::{lock, LiveView};
+use super::live::{lock, LiveView, SessionEvents};
 use super::runtime_events::{decode_session_record, AppendedEvent, Queued, RuntimeEventStore};
 use super::stored::stored_event;
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
 use crate::format::RecordKind;
 use crate::index::{EventFacts, IdEntry, RecordRef, SessionRecord, SessionState, StoredAt};
+use crate::model::SessionHeader;
 use crate::segment::{Durability, SegmentWriter};
 use crate::storage::Storage;
 
@@ -132,12 +134,45 @@ impl RuntimeEventStore {
         self.check_fits(record.kind(), record.canonical_json())?;
         let session = self.session(session_id)?;
         // What depends on the session's state (a run event's run) is checked under its lock.
-        let mut st = lock(&session.state);
+        let st = lock(&session.state);
         st.view
             .session
             .check(record, session_id)
             .map_err(Error::InvalidInput)?;
         precondition(&st.view.session)?;
+        self.enqueue_checked(&session, st, session_id, record)
+    }
+
+    /// Queues the new version of the session's header `patch` makes of the one it holds now,
+    /// under its lock (so an update queued since the caller read it stays); returns it.
+    pub(crate) fn queue_header_patch(
+        &self,
+        session_id: &str,
+        patch: &HeaderPatch,
+    ) -> Result<(Queued, SessionHeader)> {
+        let session = self.session(session_id)?;
+        let st = lock(&session.state);
+        let header = patch.on(&st.view.session)?;
+        let record = SessionRecord::Header(header.clone());
+        SessionState::check_session(&record, session_id).map_err(Error::InvalidInput)?;
+        self.check_fits(record.kind(), record.canonical_json())?;
+        st.view
+            .session
+            .check(&record, session_id)
+            .map_err(Error::InvalidInput)?;
+        let queued = self.enqueue_checked(&session, st, session_id, &record)?;
+        Ok((queued, header))
+    }
+
+    /// Queues `record`, checked against the session's state held locked in `st`, and applies
+    /// it to the view.
+    fn enqueue_checked(
+        &self,
+        session: &std::sync::Arc<SessionEvents>,
+        mut st: std::sync::MutexGuard<'_, LiveView>,
+        session_id: &str,
+        record: &SessionRecord,
+    ) -> Result<Queued> {
         let (kind, payload) = (record.kind(), record.canonical_json().as_bytes());
         let ack = session.writer.enqueue(kind, payload)?;
         if kind == RecordKind::SessionHeader {
@@ -160,7 +195,7 @@ impl RuntimeEventStore {
         st.dirty = true;
         drop(st);
         Ok(Queued {
-            session,
+            session: session.clone(),
             seq: ack.seq,
         })
     }

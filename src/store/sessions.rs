@@ -7,6 +7,7 @@
 
 use super::messages::{in_turn, messages_of};
 use super::runtime_events::{RuntimeEventStore, Seen};
+use super::HeaderPatch;
 use crate::claims::ClaimsLog;
 use crate::error::{Error, Result};
 use crate::index::{SessionRecord, SessionState};
@@ -79,6 +80,32 @@ impl SessionStore {
             }
         }
         self.write_header(&header)?;
+        Ok(header)
+    }
+
+    /// Sets the members of `fields` (a JSON object) on session `session_id`'s header as it is
+    /// when written, under the session's lock, and writes it durably: what the runtime changes
+    /// of a header (a status), which never undoes an update made since the caller read it.
+    /// Checked as [`SessionStore::update_session`] checks a header, nothing written for one
+    /// refused; a field §5 makes immutable is refused.
+    pub(crate) fn set_fields(&self, session_id: &str, fields: Value) -> Result<SessionHeader> {
+        for key in ["subagentParent", "subagentRuntime", "subagentSpawn"] {
+            if fields.get(key).is_some() {
+                return Err(Error::InvalidRecord {
+                    record: "session header",
+                    field: key.into(),
+                    why: "is immutable once the session exists".into(),
+                });
+            }
+        }
+        let Some(stored) = self.read_session(session_id)? else {
+            return Err(Error::InvalidInput(format!(
+                "no session {session_id} to update"
+            )));
+        };
+        let patch = HeaderPatch::new(&stored, fields)?;
+        let (queued, header) = self.events.queue_header_patch(session_id, &patch)?;
+        queued.wait_durable()?;
         Ok(header)
     }
 

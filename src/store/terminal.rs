@@ -7,11 +7,16 @@
 
 use super::runs::AgentRunStore;
 use super::runtime_events::{Queued, Seen};
+use super::HeaderPatch;
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
 use crate::index::SessionRecord;
 use crate::model::{RunEvent, RunHeader};
 use serde_json::{json, Map, Value};
+
+/// What a terminal commit queues after its steps: records, then a new version of the
+/// session's header.
+pub(crate) type Then<'a> = (&'a [SessionRecord], Option<&'a HeaderPatch>);
 
 /// The failure class of a failed run whose terminal event names none.
 pub const UNKNOWN_CLASS: &str = "unknown";
@@ -51,12 +56,13 @@ impl AgentRunStore {
             extras,
             failure_message: None,
         };
-        self.commit_terminal_then(session_id, run_id, terminal, end, &[])
+        self.commit_terminal_then(session_id, run_id, terminal, end, (&[], None))
     }
 
     /// [`AgentRunStore::commit_terminal`], then `then`'s records of the session (checked by
-    /// their kind's decoder, as every record is) queued behind its steps and made durable by
-    /// the same sync: the runtime ends a turn (its `turn_state`, the session's header) in one.
+    /// their kind's decoder, as every record is) and the header its patch makes of the one the
+    /// session holds then, queued behind its steps and made durable by the same sync: the
+    /// runtime ends a turn (its `turn_state`, the session's header) in one.
     /// Crate-only: the records bypass the session store's own rules, which its callers keep.
     pub(crate) fn commit_terminal_then(
         &self,
@@ -64,7 +70,7 @@ impl AgentRunStore {
         run_id: &str,
         terminal: &RuntimeEvent,
         end: RunEnd,
-        then: &[SessionRecord],
+        then: Then<'_>,
     ) -> Result<RunHeader> {
         // Everything is read before anything is queued, as queued: the steps follow it in the
         // session's log, so one sync makes what was read and the steps durable together.
@@ -91,7 +97,7 @@ impl AgentRunStore {
         (session_id, run_id, run, ended): (&str, &str, &RunHeader, bool),
         terminal: &RuntimeEvent,
         end: RunEnd,
-        then: &[SessionRecord],
+        (then, header): Then<'_>,
         queued: &mut Option<Queued>,
     ) -> Result<RunHeader> {
         let v = run.value();
@@ -138,6 +144,9 @@ impl AgentRunStore {
                 self.events()
                     .queue_record_if(session_id, record, &|_| Ok(()))?,
             );
+        }
+        if let Some(patch) = header {
+            *queued = Some(self.events().queue_header_patch(session_id, patch)?.0);
         }
         Ok(run)
     }

@@ -9,8 +9,8 @@ use super::super::mapping::{failure_message, final_turn_state, terminal_event, E
 use super::writer::Output;
 use crate::error::{Error, Result};
 use crate::index::SessionRecord;
-use crate::model::{SessionHeader, StoredMessage};
-use crate::store::RunEnd;
+use crate::model::StoredMessage;
+use crate::store::{HeaderPatch, RunEnd};
 use serde_json::{json, Value};
 
 /// A terminal event the runtime makes for the turn: `failed` with `failure_class` (stop
@@ -161,25 +161,28 @@ fn finish(
         begun.lineage.clone(),
     );
     // The turn's end in one sync: the terminal commit, then turn_state, then the header.
-    let mut then = vec![SessionRecord::Message(StoredMessage::from_value(state)?)];
-    if let Some(h) = inner.stores.sessions.read_session_queued(&ids.session_id)? {
-        let mut next = h.value().clone();
-        next["lastMessageAt"] = json!(now);
-        next["hasUnread"] = json!(true);
-        next["status"] = json!("active");
-        next["statusUpdatedAt"] = json!(now);
-        then.push(SessionRecord::Header(SessionHeader::from_value(next)?));
-    }
+    // The header's own fields set on the one the session holds when they are queued.
+    let then = [SessionRecord::Message(StoredMessage::from_value(state)?)];
+    let header = match inner.stores.sessions.read_session_queued(&ids.session_id)? {
+        Some(h) => Some(HeaderPatch::new(
+            &h,
+            json!({"lastMessageAt": now, "hasUnread": true, "status": "active",
+                   "statusUpdatedAt": now}),
+        )?),
+        None => None,
+    };
     // A turn an error failed states the error's message in its run (§7), as the original does.
     let end = RunEnd {
         extras: None,
         failure_message: failure_message(event.value()),
     };
-    let run =
-        inner
-            .stores
-            .runs
-            .commit_terminal_then(&ids.session_id, &ids.run_id, &event, end, &then)?;
+    let run = inner.stores.runs.commit_terminal_then(
+        &ids.session_id,
+        &ids.run_id,
+        &event,
+        end,
+        (&then, header.as_ref()),
+    )?;
     Ok(TurnOutcome {
         session_id: ids.session_id.clone(),
         turn_id: ids.turn_id.clone(),

@@ -260,17 +260,8 @@ impl<'a> Writer<'a> {
             .update_run(&ids.session_id, &ids.run_id, &update);
         self.fact_failures += usize::from(run.is_err());
         self.run_fact("run_status_changed", json!({"status": status}));
-        let header = inner
-            .stores
-            .sessions
-            .read_session(&ids.session_id)
-            .ok()
-            .flatten();
-        if let Some(h) = header {
-            let mut next = h.value().clone();
-            next["status"] = json!(status);
-            next["statusUpdatedAt"] = json!(now);
-            self.fact_failures += usize::from(inner.stores.sessions.update_session(next).is_err());
-        }
+        let fields = json!({"status": status, "statusUpdatedAt": now});
+        let header = inner.stores.sessions.set_fields(&ids.session_id, fields);
+        self.fact_failures += usize::from(header.is_err());
     }
 }
