@@ -34,6 +34,10 @@ pub enum Error {
     /// A claim contradicts one already stored; nothing was written.
     #[error("claim conflict: {what}")]
     ClaimConflict { what: String },
+    /// A call for a claim joined one in flight for the same claim and prompt, which failed:
+    /// its failure is this call's, and nothing more was run. A later call may run the claim.
+    #[error("claim {claim_id}: the call this one joined failed: {what}")]
+    JoinedCallFailed { claim_id: String, what: String },
     /// An import's target already holds other data under the import's ids; nothing was
     /// imported.
     #[error("import refused: {what}")]

@@ -228,3 +228,64 @@ async fn an_aborted_run_ends_while_its_events_are_watched() {
         .iter()
         .any(|e| matches!(e, SessionEvent::Abort { .. })));
 }
+
+/// A call joining one in flight for the same claim and prompt gets that call's outcome (§12
+/// step 2: the second call joins the first), here the host's refusal: it waited for the first
+/// and then ran the claim itself, so a concurrent call bypassed the host's gate and started the
+/// run the first call was refused. Nothing is written; a later call, not joined, runs it.
+#[tokio::test]
+async fn a_call_joining_a_refused_one_is_refused_with_it_and_starts_nothing() {
+    let f = fixture();
+    let (release, gate) = tokio::sync::oneshot::channel::<()>();
+    let (asked_tx, asked) = tokio::sync::oneshot::channel::<()>();
+    let first = ClaimedIntentRun {
+        admit_execution: Some(Box::new(move |_| {
+            Box::pin(async move {
+                let _ = asked_tx.send(());
+                let _ = gate.await;
+                Err(makalog::Error::InvalidInput(
+                    "over the graph's budget".into(),
+                ))
+            })
+        })),
+        ..claimed_run(&f.claim, &f.intent, PROMPT)
+    };
+    let manager = f.manager.clone();
+    let first = tokio::spawn(async move { manager.run_claimed_agent_graph_intent(first).await });
+    asked.await.expect("the first call is at the host's gate");
+    let manager = f.manager.clone();
+    let joined = claimed_run(&f.claim, &f.intent, PROMPT);
+    let second = tokio::spawn(async move { manager.run_claimed_agent_graph_intent(joined).await });
+    // The second call is waiting on the first before the gate answers.
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    release.send(()).expect("release the gate");
+    let first = first.await.expect("task");
+    let second = second.await.expect("task");
+    assert!(
+        matches!(first, Err(makalog::Error::InvalidInput(_))),
+        "{first:?}"
+    );
+    match second {
+        Err(makalog::Error::JoinedCallFailed { claim_id, what }) => {
+            assert_eq!(claim_id, f.claim.claim_id);
+            assert!(what.contains("over the graph's budget"), "{what}");
+        }
+        other => panic!("the joined call shares the refusal, got {other:?}"),
+    }
+    assert!(f
+        .stores
+        .runs
+        .list_session_runs(&f.claim.target_session_id)
+        .expect("runs")
+        .is_empty());
+    assert_eq!(claim_status(&f), AdmissionStatus::Claimed);
+    // A call made after them is no join: it runs the claim.
+    let later = f
+        .manager
+        .run_claimed_agent_graph_intent(claimed_run(&f.claim, &f.intent, PROMPT))
+        .await
+        .expect("a later call");
+    assert_eq!(later.status, "completed");
+}

@@ -3,7 +3,7 @@
 //! a run that exists is answered from the ledger (recovered first if a restart interrupted
 //! it) without calling the backend; otherwise the child's turn runs under the claim's ids,
 //! admitted with a `claimed_agent_graph_intent` descriptor. Calls for one claim join: the
-//! second waits for the first and answers from what it wrote.
+//! second waits for the first and answers its outcome, its result or its failure.
 
 use super::blocking::on_disk;
 use super::claimed_call::{ClaimedIntentRun, ClaimedRunResult};
@@ -53,9 +53,25 @@ impl SessionManager {
             }
             entry.1.clone()
         };
+        // The first call runs the claim and leaves its outcome; a call that waited for it
+        // answers that. A call dropped before it ended leaves none: the next runs the claim.
         let result = {
-            let _joined = claim_lock.clone().lock_owned().await;
-            self.run_claim(&claim, run).await
+            let mut outcome = claim_lock.clone().lock_owned().await;
+            match &*outcome {
+                Some(Ok(result)) => Ok(result.clone()),
+                Some(Err(what)) => Err(Error::JoinedCallFailed {
+                    claim_id: claim.claim_id.clone(),
+                    what: what.clone(),
+                }),
+                None => {
+                    let result = self.run_claim(&claim, run).await;
+                    *outcome = Some(match &result {
+                        Ok(r) => Ok(r.clone()),
+                        Err(e) => Err(e.to_string()),
+                    });
+                    result
+                }
+            }
         };
         let mut calls = lock(&self.inner.claimed)?;
         if Arc::strong_count(&claim_lock) == 2 {

@@ -88,8 +88,13 @@ impl Turn {
     }
 }
 
-/// A claimed run in flight: its call's fingerprint and the lock a joining call waits on.
-pub(crate) type ClaimCall = (String, Arc<tokio::sync::Mutex<()>>);
+/// A claimed run in flight: its call's fingerprint, and the lock a joining call waits on,
+/// guarding the outcome of the call that ran (a result, or its failure told), which every call
+/// joined to it answers.
+pub(crate) type ClaimCall = (String, Arc<tokio::sync::Mutex<Option<Joined>>>);
+
+/// What a call for a claim came to, for the calls joined to it.
+pub(crate) type Joined = std::result::Result<super::ClaimedRunResult, String>;
 
 /// What the runtime shares between its calls and their tasks.
 pub(crate) struct Inner {
