@@ -26,9 +26,15 @@ pub struct LogDiff {
 }
 
 impl LogDiff {
-    /// True when both copies hold the same log.
+    /// True when both copies hold the same log: the same records, and no damage in either
+    /// (what follows damage is unknown, so two damaged copies are never known the same).
     pub fn is_same(&self) -> bool {
-        self.in_a && self.in_b && self.only_a.is_empty() && self.only_b.is_empty()
+        self.in_a
+            && self.in_b
+            && self.only_a.is_empty()
+            && self.only_b.is_empty()
+            && self.a_stopped.is_none()
+            && self.b_stopped.is_none()
     }
 }
 

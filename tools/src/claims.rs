@@ -38,17 +38,15 @@ pub fn run(root: &Path, graph: Option<&str>, json: bool) -> ExitCode {
 /// is none); the exit code when it is not a root or the log cannot be read.
 pub fn read_claims(storage: &dyn Storage) -> Result<Option<ClaimsReplay>, ExitCode> {
     let marker = read_marker(storage).map_err(crate::usage_error)?;
+    // A log that is there is replayed, an empty one too (a torn create, as verify finds it).
     let bytes = match makalog::storage::data_end::read_data(storage, Path::new(CLAIMS_FILE)) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
             tell!("makalog: {CLAIMS_FILE}: {e}");
             return Err(ExitCode::from(1));
         }
     };
-    if bytes.is_empty() {
-        return Ok(None);
-    }
     let id = marker.root_id_bytes().map_err(crate::usage_error)?;
     Ok(Some(replay_claims(&bytes, &id)))
 }

@@ -48,6 +48,9 @@ fn print(d: &LogDiff) {
         (true, false) => "only in A".to_owned(),
         (false, true) => "only in B".to_owned(),
         _ if d.is_same() => "the same".to_owned(),
+        _ if d.only_a.is_empty() && d.only_b.is_empty() => {
+            "the same records up to damage: what follows it is unknown".to_owned()
+        }
         _ => match d.diverges_at {
             Some(seq) => format!("chains diverge at seq {seq}"),
             None if d.only_a.is_empty() => "B goes on past A".to_owned(),

@@ -8,7 +8,7 @@ use makalog::index::{
 use makalog::root::{read_marker, try_acquire_owner};
 use makalog::segment::layout::{list_sessions, session_dir};
 use makalog::segment::WriterConfig;
-use makalog::storage::{RealStorage, Storage};
+use makalog::storage::RealStorage;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -69,9 +69,13 @@ fn judge_sidecar(storage: &RealStorage, id: &str, path: &Path) -> (bool, &'stati
         Ok(w) => w,
         Err(e) => return (false, "unreadable", format!("cannot rebuild: {e}")),
     };
-    let got = match storage.read_file(path) {
+    // Read as a log is read (FORMAT.md): a file claiming any length costs its bytes.
+    let got = match makalog::storage::data_end::read_data(storage, path) {
         Ok(g) => g,
-        Err(_) => return (false, "missing", "no sidecar".to_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return (false, "missing", "no sidecar".to_owned())
+        }
+        Err(e) => return (false, "unreadable", format!("cannot read it: {e}")),
     };
     if got == want {
         return (true, "equal", "equals a rebuild".to_owned());

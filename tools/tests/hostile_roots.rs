@@ -282,3 +282,87 @@ fn a_huge_zero_tail_changes_no_answer() {
     grow_claims(claims_len);
     assert_eq!(snapshot(&root), before, "nothing written");
 }
+
+/// A sidecar claiming 64 GiB (zeros after its sections): `index check` read it whole, so such
+/// a file cost as much memory, or, past what the machine could give, was reported as "no
+/// sidecar". It is read as a log is read (FORMAT.md, "Index sidecar"): its bytes and at most
+/// `Z` zeros, which differ from a rebuild's.
+#[test]
+fn a_sidecar_claiming_64_gib_is_read_as_a_log_is_read() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    let sidecar = root.join("sessions").join("demo-2").join("index");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&sidecar)
+        .expect("open")
+        .set_len(64 << 30)
+        .expect("set_len");
+    let (code, out) = makalog(&["index", "check", r]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("sessions/demo-2/index: differs"),
+        "read, and not a rebuild's bytes: {out}"
+    );
+    assert!(!out.contains("no sidecar"), "{out}");
+}
+
+/// An empty claims log (a crash between its creation and its header's sync): `verify` reports
+/// it and `heads` marks it damaged, but `claims` took it for no log and exited clean.
+#[test]
+fn an_empty_claims_log_is_a_finding_for_claims_as_for_verify() {
+    let (_t, root) = demo_root();
+    let r = root.to_str().expect("utf8");
+    std::fs::write(root.join("claims.log"), b"").expect("empty");
+    let (code, out) = makalog(&["verify", r]);
+    assert_eq!(code, Some(1), "{out}");
+    let (code, out) = makalog(&["claims", r]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("claims.log"), "names the file: {out}");
+}
+
+/// Two copies damaged at the same record, each differently: their valid prefixes are equal,
+/// but nothing says what follows the damage is. `diff` said "the same" and exited 0; damage in
+/// either copy is a finding.
+#[test]
+fn copies_equal_up_to_damage_are_not_the_same() {
+    let (t, root) = demo_root();
+    let copy = t.path().join("copy");
+    let status = Command::new("cp")
+        .args([
+            "-a",
+            root.to_str().expect("utf8"),
+            copy.to_str().expect("utf8"),
+        ])
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    let first = |dir: &Path| {
+        let mut segs: Vec<PathBuf> = std::fs::read_dir(dir.join("sessions").join("demo-2"))
+            .expect("dir")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+            .collect();
+        segs.sort();
+        segs.remove(0)
+    };
+    use std::os::unix::fs::FileExt;
+    for (dir, byte) in [(&root, 0x11u8), (&copy, 0x22u8)] {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(first(dir))
+            .expect("open");
+        f.write_all_at(&[byte], 200).expect("damage");
+    }
+    let (code, out) = makalog(&[
+        "diff",
+        root.to_str().expect("utf8"),
+        copy.to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("demo-2: the same records up to damage"),
+        "{out}"
+    );
+    assert!(out.contains("demo-1: the same;"), "{out}");
+}
