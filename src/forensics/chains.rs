@@ -18,8 +18,10 @@ pub struct Link {
     pub chain: ChainValue,
     /// Its record kind's name.
     pub kind: &'static str,
-    /// The file holding it, relative to the root.
+    /// The file holding it, relative to the root, and that file's segment ordinal (0 for the
+    /// claims log).
     pub file: PathBuf,
+    pub ordinal: u64,
     /// Byte offset of its frame, and just past it.
     pub offset: u64,
     pub end: u64,
@@ -33,6 +35,7 @@ impl Link {
             chain: r.chain,
             kind: r.kind.name(),
             file: r.file.clone(),
+            ordinal: r.ordinal,
             offset: r.offset,
             end: r.end,
         }
@@ -109,6 +112,7 @@ pub fn claims_chain(storage: &dyn Storage) -> Result<Option<Chain>> {
             chain: l.chain,
             kind: crate::format::FrameKind::name(l.kind),
             file: PathBuf::from(CLAIMS_FILE),
+            ordinal: 0,
             offset: l.offset,
             end: l.end,
         })

@@ -38,17 +38,20 @@ pub fn sidecar_standing(covers: &[Cover], log: &Chain) -> SidecarStanding {
                 ),
             };
         }
-        if link.offset != c.last_frame_offset || link.end != c.data_end {
+        if link.ordinal != c.ordinal || link.offset != c.last_frame_offset || link.end != c.data_end
+        {
             return SidecarStanding::Contradicts {
                 seq: c.last_seq,
                 what: format!(
-                    "seq {} lies at bytes {}..{} of {}, the sidecar recorded {}..{}: the log or the sidecar was rewritten",
+                    "seq {} lies at bytes {}..{} of {} (segment {}), the sidecar recorded {}..{} of segment {}: the log or the sidecar was rewritten",
                     c.last_seq,
                     link.offset,
                     link.end,
                     link.file.display(),
+                    link.ordinal,
                     c.last_frame_offset,
-                    c.data_end
+                    c.data_end,
+                    c.ordinal
                 ),
             };
         }
@@ -59,5 +62,57 @@ pub fn sidecar_standing(covers: &[Cover], log: &Chain) -> SidecarStanding {
             covers_to,
             log_head: log.head_seq(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::forensics::chains::Link;
+    use std::path::PathBuf;
+
+    fn log() -> Chain {
+        let link = |seq: u64, ordinal: u64, offset: u64| Link {
+            seq,
+            chain: [seq as u8; 32],
+            kind: "runtime_event",
+            file: PathBuf::from(format!("sessions/s/{ordinal}.seg")),
+            ordinal,
+            offset,
+            end: offset + 100,
+        };
+        Chain {
+            links: vec![link(1, 0, 68), link(2, 1, 68)],
+            ..Chain::default()
+        }
+    }
+
+    fn cover(ordinal: u64) -> Cover {
+        Cover {
+            ordinal,
+            last_frame_offset: 68,
+            data_end: 168,
+            last_seq: 2,
+            chain: [2; 32],
+        }
+    }
+
+    #[test]
+    fn a_cover_that_holds_is_current() {
+        assert_eq!(
+            sidecar_standing(&[cover(1)], &log()),
+            SidecarStanding::Current
+        );
+    }
+
+    /// A cover naming another segment than the one its record lies in, at the same offsets
+    /// and with the same chain (FORMAT.md: a cover's ordinal is held against the log too): the
+    /// log or the sidecar was rewritten, not a sidecar that merely differs.
+    #[test]
+    fn a_cover_naming_another_segment_is_a_contradiction() {
+        assert!(matches!(
+            sidecar_standing(&[cover(0)], &log()),
+            SidecarStanding::Contradicts { seq: 2, .. }
+        ));
     }
 }
