@@ -36,12 +36,29 @@ pub fn parse_segment_name(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// True when `name` is a quarantined torn tail.
+/// True when `name` is a quarantined torn tail of a segment.
 pub fn is_torn_name(name: &str) -> bool {
-    name.split_once(TORN_INFIX).is_some_and(|(seg, rest)| {
-        let (off, n) = rest.split_once('.').unwrap_or((rest, "0"));
-        parse_segment_name(seg).is_some() && off.parse::<u64>().is_ok() && n.parse::<u32>().is_ok()
-    })
+    torn_of(name).is_some_and(|file| parse_segment_name(file).is_some())
+}
+
+/// The file a quarantine file `<file>.torn-<offset>` or `<file>.torn-<offset>.<n>` (with `n`
+/// from 1) holds a torn tail of (FORMAT.md, "Quarantine files"), if `name` is one.
+pub fn torn_of(name: &str) -> Option<&str> {
+    let (file, rest) = name.split_once(TORN_INFIX)?;
+    let (off, n) = match rest.split_once('.') {
+        Some((off, n)) => (off, decimal(n).filter(|&n| n >= 1)),
+        None => (rest, Some(1)),
+    };
+    (decimal(off).is_some() && n.is_some()).then_some(file)
+}
+
+/// A number as a writer prints one: decimal digits, no sign, no leading zero (but `0`), within
+/// 64 bits.
+fn decimal(s: &str) -> Option<u64> {
+    let digits = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits && (s == "0" || !s.starts_with('0')))
+        .then(|| s.parse().ok())
+        .flatten()
 }
 
 /// True when `name` is a quarantine file's temporary sibling (`<quarantine>.tmp`).
@@ -123,4 +140,44 @@ pub fn list_sessions(storage: &dyn Storage) -> Result<(Vec<String>, Vec<PathBuf>
 /// The name a session's log is held and marked failed under, in the owner's lease.
 pub(crate) fn session_log_name(session_id: &str) -> String {
     format!("session {session_id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Quarantine names as FORMAT.md writes them, `<segment>.torn-<offset>[.<n>]` with decimal
+    /// numbers as a writer prints them (`n` from 1); any other spelling is a stray entry, which
+    /// verify reports, not a note.
+    #[test]
+    fn quarantine_names_are_spelled_one_way() {
+        let seg = segment_file_name(1);
+        for ok in [
+            "0",
+            "5",
+            "4096",
+            "5.1",
+            "5.12",
+            "18446744073709551615",
+            "7.4294967296",
+        ] {
+            assert!(is_torn_name(&format!("{seg}.torn-{ok}")), "{ok}");
+        }
+        for stray in [
+            "",
+            "+5",
+            "05",
+            "5.0",
+            "5.01",
+            "5.",
+            ".1",
+            "5.+1",
+            "5a",
+            "18446744073709551616",
+        ] {
+            assert!(!is_torn_name(&format!("{seg}.torn-{stray}")), "{stray:?}");
+        }
+        assert!(is_torn_tmp_name(&format!("{seg}.torn-5.tmp")));
+        assert!(!is_torn_name("00000000000000000001.sag.torn-5"));
+    }
 }

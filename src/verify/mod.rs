@@ -8,7 +8,7 @@ pub use payloads::{payload_problems, PayloadProblem};
 use crate::claims::{replay_claims, CLAIMS_FILE};
 use crate::error::{Error, Result};
 use crate::format::ChainValue;
-use crate::recovery::{Problem, TORN_INFIX};
+use crate::recovery::Problem;
 use crate::root::{read_marker, RootMarker};
 use crate::segment::layout::list_sessions;
 use crate::storage::Storage;
@@ -144,14 +144,13 @@ fn verify_claims(storage: &dyn Storage, report: &mut VerifyReport, live: bool) -
         head_seq: replay.head.0,
         head_chain: replay.head.1,
     });
-    let prefix = format!("{CLAIMS_FILE}{TORN_INFIX}");
     let entries = storage
         .list_dir(Path::new(""))
         .map_err(|e| Error::io("", "list directory", e))?;
     report.quarantined.extend(
         entries
             .into_iter()
-            .filter(|e| e.name.starts_with(&prefix) && !e.name.ends_with(".tmp"))
+            .filter(|e| crate::segment::layout::torn_of(&e.name) == Some(CLAIMS_FILE))
             .map(|e| e.name),
     );
     Ok(())
