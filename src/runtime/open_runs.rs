@@ -33,6 +33,10 @@ const MAX_PAYLOAD: usize = SLOT_LEN - 8;
 /// Sessions with no run in flight whose slots are kept, so their next turns write nothing
 /// here; at most this many more sessions for a recovery to visit.
 pub const IDLE_KEPT: usize = 64;
+/// The longest file a writer makes: [`MAX_SLOTS`] slots.
+pub const MAX_FILE_LEN: u64 = (MAX_SLOTS * SLOT_LEN) as u64;
+/// The most slots a writer uses at once: sessions with runs in flight, plus [`IDLE_KEPT`].
+pub const MAX_SLOTS: usize = 1 << 17;
 
 /// What the file says at start.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,11 +78,21 @@ fn io(op: &'static str) -> impl Fn(std::io::Error) -> Error {
 
 /// Reads the file of `storage`'s root, read-only.
 pub fn read_open_runs(storage: &dyn Storage) -> Result<Listing> {
-    let bytes = match storage.read_file(Path::new(OPEN_RUNS_FILE)) {
-        Ok(b) => b,
+    let file = match storage.open(Path::new(OPEN_RUNS_FILE), OpenMode::Read) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Listing::Missing),
-        Err(e) => return Err(io("read")(e)),
+        Err(e) => return Err(io("open")(e)),
     };
+    // A file longer than a writer makes is damage, and none of it is read.
+    let len = file.size().map_err(io("size"))?;
+    if len > MAX_FILE_LEN {
+        return Ok(Listing::Damaged {
+            offset: MAX_FILE_LEN,
+        });
+    }
+    let mut bytes = vec![0u8; len as usize];
+    let n = file.read_full_at(&mut bytes, 0).map_err(io("read"))?;
+    bytes.truncate(n);
     let mut runs = Vec::new();
     for (i, slot) in bytes.chunks(SLOT_LEN).enumerate() {
         let offset = (i * SLOT_LEN) as u64;
@@ -108,12 +122,27 @@ fn decode_slot(slot: &[u8]) -> Option<(String, String)> {
     let v: serde_json::Value = serde_json::from_slice(payload).ok()?;
     let (s, r) = (v["sessionId"].as_str()?, v["runId"].as_str()?);
     crate::format::validate_session_id(s).ok()?;
-    Some((s.to_owned(), r.to_owned()))
+    // Only the canonical form a writer makes (FORMAT.md): no other key, no other spelling.
+    (slot_payload(s, r).as_bytes() == payload).then(|| (s.to_owned(), r.to_owned()))
+}
+
+/// A slot's payload: the canonical JSON of the run it names.
+fn slot_payload(session_id: &str, run_id: &str) -> String {
+    crate::event::canonical_string(&json!({"runId": run_id, "sessionId": session_id}))
+}
+
+/// The first slot `taken` does not hold, within the file's bound: a run past it is refused
+/// before it is written, as a file longer than the bound would be damage.
+fn free_slot(taken: impl Fn(&usize) -> bool) -> Result<usize> {
+    (0..MAX_SLOTS).find(|i| !taken(i)).ok_or_else(|| {
+        Error::InvalidInput(format!(
+            "{MAX_SLOTS} sessions have runs in flight: the open-runs file holds no more"
+        ))
+    })
 }
 
 fn encode_slot(session_id: &str, run_id: &str) -> Result<Vec<u8>> {
-    let payload =
-        crate::event::canonical_string(&json!({"runId": run_id, "sessionId": session_id}));
+    let payload = slot_payload(session_id, run_id);
     if payload.len() > MAX_PAYLOAD {
         return Err(Error::InvalidInput(format!(
             "run id {run_id:?} is too long to track"
@@ -137,7 +166,12 @@ impl OpenRuns {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(io("open")(e)),
         };
-        let len = file.size().map_err(io("size"))? as usize;
+        let len = file.size().map_err(io("size"))?;
+        // Longer than a writer makes: damage, which the next reset replaces (as if missing).
+        if len > MAX_FILE_LEN {
+            return Ok(false);
+        }
+        let len = len as usize;
         let mut slot = vec![0u8; SLOT_LEN];
         for i in 0..len.div_ceil(SLOT_LEN) {
             let n = file
@@ -168,7 +202,7 @@ impl OpenRuns {
         let mut used = self.slots();
         let mut adopted = Vec::with_capacity(self.untracked.len());
         for (session, (run, _)) in &self.untracked {
-            let slot = (0..).find(|i| !used.contains(i)).unwrap_or(0);
+            let slot = free_slot(|i| used.contains(i))?;
             used.insert(slot);
             file.write_all_at(&encode_slot(session, run)?, (slot * SLOT_LEN) as u64)
                 .map_err(io("write"))?;
@@ -253,7 +287,7 @@ impl OpenRuns {
         };
         let used = self.slots();
         let taken = |i: &usize| used.contains(i) || self.earlier.contains(i);
-        let slot = (0..).find(|i| !taken(i)).unwrap_or(0);
+        let slot = free_slot(taken)?;
         file.write_all_at(&bytes, (slot * SLOT_LEN) as u64)
             .map_err(io("write"))?;
         file.sync_data().map_err(io("sync"))?;
@@ -364,5 +398,77 @@ mod tests {
         runs.ended("a");
         runs.ended("a");
         assert_eq!(runs.in_use["a"].running, 0, "both ends counted, once each");
+    }
+
+    /// A file claiming a terabyte (a hole, then one byte): read whole, it cost as much memory
+    /// or failed the start's recovery with an I/O error; its slots were then read one call
+    /// each. Past the most slots a writer makes it is damage, so recovery visits every
+    /// session, and the file it then makes replaces it.
+    #[test]
+    fn a_file_longer_than_any_writer_makes_is_damage_and_replaced() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let storage = RealStorage::new(dir.path().to_path_buf());
+        let path = dir.path().join(OPEN_RUNS_FILE);
+        let f = std::fs::File::create(&path).expect("create");
+        f.set_len(1 << 40).expect("set_len");
+        std::os::unix::fs::FileExt::write_all_at(&f, b"x", (1 << 40) - 1).expect("write");
+        assert_eq!(
+            read_open_runs(&storage).expect("read"),
+            Listing::Damaged {
+                offset: MAX_FILE_LEN
+            }
+        );
+        let mut runs = OpenRuns::default();
+        runs.mark(&storage, "a", "a-1")
+            .expect("remembered without the file");
+        runs.reset(&storage).expect("reset");
+        assert_eq!(
+            read_open_runs(&storage).expect("read"),
+            named(&[("a", "a-1")])
+        );
+        assert_eq!(
+            std::fs::metadata(&path).expect("stat").len(),
+            SLOT_LEN as u64
+        );
+    }
+
+    /// A slot whose payload is JSON naming a run but not its canonical form (another key, or
+    /// the keys out of order): a reader from FORMAT.md calls it damaged (recovery then visits
+    /// every session, the safe side), and so does this one.
+    #[test]
+    fn a_slot_is_valid_only_in_its_canonical_form() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let storage = RealStorage::new(dir.path().to_path_buf());
+        for payload in [
+            r#"{"runId":"r","sessionId":"s","x":1}"#,
+            r#"{"sessionId":"s","runId":"r"}"#,
+            r#"{"runId":"r", "sessionId":"s"}"#,
+        ] {
+            let mut slot = vec![0u8; SLOT_LEN];
+            slot[0..4].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+            slot[4..8].copy_from_slice(&crc32fast::hash(payload.as_bytes()).to_le_bytes());
+            slot[8..8 + payload.len()].copy_from_slice(payload.as_bytes());
+            let mut bytes = encode_slot("a", "a-1").expect("slot");
+            bytes.extend(slot);
+            std::fs::write(dir.path().join(OPEN_RUNS_FILE), &bytes).expect("write");
+            assert_eq!(
+                read_open_runs(&storage).expect("read"),
+                Listing::Damaged {
+                    offset: SLOT_LEN as u64
+                },
+                "{payload}"
+            );
+        }
+    }
+
+    /// No slot past the bound is ever given: a run it would need is refused, not written.
+    #[test]
+    fn no_slot_is_given_past_the_bound() {
+        assert_eq!(free_slot(|&i| i < 3).expect("free"), 3);
+        assert_eq!(
+            free_slot(|&i| i + 1 < MAX_SLOTS).expect("the last"),
+            MAX_SLOTS - 1
+        );
+        assert!(matches!(free_slot(|_| true), Err(Error::InvalidInput(_))));
     }
 }
