@@ -30,7 +30,7 @@ pub fn run(a: &Path, b: &Path, session: Option<&str>, as_json: bool) -> ExitCode
     }
     if !as_json {
         say!(
-            "{differ} of {} logs differ ({} is A, {} is B)",
+            "{differ} of {} logs differ or are damaged ({} is A, {} is B)",
             diffs.len(),
             a.display(),
             b.display()
