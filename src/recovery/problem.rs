@@ -29,6 +29,31 @@ pub enum Problem {
 }
 
 impl Problem {
+    /// The problem as the error a reader stops with.
+    pub fn into_error(self) -> crate::error::Error {
+        use crate::error::Error;
+        match self {
+            Problem::TornTail {
+                file, offset, what, ..
+            } => Error::Corrupt { file, offset, what },
+            Problem::TornCreate { file, what } => Error::Corrupt {
+                file,
+                offset: 0,
+                what,
+            },
+            Problem::Damage { file, offset, what } => Error::Corrupt { file, offset, what },
+            Problem::Mismatch {
+                first,
+                second,
+                what,
+            } => Error::Inconsistent {
+                first,
+                second,
+                what,
+            },
+        }
+    }
+
     /// One line for a person: the file (relative to the root), the byte offset and what is wrong.
     pub fn describe(&self) -> String {
         match self {

@@ -4,8 +4,9 @@
 use super::layout::SegmentFile;
 use super::scan::{Resume, ScanResult, SegmentScan};
 use crate::format::Tail;
-use crate::format::{genesis_chain, ChainValue};
+use crate::format::{genesis_chain, ChainValue, SegmentHeader};
 use crate::recovery::Problem;
+use std::path::Path;
 
 /// A segment file and what scanning it found.
 #[derive(Debug, Clone)]
@@ -112,12 +113,26 @@ fn check_own_header(
     is_first: bool,
     problems: &mut Vec<Problem>,
 ) {
-    let h = &scan.header;
+    problems.extend(header_problems(session_id, file, &scan.header, is_first));
+}
+
+/// What is wrong with where a segment's header places it, in the order FORMAT.md checks it:
+/// another session's (byte 66), another file name's first sequence number (24), and for the
+/// first segment, not ordinal 0 from sequence number 1 (16) or not from the session's genesis
+/// chain value (32). Shared by the scan's check and the record reader, so both name the same
+/// first problem.
+pub(super) fn header_problems(
+    session_id: &str,
+    file: &SegmentFile,
+    h: &SegmentHeader,
+    is_first: bool,
+) -> Vec<Problem> {
     let damage = |offset: u64, what: String| Problem::Damage {
         file: file.path.clone(),
         offset,
         what,
     };
+    let mut problems = Vec::new();
     if h.session_id != session_id {
         problems.push(damage(
             66,
@@ -153,6 +168,7 @@ fn check_own_header(
             ));
         }
     }
+    problems
 }
 
 fn check_continuity(
@@ -162,29 +178,47 @@ fn check_continuity(
     scan: &SegmentScan,
     problems: &mut Vec<Problem>,
 ) {
+    problems.extend(continuity_problems(
+        &pf.path,
+        (ps.header.ordinal, ps.last_seq, &ps.chain),
+        &file.path,
+        &scan.header,
+    ));
+}
+
+/// What is wrong with a segment as the one after `prev` (its ordinal, last sequence number and
+/// final chain value): a gap or repeat in ordinals or sequence numbers, or a broken chain, each
+/// a mismatch naming both files.
+pub(super) fn continuity_problems(
+    prev_path: &Path,
+    (prev_ordinal, prev_last_seq, prev_chain): (u64, u64, &ChainValue),
+    path: &Path,
+    h: &SegmentHeader,
+) -> Vec<Problem> {
     let mismatch = |what: String| Problem::Mismatch {
-        first: pf.path.clone(),
-        second: file.path.clone(),
+        first: prev_path.to_path_buf(),
+        second: path.to_path_buf(),
         what,
     };
-    let h = &scan.header;
-    if ps.header.ordinal.checked_add(1) != Some(h.ordinal) {
+    let mut problems = Vec::new();
+    if prev_ordinal.checked_add(1) != Some(h.ordinal) {
         problems.push(mismatch(format!(
-            "segment ordinals {} then {}: a gap or repeat",
-            ps.header.ordinal, h.ordinal
+            "segment ordinals {prev_ordinal} then {}: a gap or repeat",
+            h.ordinal
         )));
     }
-    if ps.last_seq.checked_add(1) != Some(h.first_seq) {
+    if prev_last_seq.checked_add(1) != Some(h.first_seq) {
         problems.push(mismatch(format!(
-            "sequence numbers end at {} then start at {}: a gap or repeat",
-            ps.last_seq, h.first_seq
+            "sequence numbers end at {prev_last_seq} then start at {}: a gap or repeat",
+            h.first_seq
         )));
     }
-    if h.prev_chain != ps.chain {
+    if h.prev_chain != *prev_chain {
         problems.push(mismatch(
             "the chain is broken: the second header does not continue the first's final chain value".into(),
         ));
     }
+    problems
 }
 
 fn check_end(file: &SegmentFile, scan: &SegmentScan, is_last: bool, problems: &mut Vec<Problem>) {

@@ -1,14 +1,13 @@
 //! Reading a session's records in order from any sequence number, checking every frame and the
 //! chain as it goes. Sealed segments are memory-mapped; the last one is read into memory.
 
+use super::check::{continuity_problems, header_problems};
 use super::layout::{list_session, SegmentFile};
 use super::load::{read_segment, read_segment_tail};
 pub use super::record::{Record, RecordView};
 use super::scan::Resume;
 use crate::error::{Error, Result};
-use crate::format::{
-    genesis_chain, validate_session_id, ChainValue, RecordKind, SegmentHeader, HEADER_LEN,
-};
+use crate::format::{validate_session_id, ChainValue, RecordKind, SegmentHeader, HEADER_LEN};
 use crate::format::{FrameCursor, Tail};
 use crate::storage::{FileBytes, Storage};
 
@@ -114,31 +113,25 @@ impl<'s> SessionReader<'s> {
             Err(_) if is_last && body_is_zero(&bytes) => return Ok(false),
             Err(e) => return Err(Error::corrupt(&file.path, e.offset as u64, e.what)),
         };
-        check_ordinal(&file.path, header.ordinal, self.next_index - 1)?;
+        // Where the header places it, checked as verify checks it (the first problem found).
         let from_genesis = self.expect.is_none() && self.next_index == 1;
-        let belongs = header.session_id == self.session_id
-            && header.first_seq == file.first_seq
-            && (!from_genesis
-                || (header.ordinal == 0
-                    && header.first_seq == 1
-                    && header.prev_chain == genesis_chain(&self.session_id)));
-        if !belongs {
-            return Err(Error::corrupt(
+        let mut problems = header_problems(&self.session_id, &file, &header, from_genesis);
+        match self.expect {
+            // After the segment before it: its ordinal (the one before it had its place's),
+            // sequence numbers and chain go on from it.
+            Some((seq, chain)) => problems.extend(continuity_problems(
+                &self.segments[self.next_index - 2].path,
+                ((self.next_index - 2) as u64, seq.saturating_sub(1), &chain),
                 &file.path,
-                0,
-                "the segment's header does not place it here: another session's, another file name's, or not the first",
-            ));
-        }
-        if let Some((seq, chain)) = self.expect {
-            if header.first_seq != seq || header.prev_chain != chain {
-                let prev = self.segments[self.next_index - 2].path.clone();
-                return Err(Error::Inconsistent {
-                    first: prev,
-                    second: file.path.clone(),
-                    what: "the second segment does not continue the first's sequence and chain"
-                        .into(),
-                });
+                &header,
+            )),
+            None if !from_genesis => {
+                check_ordinal(&file.path, header.ordinal, self.next_index - 1)?
             }
+            None => {}
+        }
+        if let Some(problem) = problems.into_iter().next() {
+            return Err(problem.into_error());
         }
         self.current = Some(Open {
             ordinal: header.ordinal,
