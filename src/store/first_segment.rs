@@ -1,14 +1,14 @@
 //! A session with no sidecar read the short way. A session has none until its first clean
 //! close (one in use by its owner while a tool reads the root), or when a crash lost it; most
-//! such sessions are young and small, their first segment the whole log.
+//! such sessions are young and small, their first segment the whole log: read in one bounded
+//! read, once its directory is listed to show no other segment.
 
 use super::read_view::{apply_frames, FIRST_READ};
 use crate::error::{Error, Result};
 use crate::format::{genesis_chain, FrameCursor, FrameLayout, SegmentHeader, Tail};
 use crate::index::SessionIndex;
-use crate::segment::layout::{segment_file_name, session_dir};
+use crate::segment::layout::{list_session, segment_file_name, session_dir};
 use crate::storage::{OpenMode, Storage};
-use std::io::ErrorKind;
 use std::path::PathBuf;
 
 /// A log that is its first segment alone, as read: its view, and the segment's path and bytes
@@ -20,9 +20,17 @@ pub(super) struct FirstSegment {
     pub layout: FrameLayout,
 }
 
-/// With no sidecar: the view of its first segment when that segment is the whole log (no
-/// segment follows it), shorter than [`FIRST_READ`], unsealed and ending cleanly, read in one
-/// bounded read with no directory listed. `None` sends the caller the general way.
+/// Whether the session's directory holds exactly the segments `paths`, in that order: a short
+/// way to a view that names its segments from what it read must not pass over another.
+pub(super) fn only_segments(storage: &dyn Storage, session_id: &str, paths: &[PathBuf]) -> bool {
+    // A directory that cannot be listed is the general way's to report.
+    list_session(storage, session_id)
+        .is_ok_and(|listing| listing.segments.iter().map(|f| &f.path).eq(paths.iter()))
+}
+
+/// With no sidecar: the view of its first segment when that segment is the whole log (the
+/// directory holds no other), shorter than [`FIRST_READ`], unsealed and ending cleanly, read in
+/// one bounded read. `None` sends the caller the general way.
 pub(super) fn first_segment_alone(
     storage: &dyn Storage,
     session_id: &str,
@@ -62,10 +70,10 @@ pub(super) fn first_segment_alone(
     if !matches!(cursor.end(), Some(Tail::Eof | Tail::Zeros { .. })) {
         return Ok(None);
     }
-    // The whole log only if no segment follows: one whose first segment lost its seal footer
-    // is damage, which the general way reports.
-    let next = session_dir(session_id).join(segment_file_name(cursor.next_seq()));
-    if !matches!(storage.open(&next, OpenMode::Read), Err(e) if e.kind() == ErrorKind::NotFound) {
+    // The whole log only if it is the session's one segment: a later one, under any name,
+    // is damage the general way reports (a segment before it lost its seal footer, or a
+    // segment out of place).
+    if !only_segments(storage, session_id, std::slice::from_ref(&path)) {
         return Ok(None);
     }
     Ok(Some(FirstSegment {

@@ -107,6 +107,11 @@ pub(super) fn vouched_view(
     }
     let path = dir.join(segment_file_name(first_seq));
     paths.push(path.clone());
+    // The covers vouch for these segments only: one more, under any name, is the general
+    // way's to judge.
+    if !super::first_segment::only_segments(storage, session_id, &paths) {
+        return Ok(None);
+    }
     let Ok(file) = storage.open(&path, OpenMode::Read) else {
         return Ok(None);
     };

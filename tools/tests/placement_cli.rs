@@ -60,3 +60,42 @@ fn a_missing_middle_segment_is_a_mismatch_of_the_two_files_around_it() {
     );
     assert!(!err.contains("corrupt at byte"), "{err}");
 }
+
+/// A session of one unsealed segment with a copy of it under a later, non-adjacent name: the
+/// short ways to a read-only view (no sidecar: the first segment alone; a sidecar: the segments
+/// its covers name) probed only the name after the last segment, so they answered cleanly from
+/// the first where a rebuild from the segments and verify find damage. Either way, with or
+/// without the sidecar, the answer is now the segments' own.
+#[test]
+fn a_stray_later_segment_is_seen_by_the_short_ways_as_by_a_rebuild() {
+    for keep_sidecar in [false, true] {
+        let (_t, root) = demo_root();
+        let r = root.to_str().expect("utf8");
+        let dir = root.join("sessions/helper-0");
+        let segs = segments(&dir);
+        assert_eq!(segs.len(), 1, "{segs:?}");
+        std::fs::copy(&segs[0], dir.join("00000000000000000009.seg")).expect("copy");
+        if !keep_sidecar {
+            std::fs::remove_file(dir.join("index")).expect("no sidecar");
+        }
+        let rebuilt = makalog(&["messages", r, "--session", "helper-0", "--from-segments"]);
+        assert_eq!(
+            rebuilt.status.code(),
+            Some(1),
+            "sidecar kept: {keep_sidecar}"
+        );
+        for args in [
+            vec!["messages", r, "--session", "helper-0"],
+            vec!["runs", r, "--session", "helper-0"],
+        ] {
+            let out = makalog(&args);
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{args:?}, sidecar kept: {keep_sidecar}: {}",
+                text(&out.stdout)
+            );
+            assert_eq!(text(&out.stderr), text(&rebuilt.stderr), "{args:?}");
+        }
+    }
+}
