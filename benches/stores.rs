@@ -372,7 +372,7 @@ fn main() -> BenchResult<()> {
             group(sessions as f64), l.owner, l.sqlite, l.sqlite / l.owner, l.first
         ));
         table.push(format!(
-            "| list_sessions over {} sessions, read-only (the CLI) | {:.1} ms | {:.1} ms | {:.2} × SQLite's speed | every session's sidecar and last segment read |",
+            "| list_sessions over {} sessions, read-only (the CLI) | {:.1} ms | {:.1} ms | {:.2} × SQLite's speed | every session's directory listed, its sidecar and last segment read |",
             group(sessions as f64), l.read_only, l.sqlite, l.sqlite / l.read_only
         ));
     }
