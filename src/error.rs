@@ -38,6 +38,10 @@ pub enum Error {
     /// its failure is this call's, and nothing more was run. A later call may run the claim.
     #[error("claim {claim_id}: the call this one joined failed: {what}")]
     JoinedCallFailed { claim_id: String, what: String },
+    /// A call's abort signal fired before it did what it would have (started a run, waited for
+    /// one): nothing more was written, and a run already going on goes on.
+    #[error("aborted: {what}")]
+    Aborted { what: String },
     /// An import's target already holds other data under the import's ids; nothing was
     /// imported.
     #[error("import refused: {what}")]

@@ -216,3 +216,108 @@ async fn an_existing_run_another_run_delegated_is_a_conflict() {
         .expect("run");
     assert_eq!(run.status(), "running", "not recovered");
 }
+
+/// A call whose abort signal fired before its run started (the original checks it before
+/// admission): nothing is asked or written, the claim stays as it was, and the call says so.
+#[tokio::test]
+async fn a_call_aborted_before_its_run_starts_writes_nothing() {
+    use makalog::runtime::{AbortController, ClaimedIntentRun};
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let root = storage.describe_root().display().to_string();
+    let prompt = "summarize the committed record";
+    let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
+    let manager = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_instant_fake(),
+        Sources::system(),
+    )
+    .expect("manager");
+    let controller = AbortController::new();
+    controller.abort();
+    let asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = asked.clone();
+    let call = ClaimedIntentRun {
+        abort: Some(controller.signal()),
+        admit_execution: Some(Box::new(move |_| {
+            seen.store(true, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async { Ok(()) })
+        })),
+        ..claimed_run(&claim, &intent, prompt)
+    };
+    match manager.run_claimed_agent_graph_intent(call).await {
+        Err(makalog::Error::Aborted { what }) => assert!(what.contains(&claim.claim_id), "{what}"),
+        other => panic!("not refused as aborted: {other:?}"),
+    }
+    assert!(
+        !asked.load(std::sync::atomic::Ordering::SeqCst),
+        "admission not asked"
+    );
+    assert!(stores
+        .runs
+        .list_session_runs(&claim.target_session_id)
+        .expect("runs")
+        .is_empty());
+    let status = stores
+        .claims
+        .read_agent_graph_intent_claim(&claim.graph_id, &claim.intent_id)
+        .expect("read")
+        .expect("claim")
+        .status;
+    assert_eq!(status, makalog::claims::AdmissionStatus::Claimed);
+}
+
+/// A retry waiting for a live run (its first call dropped while the fake's question waits for
+/// an answer) stops waiting when its own signal aborts: it ignored the signal, and so waited
+/// until someone answered or stopped the session. The run goes on, untouched.
+#[tokio::test(start_paused = true)]
+async fn a_retry_waiting_for_a_live_run_stops_waiting_when_aborted() {
+    use makalog::runtime::{AbortController, ClaimedIntentRun, FAKE_ASK_USER_QUESTION_PROMPT};
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let root = storage.describe_root().display().to_string();
+    let prompt = FAKE_ASK_USER_QUESTION_PROMPT;
+    let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
+    let manager = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_fake(),
+        Sources::system(),
+    )
+    .expect("manager");
+    let first = tokio::time::timeout(
+        Duration::from_millis(500),
+        manager.run_claimed_agent_graph_intent(claimed_run(&claim, &intent, prompt)),
+    )
+    .await;
+    assert!(
+        first.is_err(),
+        "the first call gave up while the question waits"
+    );
+    let controller = AbortController::new();
+    let retry = ClaimedIntentRun {
+        abort: Some(controller.signal()),
+        ..claimed_run(&claim, &intent, prompt)
+    };
+    let m = manager.clone();
+    let retry = tokio::spawn(async move { m.run_claimed_agent_graph_intent(retry).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    controller.abort();
+    let retry = tokio::time::timeout(Duration::from_secs(60), retry)
+        .await
+        .expect("the retry stopped waiting")
+        .expect("task");
+    assert!(
+        matches!(retry, Err(makalog::Error::Aborted { .. })),
+        "{retry:?}"
+    );
+    let run = stores
+        .runs
+        .read_run(&claim.target_session_id, &claim.target_run_id)
+        .expect("run");
+    assert_eq!(run.status(), "waiting_for_user", "the run goes on");
+    manager
+        .stop(&claim.target_session_id, "test_done")
+        .expect("stop the question");
+}

@@ -5,6 +5,7 @@
 //! admitted with a `claimed_agent_graph_intent` descriptor. Calls for one claim join: the
 //! second waits for the first and answers its outcome, its result or its failure.
 
+use super::abort::AbortSignal;
 use super::blocking::on_disk;
 use super::claimed_call::{ClaimedIntentRun, ClaimedRunResult};
 use super::intent::{call_fingerprint, check_intent};
@@ -18,6 +19,12 @@ use std::sync::Arc;
 
 fn conflict(what: String) -> Error {
     Error::ClaimConflict { what }
+}
+
+fn aborted(claim: &AgentGraphIntentClaim, when: &str) -> Error {
+    Error::Aborted {
+        what: format!("the call for claim {} was aborted {when}", claim.claim_id),
+    }
 }
 
 impl SessionManager {
@@ -100,7 +107,8 @@ impl SessionManager {
         let (agent_id, agent_name) = (agent("agentId"), agent("agentName"));
         match on_disk(|| stores.runs.read_run(child, &claim.target_run_id)) {
             Ok(existing) => {
-                self.answer_existing(claim, &run.prompt, existing, (&agent_id, &agent_name))
+                let names = (agent_id.as_str(), agent_name.as_str());
+                self.answer_existing(claim, &run.prompt, existing, names, run.abort.as_ref())
                     .await?
             }
             Err(Error::NotFound { .. }) => {
@@ -142,6 +150,7 @@ impl SessionManager {
         prompt: &str,
         existing: RunHeader,
         (agent_id, agent_name): (&str, &str),
+        abort: Option<&AbortSignal>,
     ) -> Result<()> {
         let stores = self.stores();
         let child = &claim.target_session_id;
@@ -169,7 +178,16 @@ impl SessionManager {
         if existing.is_terminal() {
             return Ok(());
         }
-        let _idle = self.turn_lock(child)?.lock_owned().await;
+        // The call's own abort ends its wait, not the run.
+        let idle = self.turn_lock(child)?.lock_owned();
+        let _idle = match abort {
+            Some(signal) => tokio::select! {
+                biased;
+                idle = idle => idle,
+                () = signal.wait() => return Err(aborted(claim, "waiting for its live run")),
+            },
+            None => idle.await,
+        };
         on_disk(|| {
             let now = stores.runs.read_run(child, &claim.target_run_id)?;
             if !now.is_terminal() {
@@ -203,8 +221,17 @@ impl SessionManager {
                 claim.target_turn_id
             )));
         }
+        // An abort before the run starts writes nothing: checked before the host is asked,
+        // and again once it answered.
+        let aborted_now = || run.abort.as_ref().is_some_and(AbortSignal::aborted);
+        if aborted_now() {
+            return Err(aborted(claim, "before its run started"));
+        }
         if let Some(admit) = run.admit_execution {
             admit(claim.clone()).await?;
+        }
+        if aborted_now() {
+            return Err(aborted(claim, "before its run started"));
         }
         on_disk(|| {
             stores.claims.set_agent_graph_intent_status(
