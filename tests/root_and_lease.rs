@@ -57,6 +57,17 @@ fn a_marker_of_another_kind_or_a_malformed_one_is_refused_with_nothing_written()
     assert_refused_untouched(&root);
     std::fs::write(&marker, "x".repeat(2000)).expect("write");
     assert_refused_untouched(&root);
+    // The same values as an array: FORMAT.md's marker is a JSON object (serde's struct
+    // reader also takes a sequence of the fields in order).
+    let v: serde_json::Value = serde_json::from_str(&good).expect("json");
+    let array = serde_json::json!([
+        v["schemaVersion"],
+        v["kind"],
+        v["rootId"],
+        v["formatVersion"]
+    ]);
+    std::fs::write(&marker, array.to_string()).expect("write");
+    assert_refused_untouched(&root);
 }
 
 #[test]

@@ -46,7 +46,8 @@ impl ClaimRecord {
     /// Decodes and validates a payload of `kind`.
     pub fn decode(kind: ClaimKind, payload: &[u8]) -> std::result::Result<ClaimRecord, String> {
         fn parse<T: serde::de::DeserializeOwned>(payload: &[u8]) -> std::result::Result<T, String> {
-            serde_json::from_slice(payload).map_err(|e| format!("payload does not decode: {e}"))
+            crate::format::json_object::from_object(payload)
+                .map_err(|e| format!("payload does not decode: {e}"))
         }
         let record = match kind {
             ClaimKind::GraphIntentClaim => {
@@ -140,6 +141,33 @@ mod tests {
             swarm_id: "graph:g".into(),
             tool_call_id: "tool \"1\" é".into(),
         })
+    }
+
+    /// Payloads FORMAT.md refuses are damage: the fields as an array (serde's struct reader
+    /// takes one), a member written `null` (read as left out), a child header that is no object.
+    #[test]
+    fn a_payload_is_an_object_without_nulls() {
+        let refused = [
+            (ClaimKind::SessionCreateClaim, r#"[1000,"s1"]"#.to_owned()),
+            (
+                ClaimKind::GraphIntentStatus,
+                r#"{"graphId":"g","intentId":"i","reason":null,"status":"executing"}"#.to_owned(),
+            ),
+            (ClaimKind::SubagentSpawnClaim, {
+                let mut v: serde_json::Value =
+                    serde_json::from_slice(&spawn(None).encode().unwrap()).unwrap();
+                v["childHeader"] = json!(5);
+                v.to_string()
+            }),
+        ];
+        for (kind, payload) in refused {
+            assert!(
+                ClaimRecord::decode(kind, payload.as_bytes()).is_err(),
+                "{payload}"
+            );
+        }
+        let session = r#"{"createdAt":1000,"sessionId":"s1"}"#;
+        assert!(ClaimRecord::decode(ClaimKind::SessionCreateClaim, session.as_bytes()).is_ok());
     }
 
     /// Every kind of record encodes with its keys sorted at every depth, byte for byte as its

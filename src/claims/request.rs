@@ -194,6 +194,9 @@ pub fn validate_spawn_claim(c: &SubagentSpawnClaim) -> Result<()> {
         return invalid("swarmId", "swarmId and itemId are both set or both empty");
     }
     hex_id("requestFingerprint", &c.request_fingerprint, "", 64)?;
+    if c.child_header.as_ref().is_some_and(|h| !h.is_object()) {
+        return invalid("childHeader", "a session header is a JSON object");
+    }
     validate_session_id(&c.child_session_id)
         .map_err(|why| Error::InvalidInput(format!("childSessionId: {why}")))
 }

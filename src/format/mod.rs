@@ -13,6 +13,7 @@ mod file_header;
 pub mod footer;
 pub mod frame;
 pub mod header;
+pub mod json_object;
 pub mod record_kind;
 
 pub(crate) use batch::FrameBatch;

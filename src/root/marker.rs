@@ -99,7 +99,7 @@ pub fn read_marker(storage: &dyn Storage) -> Result<RootMarker> {
         .read_full_at(&mut bytes, 0)
         .map_err(|e| Error::io(path, "read", e))?;
     bytes.truncate(done);
-    let marker: RootMarker = serde_json::from_slice(&bytes)
+    let marker: RootMarker = crate::format::json_object::from_object(&bytes)
         .map_err(|e| not_root(format!("{MARKER_FILE} is malformed: {e}")))?;
     marker
         .validate()
