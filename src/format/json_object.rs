@@ -5,7 +5,9 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// `bytes` read as `T` only if they are a JSON object none of whose members is `null`.
+/// `bytes` read as `T` only if they are a JSON object none of whose members is `null`. The
+/// struct's own reader reads them (a key given twice is refused there, where a JSON value
+/// keeps the last).
 pub fn from_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
     let Value::Object(members) = &value else {
@@ -14,7 +16,7 @@ pub fn from_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
     if let Some((key, _)) = members.iter().find(|(_, v)| v.is_null()) {
         return Err(format!("member {key:?} is null"));
     }
-    serde_json::from_value(value).map_err(|e| e.to_string())
+    serde_json::from_slice(bytes).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -41,5 +43,9 @@ mod tests {
         assert!(from_object::<Two>(br#"[1,"x"]"#).is_err());
         assert!(from_object::<Two>(br#"{"a":1,"b":null}"#).is_err());
         assert!(from_object::<Two>(b"1").is_err());
+        assert!(
+            from_object::<Two>(br#"{"a":1,"a":2}"#).is_err(),
+            "a key given twice"
+        );
     }
 }
