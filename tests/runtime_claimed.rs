@@ -321,3 +321,97 @@ async fn a_retry_waiting_for_a_live_run_stops_waiting_when_aborted() {
         .stop(&claim.target_session_id, "test_done")
         .expect("stop the question");
 }
+
+/// Calls for one child session are serialized as whole calls (MAKA-MODEL §12 step 2): a
+/// second claim on a child whose first claimed turn is live (the fake's question waiting) was
+/// admitted and marked executing at once, then queued at the child's turn, where its abort
+/// was not watched. It now waits before anything (its admission not asked), and its abort
+/// while it waits ends it with nothing written.
+#[tokio::test(start_paused = true)]
+async fn a_second_claim_on_a_busy_child_waits_whole_and_its_abort_writes_nothing() {
+    use makalog::runtime::{AbortController, ClaimedIntentRun, FAKE_ASK_USER_QUESTION_PROMPT};
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let root = storage.describe_root().display().to_string();
+    let prompt = FAKE_ASK_USER_QUESTION_PROMPT;
+    let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
+    // A second intent of another graph for another turn of the same child.
+    let mut second_intent = intent.clone();
+    second_intent.graph_id = "graph-b".into();
+    second_intent.intent_id = format!("graph_intent_{}", "b".repeat(32));
+    let second_prompt = "a second node for the same child";
+    let request = makalog::claims::AgentGraphIntentClaimRequest {
+        schema_version: 1,
+        claim_id: format!("graph_claim_{}", "b".repeat(32)),
+        graph_id: second_intent.graph_id.clone(),
+        intent_id: second_intent.intent_id.clone(),
+        intent_fingerprint: second_intent
+            .fingerprint(second_prompt)
+            .expect("fingerprint"),
+        readiness_context_fingerprint: second_intent.readiness_context_fingerprint.clone(),
+        target_operator_id: claim.target_operator_id.clone(),
+        target_session_id: claim.target_session_id.clone(),
+        target_turn_id: "graph-turn-b".into(),
+        target_run_id: "graph-run-b".into(),
+    };
+    let second = stores
+        .claims
+        .claim_agent_graph_intent(request)
+        .expect("second claim")
+        .claim;
+    let manager = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_fake(),
+        Sources::system(),
+    )
+    .expect("manager");
+    let m = manager.clone();
+    let first_call = claimed_run(&claim, &intent, prompt);
+    let first = tokio::spawn(async move { m.run_claimed_agent_graph_intent(first_call).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = asked.clone();
+    let controller = AbortController::new();
+    let second_call = ClaimedIntentRun {
+        abort: Some(controller.signal()),
+        admit_execution: Some(Box::new(move |_| {
+            seen.store(true, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async { Ok(()) })
+        })),
+        ..claimed_run(&second, &second_intent, second_prompt)
+    };
+    let m = manager.clone();
+    let second_task =
+        tokio::spawn(async move { m.run_claimed_agent_graph_intent(second_call).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !asked.load(std::sync::atomic::Ordering::SeqCst),
+        "not admitted while the child's other call runs"
+    );
+    controller.abort();
+    let second_outcome = tokio::time::timeout(Duration::from_secs(60), second_task)
+        .await
+        .expect("the second call stopped waiting")
+        .expect("task");
+    assert!(
+        matches!(second_outcome, Err(makalog::Error::Aborted { .. })),
+        "{second_outcome:?}"
+    );
+    let status = stores
+        .claims
+        .read_agent_graph_intent_claim(&second.graph_id, &second.intent_id)
+        .expect("read")
+        .expect("claim")
+        .status;
+    assert_eq!(status, makalog::claims::AdmissionStatus::Claimed);
+    assert!(stores
+        .runs
+        .read_run(&claim.target_session_id, "graph-run-b")
+        .is_err());
+    manager
+        .stop(&claim.target_session_id, "test_done")
+        .expect("stop the question");
+    let first = first.await.expect("task").expect("the first call");
+    assert_eq!(first.status, "cancelled");
+}

@@ -87,7 +87,43 @@ impl SessionManager {
         result
     }
 
+    /// Runs a claim's call once calls for its child session before it are done (§12 step 2:
+    /// calls for one session are serialized), waiting for them as long as the call's abort
+    /// allows.
     async fn run_claim(
+        &self,
+        claim: &AgentGraphIntentClaim,
+        run: ClaimedIntentRun,
+    ) -> Result<ClaimedRunResult> {
+        let child = &claim.target_session_id;
+        let serial = {
+            let mut calls = lock(&self.inner.claim_calls)?;
+            calls.entry(child.clone()).or_default().clone()
+        };
+        let turn = serial.clone().lock_owned();
+        let result = match run.abort.clone() {
+            Some(signal) => tokio::select! {
+                biased;
+                turn = turn => {
+                    let _turn = turn;
+                    self.run_claim_alone(claim, run).await
+                }
+                () = signal.wait() => Err(aborted(claim, "waiting for the child's other calls")),
+            },
+            None => {
+                let _turn = turn.await;
+                self.run_claim_alone(claim, run).await
+            }
+        };
+        // The child's entry goes once no call holds or waits on it.
+        let mut calls = lock(&self.inner.claim_calls)?;
+        if Arc::strong_count(&serial) == 2 {
+            calls.remove(child);
+        }
+        result
+    }
+
+    async fn run_claim_alone(
         &self,
         claim: &AgentGraphIntentClaim,
         run: ClaimedIntentRun,

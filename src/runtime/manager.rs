@@ -110,6 +110,9 @@ pub(crate) struct Inner {
     pub(super) disposed: std::sync::atomic::AtomicBool,
     /// Per claim in flight: its call's fingerprint and the lock a joining call waits on.
     pub claimed: Mutex<HashMap<String, ClaimCall>>,
+    /// Per child session: the lock a claimed call holds from its checks to its end, so calls
+    /// for one session run one after the other, whole.
+    pub(super) claim_calls: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// The runs started and not yet ended, as the open-runs file holds them.
     pub open_runs: Mutex<super::open_runs::OpenRuns>,
     /// The turn tasks running, for a shutdown to wait for.
@@ -151,6 +154,7 @@ impl SessionManager {
                 stops: Mutex::default(),
                 disposed: Default::default(),
                 claimed: Mutex::default(),
+                claim_calls: Mutex::default(),
                 open_runs: Mutex::default(),
                 live: Arc::default(),
             }),
