@@ -415,3 +415,131 @@ async fn a_second_claim_on_a_busy_child_waits_whole_and_its_abort_writes_nothing
     let first = first.await.expect("task").expect("the first call");
     assert_eq!(first.status, "cancelled");
 }
+
+/// A manager over a fresh root, with the fake's delays on tokio's paused clock, and a claim
+/// whose turn asks the fake's question (it waits until answered or stopped).
+fn parked_fixture() -> (
+    tempfile::TempDir,
+    Arc<makalog::store::ExecutionStores>,
+    SessionManager,
+    makalog::claims::AgentGraphIntentClaim,
+    makalog::runtime::AgentGraphRunnableIntent,
+    makalog::root::Owner,
+) {
+    let (t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let root = storage.describe_root().display().to_string();
+    let prompt = makalog::runtime::FAKE_ASK_USER_QUESTION_PROMPT;
+    let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
+    let manager = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_fake(),
+        Sources::system(),
+    )
+    .expect("manager");
+    (t, stores, manager, claim, intent, owner)
+}
+
+/// Calls joined for one claim, each with its own abort: a retry waiting for a live run that
+/// gives up (its abort) leaves the calls joined to it waiting on their own, and one joined
+/// whose abort fires stops waiting at once. A caller's abort was the outcome of every call
+/// joined to it, and a joined call's abort went unwatched while it waited to join.
+#[tokio::test(start_paused = true)]
+async fn each_joined_call_has_its_own_abort() {
+    use makalog::runtime::{AbortController, ClaimedIntentRun, FAKE_ASK_USER_QUESTION_PROMPT};
+    let (_t, stores, manager, claim, intent, _owner) = parked_fixture();
+    let prompt = FAKE_ASK_USER_QUESTION_PROMPT;
+    let first = tokio::time::timeout(
+        Duration::from_millis(500),
+        manager.run_claimed_agent_graph_intent(claimed_run(&claim, &intent, prompt)),
+    )
+    .await;
+    assert!(first.is_err(), "the first call gave up, its run parked");
+    let with_abort = |c: &AbortController| ClaimedIntentRun {
+        abort: Some(c.signal()),
+        ..claimed_run(&claim, &intent, prompt)
+    };
+    let (a_abort, c_abort) = (AbortController::new(), AbortController::new());
+    let m = manager.clone();
+    let a_call = with_abort(&a_abort);
+    let a = tokio::spawn(async move { m.run_claimed_agent_graph_intent(a_call).await });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let m = manager.clone();
+    let b_call = claimed_run(&claim, &intent, prompt);
+    let b = tokio::spawn(async move { m.run_claimed_agent_graph_intent(b_call).await });
+    let m = manager.clone();
+    let c_call = with_abort(&c_abort);
+    let c = tokio::spawn(async move { m.run_claimed_agent_graph_intent(c_call).await });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    c_abort.abort();
+    let c = tokio::time::timeout(Duration::from_secs(60), c)
+        .await
+        .expect("the joined call stopped waiting")
+        .expect("task");
+    assert!(matches!(c, Err(makalog::Error::Aborted { .. })), "{c:?}");
+    a_abort.abort();
+    let a = a.await.expect("task");
+    assert!(matches!(a, Err(makalog::Error::Aborted { .. })), "{a:?}");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!b.is_finished(), "b waits on, its own call");
+    manager
+        .stop(&claim.target_session_id, "test_done")
+        .expect("stop the question");
+    let b = b.await.expect("task").expect("b answers the run's end");
+    assert_eq!(b.status, "cancelled");
+    let run = stores
+        .runs
+        .read_run(&claim.target_session_id, &claim.target_run_id)
+        .expect("run");
+    assert_eq!(run.status(), "cancelled");
+}
+
+/// A joined call dropped before it ran (a caller's timeout) left the first call's outcome in
+/// the map, so every later call got it: here the host's refusal, shared with calls that joined
+/// nothing. The first call clears its outcome away once it is told to those waiting.
+#[tokio::test(start_paused = true)]
+async fn an_outcome_is_told_to_the_calls_waiting_then_and_to_no_later_one() {
+    use makalog::runtime::ClaimedIntentRun;
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let root = storage.describe_root().display().to_string();
+    let prompt = "summarize the committed record";
+    let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
+    let manager = SessionManager::new(
+        stores.clone(),
+        BackendRegistry::with_instant_fake(),
+        Sources::system(),
+    )
+    .expect("manager");
+    let (release, gate) = tokio::sync::oneshot::channel::<()>();
+    let a_call = ClaimedIntentRun {
+        admit_execution: Some(Box::new(move |_| {
+            Box::pin(async move {
+                let _ = gate.await;
+                Err(makalog::Error::InvalidInput("not now".into()))
+            })
+        })),
+        ..claimed_run(&claim, &intent, prompt)
+    };
+    let m = manager.clone();
+    let a = tokio::spawn(async move { m.run_claimed_agent_graph_intent(a_call).await });
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    // B joins (polled once: it waits on A), then is dropped without being polled again.
+    let b_call = claimed_run(&claim, &intent, prompt);
+    let mut b = Box::pin(manager.run_claimed_agent_graph_intent(b_call));
+    tokio::select! {
+        biased;
+        _ = &mut b => panic!("b waits on a"),
+        () = std::future::ready(()) => {}
+    }
+    release.send(()).expect("release");
+    assert!(a.await.expect("task").is_err(), "the host refused");
+    drop(b);
+    let c = manager
+        .run_claimed_agent_graph_intent(claimed_run(&claim, &intent, prompt))
+        .await
+        .expect("a later call runs the claim");
+    assert_eq!(c.status, "completed");
+}

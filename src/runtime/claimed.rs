@@ -60,31 +60,70 @@ impl SessionManager {
             }
             entry.1.clone()
         };
-        // The first call runs the claim and leaves its outcome; a call that waited for it
-        // answers that. A call dropped before it ended leaves none: the next runs the claim.
-        let result = {
-            let mut outcome = claim_lock.clone().lock_owned().await;
-            match &*outcome {
-                Some(Ok(result)) => Ok(result.clone()),
-                Some(Err(what)) => Err(Error::JoinedCallFailed {
-                    claim_id: claim.claim_id.clone(),
-                    what: what.clone(),
-                }),
-                None => {
-                    let result = self.run_claim(&claim, run).await;
-                    *outcome = Some(match &result {
-                        Ok(r) => Ok(r.clone()),
-                        Err(e) => Err(e.to_string()),
-                    });
-                    result
+        // The first call runs the claim and tells its outcome to the calls waiting on it, then
+        // takes the claim out of the map, so no later call gets it. A call that ended by its
+        // own abort, or was dropped, tells nothing: the next waiting runs the claim itself.
+        // Each call waits as long as its own abort allows.
+        let waited = claim_lock.clone().lock_owned();
+        let outcome = match run.abort.clone() {
+            Some(signal) => tokio::select! {
+                biased;
+                outcome = waited => Some(outcome),
+                () = signal.wait() => None,
+            },
+            None => Some(waited.await),
+        };
+        let Some(mut outcome) = outcome else {
+            self.forget_claim(&claim.claim_id, &claim_lock)?;
+            return Err(aborted(&claim, "waiting for the call it joined"));
+        };
+        let result = match &*outcome {
+            Some(Ok(result)) => Ok(result.clone()),
+            Some(Err(what)) => Err(Error::JoinedCallFailed {
+                claim_id: claim.claim_id.clone(),
+                what: what.clone(),
+            }),
+            None => {
+                let result = self.run_claim(&claim, run).await;
+                match &result {
+                    Err(Error::Aborted { .. }) => {}
+                    told => {
+                        *outcome = Some(match told {
+                            Ok(r) => Ok(r.clone()),
+                            Err(e) => Err(e.to_string()),
+                        });
+                        let mut calls = lock(&self.inner.claimed)?;
+                        if calls
+                            .get(&claim.claim_id)
+                            .is_some_and(|(_, l)| Arc::ptr_eq(l, &claim_lock))
+                        {
+                            calls.remove(&claim.claim_id);
+                        }
+                    }
                 }
+                result
             }
         };
-        let mut calls = lock(&self.inner.claimed)?;
-        if Arc::strong_count(&claim_lock) == 2 {
-            calls.remove(&claim.claim_id);
-        }
+        drop(outcome);
+        self.forget_claim(&claim.claim_id, &claim_lock)?;
         result
+    }
+
+    /// Takes claim `claim_id`'s entry out of the map once no call holds or waits on it (only
+    /// the map and the caller hold `claim_lock`), unless another entry replaced it.
+    fn forget_claim(
+        &self,
+        claim_id: &str,
+        claim_lock: &Arc<tokio::sync::Mutex<Option<super::manager::Joined>>>,
+    ) -> Result<()> {
+        let mut calls = lock(&self.inner.claimed)?;
+        let ours = calls
+            .get(claim_id)
+            .is_some_and(|(_, l)| Arc::ptr_eq(l, claim_lock));
+        if ours && Arc::strong_count(claim_lock) == 2 {
+            calls.remove(claim_id);
+        }
+        Ok(())
     }
 
     /// Runs a claim's call once calls for its child session before it are done (§12 step 2:
