@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 /// Who renames the session on the next id drawn: the stores and the session.
 type Armed = Arc<Mutex<Option<(Arc<ExecutionStores>, String)>>>;
 
-/// A host renaming (and flagging) `session` through the session store.
+/// A host renaming (and flagging) `session` through the session store, and moving it to
+/// another model for its later turns.
 fn rename(stores: &ExecutionStores, session: &str) {
     let header = stores
         .sessions
@@ -23,6 +24,7 @@ fn rename(stores: &ExecutionStores, session: &str) {
     let mut next = header.value().clone();
     next["name"] = json!("Renamed by the host");
     next["isFlagged"] = json!(true);
+    next["model"] = json!("other-model");
     stores
         .sessions
         .update_session(next)
@@ -83,4 +85,22 @@ async fn a_hosts_rename_during_a_turns_opening_stays() {
     assert_eq!(h["connectionLocked"], true, "the opening's own field");
     assert_eq!(h["status"], "active", "the ending's own field");
     assert_eq!(h["hasUnread"], true);
+    assert_eq!(
+        h["model"], "other-model",
+        "the host's model, for later turns"
+    );
+    // The turn itself runs on the model it read: its run and its assistant message agree.
+    let run = stores.runs.read_run(&s, "run-1").expect("run");
+    assert_eq!(run.value()["modelId"], "fake-model");
+    let assistant: Vec<_> = stores
+        .sessions
+        .read_messages(&s, Some("turn-1"))
+        .expect("messages")
+        .into_iter()
+        .filter(|m| m.message_type() == "assistant")
+        .collect();
+    assert!(!assistant.is_empty());
+    for m in assistant {
+        assert_eq!(m.value()["modelId"], "fake-model", "{}", m.value());
+    }
 }

@@ -5,7 +5,6 @@ use super::manager::Inner;
 use super::mapping::TurnIds;
 use crate::error::Result;
 use crate::index::SessionRecord;
-use crate::model::SessionHeader;
 use crate::store::{HeaderPatch, SessionBatch};
 use serde_json::{json, Value};
 
@@ -30,7 +29,7 @@ impl<'a> Batch<'a> {
     }
 
     /// The version of the session's header `patch` makes of the one it holds when queued.
-    pub(super) fn header_patch(&mut self, patch: &HeaderPatch) -> Result<SessionHeader> {
+    pub(super) fn header_patch(&mut self, patch: &HeaderPatch) -> Result<()> {
         self.batch.header_patch(patch)
     }
 

@@ -37,8 +37,9 @@ enum Step<'a> {
 /// A turn's opening, every record of it built and checked, in its order.
 pub(super) struct Opening<'a> {
     steps: Vec<Step<'a>>,
-    /// The session's header once the turn runs, as made from the one read before it (the one
-    /// queued, made from the header the session holds then, is what [`Opening::queue`] answers).
+    /// The session's header once the turn runs, as made from the one read before it: the turn
+    /// runs on what that read said (its model, as its run names it), whatever a host changed
+    /// since (which the header queued keeps, for later turns).
     header: SessionHeader,
     /// When the run started.
     started_at: f64,
@@ -49,15 +50,14 @@ impl Opening<'_> {
     /// state, as a run changed meanwhile); the session's header once running and when the run
     /// started.
     pub(super) fn queue(self, batch: &mut Batch) -> Result<(SessionHeader, f64)> {
-        let mut header = self.header;
         for step in self.steps {
             match step {
                 Step::Record(record, rule) => batch.record(&record, &*rule)?,
                 Step::Event(event) => batch.decoded_event(&event)?,
-                Step::Header(patch) => header = batch.header_patch(&patch)?,
+                Step::Header(patch) => batch.header_patch(&patch)?,
             }
         }
-        Ok((header, self.started_at))
+        Ok((self.header, self.started_at))
     }
 }
 

@@ -57,16 +57,12 @@ impl<'a> SessionBatch<'a> {
         Ok(())
     }
 
-    /// Queues the version of the session's header `patch` makes of the one it holds now;
-    /// returns it.
-    pub(crate) fn header_patch(
-        &mut self,
-        patch: &super::HeaderPatch,
-    ) -> Result<crate::model::SessionHeader> {
-        let (queued, header) = self.events.queue_header_patch(&self.session_id, patch)?;
+    /// Queues the version of the session's header `patch` makes of the one it holds now.
+    pub(crate) fn header_patch(&mut self, patch: &super::HeaderPatch) -> Result<()> {
+        let (queued, _) = self.events.queue_header_patch(&self.session_id, patch)?;
         self.last = Some(queued);
         self.queued += 1;
-        Ok(header)
+        Ok(())
     }
 
     /// Queues a canonical event of this session (sealing and identity checked as
