@@ -87,6 +87,7 @@ impl<'s> FramesAt<'s> {
         let got = file
             .read_at(&mut frame, offset)
             .map_err(|e| Error::io(&path, "read", e));
+        let first = got.as_ref().map_or(0, |&n| n as u64);
         let decoded = got.and_then(|got| {
             frame.truncate(got);
             if frame.len() < layout.header_len() {
@@ -107,7 +108,7 @@ impl<'s> FramesAt<'s> {
                 .map(|(seq, payload)| (seq, payload.to_vec()))
                 .ok_or_else(|| Error::corrupt(&path, offset, "the index points at no such record"))
         });
-        self.read_bytes += FIRST_READ as u64 + read_bytes;
+        self.read_bytes += first + read_bytes;
         decoded
     }
 

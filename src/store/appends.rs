@@ -130,8 +130,7 @@ impl RuntimeEventStore {
     ) -> Result<Queued> {
         // Checked by the rules the view applies it with: one it would refuse is refused here,
         // with nothing written (and no session opened for one naming another session).
-        SessionState::check_session(record, session_id).map_err(Error::InvalidInput)?;
-        self.check_fits(record.kind(), record.canonical_json())?;
+        self.check_record(record, session_id)?;
         let session = self.session(session_id)?;
         // What depends on the session's state (a run event's run) is checked under its lock.
         let st = lock(&session.state);
@@ -154,14 +153,20 @@ impl RuntimeEventStore {
         let st = lock(&session.state);
         let header = patch.on(&st.view.session)?;
         let record = SessionRecord::Header(header.clone());
-        SessionState::check_session(&record, session_id).map_err(Error::InvalidInput)?;
-        self.check_fits(record.kind(), record.canonical_json())?;
+        self.check_record(&record, session_id)?;
         st.view
             .session
             .check(&record, session_id)
             .map_err(Error::InvalidInput)?;
         let queued = self.enqueue_checked(&session, st, session_id, &record)?;
         Ok((queued, header))
+    }
+
+    /// What a record must be whatever the session holds: of this session, and within the
+    /// log's bound.
+    fn check_record(&self, record: &SessionRecord, session_id: &str) -> Result<()> {
+        SessionState::check_session(record, session_id).map_err(Error::InvalidInput)?;
+        self.check_fits(record.kind(), record.canonical_json())
     }
 
     /// Queues `record`, checked against the session's state held locked in `st`, and applies

@@ -24,6 +24,9 @@ pub struct SessionStore {
     claims: Arc<ClaimsLog>,
 }
 
+/// What §5 makes immutable once a session exists: its subagent objects.
+const IMMUTABLE: [&str; 3] = ["subagentParent", "subagentRuntime", "subagentSpawn"];
+
 impl SessionStore {
     /// A session store writing through `events` and taking session ids in `claims`.
     pub fn new(events: Arc<RuntimeEventStore>, claims: Arc<ClaimsLog>) -> SessionStore {
@@ -70,7 +73,7 @@ impl SessionStore {
                 header.id()
             )));
         };
-        for key in ["subagentParent", "subagentRuntime", "subagentSpawn"] {
+        for key in IMMUTABLE {
             if stored.value().get(key) != header.value().get(key) {
                 return Err(Error::InvalidRecord {
                     record: "session header",
@@ -89,7 +92,7 @@ impl SessionStore {
     /// Checked as [`SessionStore::update_session`] checks a header, nothing written for one
     /// refused; a field §5 makes immutable is refused.
     pub(crate) fn set_fields(&self, session_id: &str, fields: Value) -> Result<SessionHeader> {
-        for key in ["subagentParent", "subagentRuntime", "subagentSpawn"] {
+        for key in IMMUTABLE {
             if fields.get(key).is_some() {
                 return Err(Error::InvalidRecord {
                     record: "session header",
