@@ -16,20 +16,11 @@ use support::graph::{claimed_child_of_new_parent, claimed_run};
 /// waits for it and returns its result, completed, with one run_started and one terminal.
 #[tokio::test(start_paused = true)]
 async fn a_retry_after_a_dropped_call_waits_for_the_live_run_instead_of_failing_it() {
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let root = storage.describe_root().display().to_string();
     let prompt = "stream long enough to outlive the first call's patience";
-    let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
     // The fake with its delays: 45 ms a chunk of the echo, on tokio's paused clock.
-    let manager = SessionManager::new(
-        stores.clone(),
-        BackendRegistry::with_fake(),
-        Sources::system(),
-    )
-    .expect("manager");
-    let call = || claimed_run(&claim, &intent, prompt);
+    let f = fixture(prompt, BackendRegistry::with_fake());
+    let (stores, manager, claim, intent) = (&f.stores, &f.manager, &f.claim, &f.intent);
+    let call = || claimed_run(claim, intent, prompt);
     let first = tokio::time::timeout(
         Duration::from_millis(200),
         manager.run_claimed_agent_graph_intent(call()),
@@ -222,18 +213,9 @@ async fn an_existing_run_another_run_delegated_is_a_conflict() {
 #[tokio::test]
 async fn a_call_aborted_before_its_run_starts_writes_nothing() {
     use makalog::runtime::{AbortController, ClaimedIntentRun};
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let root = storage.describe_root().display().to_string();
     let prompt = "summarize the committed record";
-    let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
-    let manager = SessionManager::new(
-        stores.clone(),
-        BackendRegistry::with_instant_fake(),
-        Sources::system(),
-    )
-    .expect("manager");
+    let f = fixture(prompt, BackendRegistry::with_instant_fake());
+    let (stores, manager, claim, intent) = (&f.stores, &f.manager, &f.claim, &f.intent);
     let controller = AbortController::new();
     controller.abort();
     let asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -244,7 +226,7 @@ async fn a_call_aborted_before_its_run_starts_writes_nothing() {
             seen.store(true, std::sync::atomic::Ordering::SeqCst);
             Box::pin(async { Ok(()) })
         })),
-        ..claimed_run(&claim, &intent, prompt)
+        ..claimed_run(claim, intent, prompt)
     };
     match manager.run_claimed_agent_graph_intent(call).await {
         Err(makalog::Error::Aborted { what }) => assert!(what.contains(&claim.claim_id), "{what}"),
@@ -274,21 +256,12 @@ async fn a_call_aborted_before_its_run_starts_writes_nothing() {
 #[tokio::test(start_paused = true)]
 async fn a_retry_waiting_for_a_live_run_stops_waiting_when_aborted() {
     use makalog::runtime::{AbortController, ClaimedIntentRun, FAKE_ASK_USER_QUESTION_PROMPT};
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let root = storage.describe_root().display().to_string();
     let prompt = FAKE_ASK_USER_QUESTION_PROMPT;
-    let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
-    let manager = SessionManager::new(
-        stores.clone(),
-        BackendRegistry::with_fake(),
-        Sources::system(),
-    )
-    .expect("manager");
+    let f = fixture(prompt, BackendRegistry::with_fake());
+    let (stores, manager, claim, intent) = (&f.stores, &f.manager, &f.claim, &f.intent);
     let first = tokio::time::timeout(
         Duration::from_millis(500),
-        manager.run_claimed_agent_graph_intent(claimed_run(&claim, &intent, prompt)),
+        manager.run_claimed_agent_graph_intent(claimed_run(claim, intent, prompt)),
     )
     .await;
     assert!(
@@ -298,7 +271,7 @@ async fn a_retry_waiting_for_a_live_run_stops_waiting_when_aborted() {
     let controller = AbortController::new();
     let retry = ClaimedIntentRun {
         abort: Some(controller.signal()),
-        ..claimed_run(&claim, &intent, prompt)
+        ..claimed_run(claim, intent, prompt)
     };
     let m = manager.clone();
     let retry = tokio::spawn(async move { m.run_claimed_agent_graph_intent(retry).await });
@@ -330,12 +303,9 @@ async fn a_retry_waiting_for_a_live_run_stops_waiting_when_aborted() {
 #[tokio::test(start_paused = true)]
 async fn a_second_claim_on_a_busy_child_waits_whole_and_its_abort_writes_nothing() {
     use makalog::runtime::{AbortController, ClaimedIntentRun, FAKE_ASK_USER_QUESTION_PROMPT};
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let root = storage.describe_root().display().to_string();
     let prompt = FAKE_ASK_USER_QUESTION_PROMPT;
-    let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
+    let f = fixture(prompt, BackendRegistry::with_fake());
+    let (stores, manager, claim, intent) = (&f.stores, &f.manager, &f.claim, &f.intent);
     // A second intent of another graph for another turn of the same child.
     let mut second_intent = intent.clone();
     second_intent.graph_id = "graph-b".into();
@@ -360,14 +330,8 @@ async fn a_second_claim_on_a_busy_child_waits_whole_and_its_abort_writes_nothing
         .claim_agent_graph_intent(request)
         .expect("second claim")
         .claim;
-    let manager = SessionManager::new(
-        stores.clone(),
-        BackendRegistry::with_fake(),
-        Sources::system(),
-    )
-    .expect("manager");
     let m = manager.clone();
-    let first_call = claimed_run(&claim, &intent, prompt);
+    let first_call = claimed_run(claim, intent, prompt);
     let first = tokio::spawn(async move { m.run_claimed_agent_graph_intent(first_call).await });
     tokio::time::sleep(Duration::from_millis(500)).await;
     let asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -416,29 +380,33 @@ async fn a_second_claim_on_a_busy_child_waits_whole_and_its_abort_writes_nothing
     assert_eq!(first.status, "cancelled");
 }
 
-/// A manager over a fresh root, with the fake's delays on tokio's paused clock, and a claim
-/// whose turn asks the fake's question (it waits until answered or stopped).
-fn parked_fixture() -> (
-    tempfile::TempDir,
-    Arc<makalog::store::ExecutionStores>,
-    SessionManager,
-    makalog::claims::AgentGraphIntentClaim,
-    makalog::runtime::AgentGraphRunnableIntent,
-    makalog::root::Owner,
-) {
+/// A fresh root with a linked child and its stored claim for one turn with `prompt`, and a
+/// manager over it with `registry`'s backends.
+struct Fixture {
+    _t: tempfile::TempDir,
+    _owner: makalog::root::Owner,
+    stores: Arc<makalog::store::ExecutionStores>,
+    manager: SessionManager,
+    claim: makalog::claims::AgentGraphIntentClaim,
+    intent: makalog::runtime::AgentGraphRunnableIntent,
+}
+
+fn fixture(prompt: &str, registry: BackendRegistry) -> Fixture {
     let (t, storage) = support::temp_root();
     let owner = support::owner(&storage);
     let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
     let root = storage.describe_root().display().to_string();
-    let prompt = makalog::runtime::FAKE_ASK_USER_QUESTION_PROMPT;
     let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
-    let manager = SessionManager::new(
-        stores.clone(),
-        BackendRegistry::with_fake(),
-        Sources::system(),
-    )
-    .expect("manager");
-    (t, stores, manager, claim, intent, owner)
+    let manager =
+        SessionManager::new(stores.clone(), registry, Sources::system()).expect("manager");
+    Fixture {
+        _t: t,
+        _owner: owner,
+        stores,
+        manager,
+        claim,
+        intent,
+    }
 }
 
 /// Calls joined for one claim, each with its own abort: a retry waiting for a live run that
@@ -448,17 +416,18 @@ fn parked_fixture() -> (
 #[tokio::test(start_paused = true)]
 async fn each_joined_call_has_its_own_abort() {
     use makalog::runtime::{AbortController, ClaimedIntentRun, FAKE_ASK_USER_QUESTION_PROMPT};
-    let (_t, stores, manager, claim, intent, _owner) = parked_fixture();
     let prompt = FAKE_ASK_USER_QUESTION_PROMPT;
+    let f = fixture(prompt, BackendRegistry::with_fake());
+    let (stores, manager, claim, intent) = (&f.stores, &f.manager, &f.claim, &f.intent);
     let first = tokio::time::timeout(
         Duration::from_millis(500),
-        manager.run_claimed_agent_graph_intent(claimed_run(&claim, &intent, prompt)),
+        manager.run_claimed_agent_graph_intent(claimed_run(claim, intent, prompt)),
     )
     .await;
     assert!(first.is_err(), "the first call gave up, its run parked");
     let with_abort = |c: &AbortController| ClaimedIntentRun {
         abort: Some(c.signal()),
-        ..claimed_run(&claim, &intent, prompt)
+        ..claimed_run(claim, intent, prompt)
     };
     let (a_abort, c_abort) = (AbortController::new(), AbortController::new());
     let m = manager.clone();
@@ -466,7 +435,7 @@ async fn each_joined_call_has_its_own_abort() {
     let a = tokio::spawn(async move { m.run_claimed_agent_graph_intent(a_call).await });
     tokio::time::sleep(Duration::from_millis(50)).await;
     let m = manager.clone();
-    let b_call = claimed_run(&claim, &intent, prompt);
+    let b_call = claimed_run(claim, intent, prompt);
     let b = tokio::spawn(async move { m.run_claimed_agent_graph_intent(b_call).await });
     let m = manager.clone();
     let c_call = with_abort(&c_abort);
@@ -501,18 +470,9 @@ async fn each_joined_call_has_its_own_abort() {
 #[tokio::test(start_paused = true)]
 async fn an_outcome_is_told_to_the_calls_waiting_then_and_to_no_later_one() {
     use makalog::runtime::ClaimedIntentRun;
-    let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let root = storage.describe_root().display().to_string();
     let prompt = "summarize the committed record";
-    let (claim, intent) = claimed_child_of_new_parent(&stores, &root, prompt);
-    let manager = SessionManager::new(
-        stores.clone(),
-        BackendRegistry::with_instant_fake(),
-        Sources::system(),
-    )
-    .expect("manager");
+    let f = fixture(prompt, BackendRegistry::with_instant_fake());
+    let (manager, claim, intent) = (&f.manager, &f.claim, &f.intent);
     let (release, gate) = tokio::sync::oneshot::channel::<()>();
     let a_call = ClaimedIntentRun {
         admit_execution: Some(Box::new(move |_| {
@@ -521,13 +481,13 @@ async fn an_outcome_is_told_to_the_calls_waiting_then_and_to_no_later_one() {
                 Err(makalog::Error::InvalidInput("not now".into()))
             })
         })),
-        ..claimed_run(&claim, &intent, prompt)
+        ..claimed_run(claim, intent, prompt)
     };
     let m = manager.clone();
     let a = tokio::spawn(async move { m.run_claimed_agent_graph_intent(a_call).await });
     tokio::time::sleep(Duration::from_millis(10)).await;
     // B joins (polled once: it waits on A), then is dropped without being polled again.
-    let b_call = claimed_run(&claim, &intent, prompt);
+    let b_call = claimed_run(claim, intent, prompt);
     let mut b = Box::pin(manager.run_claimed_agent_graph_intent(b_call));
     tokio::select! {
         biased;
@@ -538,7 +498,7 @@ async fn an_outcome_is_told_to_the_calls_waiting_then_and_to_no_later_one() {
     assert!(a.await.expect("task").is_err(), "the host refused");
     drop(b);
     let c = manager
-        .run_claimed_agent_graph_intent(claimed_run(&claim, &intent, prompt))
+        .run_claimed_agent_graph_intent(claimed_run(claim, intent, prompt))
         .await
         .expect("a later call runs the claim");
     assert_eq!(c.status, "completed");
