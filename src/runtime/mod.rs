@@ -14,6 +14,7 @@ mod begin;
 mod blocking;
 mod claimed;
 mod claimed_call;
+mod claimed_join;
 mod composition;
 mod events;
 mod fake;
