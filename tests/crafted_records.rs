@@ -83,3 +83,43 @@ fn a_segment_whose_header_gives_another_ordinal_is_refused_by_the_reader_as_by_v
         other => panic!("the reader reads on: {:?}", other.map(|r| r.len())),
     }
 }
+
+/// A runtime event in a form the strict decoder refuses (an array where an object belongs)
+/// is a problem to `verify`; the index read its facts from it all the same (serde's struct
+/// reader takes an array for a struct), so the reads served an event `verify` refused, counted
+/// as ending its invocation. The rebuild now refuses it, naming the file and byte, as `verify`
+/// does.
+#[test]
+fn a_runtime_event_in_array_form_is_refused_by_the_rebuild_as_by_verify() {
+    let terminal = support::events::terminal("s", "run-1", "turn-1", "e1", 1.0, "completed");
+    let canonical = terminal.canonical_json();
+    let object = r#""actions":{"endInvocation":true,"stateDelta":{"stopReason":"end_turn"}}"#;
+    assert!(canonical.contains(object), "{canonical}");
+    let inner = canonical.replace(object, r#""actions":[true]"#);
+    let whole = r#"["e1","run-1","run-1","s","turn-1",1,false,"completed"]"#.to_owned();
+    for crafted in [inner, whole] {
+        let (_t, storage) = temp_root();
+        {
+            let owner = owner(&storage);
+            let (writer, _) =
+                SegmentWriter::open(&owner, "s", WriterConfig::default()).expect("writer");
+            writer
+                .append(
+                    RecordKind::RuntimeEvent,
+                    crafted.as_bytes(),
+                    Durability::Durable,
+                )
+                .expect("append");
+            writer.close().expect("close");
+        }
+        let report = makalog::verify::verify_root(&*storage).expect("verify");
+        assert!(!report.is_clean(), "verify refuses {crafted}");
+        match rebuild(&*storage, "s") {
+            Err(makalog::Error::Corrupt { file, offset, what }) => {
+                assert!(file.to_string_lossy().ends_with(".seg"), "{file:?}");
+                assert_eq!(offset, 256, "the first frame, after the header: {what}");
+            }
+            other => panic!("{crafted}: the rebuild took it: {other:?}"),
+        }
+    }
+}

@@ -4,8 +4,10 @@
 //! rebuild runs at the speed of the log rather than of the validator.
 
 use crate::event::RuntimeEvent;
-use serde::Deserialize;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use std::borrow::Cow;
+use std::marker::PhantomData;
 
 /// The facts of one event.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,9 +43,29 @@ struct Peek<'a> {
     #[serde(default, borrow)]
     status: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    content: Option<PeekContent<'a>>,
+    content: Option<Object<PeekContent<'a>>>,
     #[serde(default)]
-    actions: Option<PeekActions>,
+    actions: Option<Object<PeekActions>>,
+}
+
+/// `T` read from a JSON object only: serde's derived struct reader also takes an array of the
+/// members in order, which the strict decoder (and so `verify`) refuses.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Members<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Members<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Members(PhantomData)).map(Object)
+    }
 }
 
 #[derive(Deserialize)]
@@ -69,12 +91,12 @@ fn terminal_status(status: Option<&str>) -> bool {
 impl<'a> EventFacts<'a> {
     /// Reads the facts of a stored event's canonical JSON.
     pub fn peek(json: &'a str) -> Result<EventFacts<'a>, String> {
-        let p: Peek<'a> = serde_json::from_str(json)
+        let Object(p): Object<Peek<'a>> = serde_json::from_str(json)
             .map_err(|e| format!("runtime event does not decode: {e}"))?;
         Ok(EventFacts {
             terminal: terminal_status(p.status.as_deref())
-                || p.actions.and_then(|a| a.end_invocation) == Some(true),
-            opening: p.content.is_some_and(|c| c.kind == "invocation_opened"),
+                || p.actions.and_then(|a| a.0.end_invocation) == Some(true),
+            opening: p.content.is_some_and(|c| c.0.kind == "invocation_opened"),
             id: p.id,
             invocation_id: p.invocation_id,
             run_id: p.run_id,
