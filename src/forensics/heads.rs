@@ -66,8 +66,8 @@ pub fn read_heads(storage: &dyn Storage) -> Result<RootHeads> {
 }
 
 /// The head of session `id`'s valid prefix (none when its files cannot be scanned), and whether
-/// that prefix ends at damage. With `live` (a process owns the root), a torn tail at the end of
-/// the log is a write in flight, not damage.
+/// that prefix ends at damage. With `live` (a process owns the root), a torn tail or torn create
+/// at the end of the log is a write in flight, not damage.
 pub fn session_head(storage: &dyn Storage, id: &str, live: bool) -> (Option<LogHead>, bool) {
     let Ok((_, scanned)) = scan_session_files(storage, id, None) else {
         return (None, true);
@@ -77,7 +77,7 @@ pub fn session_head(storage: &dyn Storage, id: &str, live: bool) -> (Option<LogH
     // the end of a live owner's log, is no damage.
     let benign = match check.problems.as_slice() {
         [] => true,
-        [Problem::TornCreate { .. }] => scanned.len() == 1,
+        [Problem::TornCreate { .. }] => scanned.len() == 1 || live,
         [Problem::TornTail { .. }] => live,
         _ => false,
     };

@@ -63,12 +63,16 @@ impl VerifyReport {
     }
 }
 
-/// A problem found: a finding, but a torn tail (only ever at the end of a log) is a note when
-/// a live owner may be writing there.
+/// A problem found: a finding, but a torn tail or a torn create (only ever at the end of a log)
+/// is a note when a live owner may be writing there.
 fn record(p: &Problem, live: bool, findings: &mut Vec<String>, notes: &mut Vec<String>) {
     match p {
         Problem::TornTail { file, offset, .. } if live => notes.push(format!(
             "{} at byte {offset}: the end of the data seen, a write in flight (the root is owned by a live process)",
+            file.display()
+        )),
+        Problem::TornCreate { file, .. } if live => notes.push(format!(
+            "{} at byte 0: a header not yet whole, a create in flight (the root is owned by a live process)",
             file.display()
         )),
         _ => findings.push(p.describe()),

@@ -55,10 +55,10 @@ pub fn run(root: &Path, only: Option<&str>) -> ExitCode {
                 }
             }
         }
-        // The reader ends quietly at a torn tail (a write in flight to it); on a root no live
-        // process owns, that is damage, as verify says.
+        // The reader ends quietly at a torn tail or torn create (a write in flight); on a root
+        // no live process owns, that is damage, as verify says.
         if !stopped && !live {
-            if let Some(why) = torn_tail(&storage, &id) {
+            if let Some(why) = torn_end(&storage, &id) {
                 tell!("makalog: session {id}: {why}");
                 stopped = true;
             }
@@ -72,12 +72,18 @@ pub fn run(root: &Path, only: Option<&str>) -> ExitCode {
     }
 }
 
-/// The torn tail the session's log ends in, described, if it ends in one.
-fn torn_tail(storage: &RealStorage, id: &str) -> Option<String> {
+/// The torn tail or torn create the session's log ends in, described, if it ends in one that
+/// verify counts as damage (a torn create that is the session's only file holds no record).
+fn torn_end(storage: &RealStorage, id: &str) -> Option<String> {
+    use makalog::recovery::Problem;
     let (_, scanned) = makalog::segment::load::scan_session_files(storage, id, None).ok()?;
     makalog::segment::check_session(id, &scanned, None)
         .problems
         .iter()
-        .find(|p| matches!(p, makalog::recovery::Problem::TornTail { .. }))
-        .map(makalog::recovery::Problem::describe)
+        .find(|p| match p {
+            Problem::TornTail { .. } => true,
+            Problem::TornCreate { .. } => scanned.len() > 1,
+            _ => false,
+        })
+        .map(Problem::describe)
 }

@@ -79,3 +79,71 @@ fn verify_on_a_live_root_notes_a_write_in_flight_and_on_a_copy_reports_it() {
         "{stdout}"
     );
 }
+
+/// A roll caught between the new segment's creation and its header's last byte: on a live root
+/// `verify` notes a create in flight and `dump` exits clean; on a copy nobody owns, both report
+/// the torn create (`dump` exited clean there, where `verify` found it).
+#[test]
+fn a_roll_in_flight_is_a_note_on_a_live_root_and_a_torn_create_on_a_copy() {
+    let _serial = one_at_a_time();
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("root");
+    let r = root.to_str().expect("utf8");
+    let owner = makalog::root::try_acquire_owner(&root)
+        .expect("create")
+        .expect("free");
+    let config = makalog::segment::WriterConfig {
+        segment_size: 2048,
+        ..makalog::segment::WriterConfig::default()
+    };
+    let (w, _) = makalog::segment::SegmentWriter::open(&owner, "s", config).expect("writer");
+    for i in 0..20u8 {
+        let payload = vec![b'a' + i; 200];
+        w.append(
+            makalog::format::RecordKind::RunSeal,
+            &payload,
+            makalog::segment::Durability::Durable,
+        )
+        .expect("append");
+    }
+    w.close().expect("close");
+    let dir = root.join("sessions").join("s");
+    let mut segments: Vec<_> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+        .collect();
+    segments.sort();
+    assert!(segments.len() >= 2, "the log rolled");
+    let last = segments.last().expect("a segment");
+    common::cut_at(last, 100);
+    let name = last
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+
+    let out = makalog(&["verify", r]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "a live root: {stdout}");
+    assert!(
+        stdout.contains(&format!("note: sessions/s/{name} at byte 0"))
+            && stdout.contains("create in flight"),
+        "{stdout}"
+    );
+    let out = makalog(&["dump", r, "--session", "s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    drop(owner);
+
+    let out = makalog(&["verify", r]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "no live owner: {stdout}");
+    assert!(
+        stdout.contains(&format!("sessions/s/{name} at byte 0: torn create")),
+        "{stdout}"
+    );
+    let out = makalog(&["dump", r, "--session", "s"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("torn create"), "{stderr}");
+}
