@@ -54,6 +54,14 @@ fn a_run_header_needs_each_required_field_and_checks_each_value() {
         ("backendKind", json!("other"), "backendKind"),
         ("invocationId", json!("inv-9"), "invocationId"),
         ("rootExecutionKind", json!("other"), "rootExecutionKind"),
+        // The configuration's enums (§1.3): any other string was taken.
+        ("toolMode", json!("bogus"), "toolMode"),
+        ("orchestrationSource", json!("x"), "orchestrationSource"),
+        (
+            "agentSwarmAuthorization",
+            json!("y"),
+            "agentSwarmAuthorization",
+        ),
         (
             "continuationSource",
             json!({"sourceInvocationId": "i", "sourceRunId": "r", "sourceTurnId": "t", "sourceRuntimeEventHighWater": -1}),
@@ -78,6 +86,20 @@ fn a_run_header_needs_each_required_field_and_checks_each_value() {
     let mut same = run();
     same["invocationId"] = json!("run-1");
     RunHeader::from_value(same).expect("invocationId equal to runId");
+    for (key, values) in [
+        ("toolMode", &["direct", "code_mode"][..]),
+        ("orchestrationSource", &["session", "turn_override"]),
+        (
+            "agentSwarmAuthorization",
+            &["none", "session_mode", "turn_override"],
+        ),
+    ] {
+        for value in values {
+            let mut r = run();
+            r[key] = json!(value);
+            RunHeader::from_value(r).expect("a value §1.3 names");
+        }
+    }
 }
 
 #[test]

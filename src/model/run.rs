@@ -27,9 +27,6 @@ pub const TERMINAL_RUN_STATUSES: &[&str] = &["completed", "failed", "cancelled"]
 /// Optional strings with no further rule.
 const OPTIONAL_STRINGS: &[&str] = &[
     "workspaceIdentity",
-    "orchestrationSource",
-    "agentSwarmAuthorization",
-    "toolMode",
     "parentRunId",
     "resumedFromRunId",
     "retriedFromRunId",
@@ -176,6 +173,13 @@ fn read_header(r: &mut Obj) -> FieldResult<()> {
     }
     r.opt_one_of("collaborationMode", &["agent", "plan"])?;
     r.opt_one_of("orchestrationMode", &["default", "swarm", "graph"])?;
+    // The configuration's enums (§1.3).
+    r.opt_one_of("orchestrationSource", &["session", "turn_override"])?;
+    r.opt_one_of("toolMode", &["direct", "code_mode"])?;
+    r.opt_one_of(
+        "agentSwarmAuthorization",
+        &["none", "session_mode", "turn_override"],
+    )?;
     opt_strings(r, OPTIONAL_STRINGS)?;
     r.optional("runComposition", object)?;
     r.opt_object("continuationSource", read_continuation)?;
