@@ -159,7 +159,41 @@ fn a_terminal_event_of_another_run_or_one_that_does_not_end_it_is_refused() {
         s.runs.commit_terminal("s", "nope", &other_turn, None),
         Err(Error::NotFound { .. })
     ));
+    // Extras the terminal run event cannot hold (a number JavaScript cannot hold exactly)
+    // were refused only once the terminal runtime event and the run's status were written,
+    // leaving an ended run with no terminal run event, and every retry refused alike.
+    let end = terminal("s", "r", "turn-1", "end", 5.0, "completed");
+    let mut extras = serde_json::Map::new();
+    extras.insert("n".into(), json!(9_007_199_254_740_993u64));
+    match s.runs.commit_terminal("s", "r", &end, Some(extras)) {
+        Err(Error::InvalidRecord { record, .. }) => assert_eq!(record, "run event"),
+        other => panic!("{other:?}"),
+    }
     assert_eq!(session_files(&root, "s"), before, "refusals write nothing");
+    assert_eq!(s.runs.read_run("s", "r").expect("run").status(), "running");
+}
+
+/// §7: the terminal run event's data is `{failureClass (only if failed), …extras}`: a failure
+/// class the caller gives in its extras wins over the one the event implies.
+#[test]
+fn a_failure_class_in_the_extras_wins_over_the_events() {
+    let (_t, storage) = temp_root();
+    let (_owner, s) = stores::open(&storage);
+    s.sessions.create(session_header("s", 1)).expect("session");
+    s.runs.create_run(run("r")).expect("run");
+    let end = terminal("s", "r", "turn-1", "end", 9.0, "failed");
+    let mut extras = serde_json::Map::new();
+    extras.insert("failureClass".into(), json!("provider_error"));
+    s.runs
+        .commit_terminal("s", "r", &end, Some(extras))
+        .expect("commit");
+    assert_eq!(
+        terminal_events(&s, "r"),
+        [(
+            "run_failed".to_owned(),
+            json!({"failureClass": "provider_error"})
+        )]
+    );
 }
 
 /// The commit's three steps go to the run's session log in order and are made durable by one

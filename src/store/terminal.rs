@@ -10,6 +10,7 @@ use super::runtime_events::{Queued, Seen};
 use super::HeaderPatch;
 use crate::error::{Error, Result};
 use crate::event::RuntimeEvent;
+use crate::format::RecordKind;
 use crate::index::SessionRecord;
 use crate::model::{RunEvent, RunHeader};
 use serde_json::{json, Map, Value};
@@ -152,7 +153,8 @@ impl AgentRunStore {
     }
 
     /// Queues the steps of the commit that are not done yet, in their order; `queued` is left
-    /// holding the last one queued.
+    /// holding the last one queued. Steps 2 and 3 are built and checked first, so input one
+    /// of them refuses (extras the run event cannot hold) leaves nothing written.
     fn queue_steps(
         &self,
         run: &RunHeader,
@@ -163,16 +165,14 @@ impl AgentRunStore {
         queued: &mut Option<Queued>,
     ) -> Result<RunHeader> {
         let (session_id, run_id) = (run.session_id(), run.run_id());
-        // 1. The terminal runtime event: stored once (a repeat is answered from the store).
-        *queued = self.events().queue_event(terminal)?.1;
-        // 2. The run's status.
         let ts = json!(terminal.ts());
         let failure_class = terminal.value()["actions"]["stateDelta"]["failureClass"]
             .as_str()
             .unwrap_or(UNKNOWN_CLASS)
             .to_owned();
-        let run = if run.is_terminal() {
-            run.clone()
+        // 2. The run's status.
+        let next = if run.is_terminal() {
+            None
         } else {
             let mut update = json!({"status": status, "updatedAt": ts, "completedAt": ts});
             if status == "failed" {
@@ -186,25 +186,20 @@ impl AgentRunStore {
                 update["abortSource"] = source.clone();
             }
             let next = run.updated(&update)?;
-            let base = run.canonical_json();
-            *queued = Some(self.events().queue_record_if(
-                session_id,
-                &SessionRecord::Run(next.clone()),
-                &|state| match state.runs.get(run_id) {
-                    Some(r) if r.header == base => Ok(()),
-                    _ => Err(Error::InvalidInput(format!(
-                        "run {run_id} changed while its terminal commit was made; commit again"
-                    ))),
-                },
-            )?);
-            next
+            self.events()
+                .check_fits(RecordKind::Run, next.canonical_json())?;
+            Some(next)
         };
-        // 3. Exactly one terminal run event.
-        if !ended {
-            let mut data = end.extras.unwrap_or_default();
+        // 3. Exactly one terminal run event: data is {failureClass (only if failed),
+        // …extras}, so the extras' own members win.
+        let run_event = if ended {
+            None
+        } else {
+            let mut data = Map::new();
             if status == "failed" {
                 data.insert("failureClass".into(), json!(failure_class));
             }
+            data.extend(end.extras.unwrap_or_default());
             let mut event = json!({
                 "type": format!("run_{status}"),
                 "id": format!("{run_id}:run_{status}"),
@@ -216,12 +211,35 @@ impl AgentRunStore {
             if !data.is_empty() {
                 event["data"] = Value::Object(data);
             }
-            let event = RunEvent::from_value(event)?;
-            *queued = Some(self.events().queue_record_if(
-                session_id,
-                &SessionRecord::RunEvent(event),
-                &|_| Ok(()),
-            )?);
+            let event = SessionRecord::RunEvent(RunEvent::from_value(event)?);
+            self.events()
+                .check_fits(event.kind(), event.canonical_json())?;
+            Some(event)
+        };
+        // 1. The terminal runtime event: stored once (a repeat is answered from the store).
+        *queued = self.events().queue_event(terminal)?.1;
+        let base = run.canonical_json();
+        let run = match next {
+            Some(next) => {
+                *queued = Some(self.events().queue_record_if(
+                    session_id,
+                    &SessionRecord::Run(next.clone()),
+                    &|state| match state.runs.get(run_id) {
+                        Some(r) if r.header == base => Ok(()),
+                        _ => Err(Error::InvalidInput(format!(
+                            "run {run_id} changed while its terminal commit was made; commit again"
+                        ))),
+                    },
+                )?);
+                next
+            }
+            None => run.clone(),
+        };
+        if let Some(event) = run_event {
+            *queued = Some(
+                self.events()
+                    .queue_record_if(session_id, &event, &|_| Ok(()))?,
+            );
         }
         Ok(run)
     }
