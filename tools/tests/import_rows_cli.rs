@@ -277,3 +277,60 @@ fn a_spawn_claim_too_big_for_the_claims_log_is_refused_by_its_key() {
         );
     }
 }
+
+/// A start rejection imported into a root of format version 2 (which holds no turn rejection
+/// record): the session's writer refused it midway, every rerun stopped there, and the later
+/// sessions and the graph claims were never imported. It is refused by its key, with the rest.
+#[test]
+fn a_start_rejection_for_a_version_2_root_is_refused_by_its_key() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let db = fixture_copy(t.path());
+    let sid = "ac93ae77-6d35-4541-8bf3-d18391bb6a18";
+    let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
+    let record = serde_json::json!({
+        "schemaVersion": 1, "sessionId": sid, "turnId": "fixture-f2-turn-9",
+        "execution": {"kind": "external_message"},
+        "skillInvocation": {"loaded": [], "failed": [{"name": "deploy", "reason": "not_found"}], "receipts": []},
+        "rejectedAt": 1_796_111_992_000u64,
+    });
+    conn.execute(
+        "INSERT INTO core_root_turn_start_rejections VALUES (?1, 'fixture-f2-turn-9', 1796111992000, ?2)",
+        [sid, &record.to_string()],
+    )
+    .expect("a rejection");
+    drop(conn);
+    let root = t.path().join("root");
+    std::fs::create_dir(&root).expect("root");
+    std::fs::write(
+        root.join(".makalog-root.json"),
+        format!(
+            r#"{{"schemaVersion":1,"kind":"interactive","rootId":"{}","formatVersion":2}}"#,
+            "cd".repeat(32)
+        ),
+    )
+    .expect("a version 2 root");
+    let (code, report, err) = import(&db, &root);
+    assert_eq!(code, 1, "a row was refused: {err}");
+    let rejections = find(
+        &report["tables"],
+        "table",
+        "core_root_turn_start_rejections",
+    );
+    let refused = rejections["refused"].as_array().expect("refused");
+    assert_eq!(refused.len(), 1, "{rejections}");
+    assert_eq!(refused[0]["key"], format!("{sid}/fixture-f2-turn-9"));
+    assert!(
+        refused[0]["reason"]
+            .as_str()
+            .expect("why")
+            .contains("needs format version 3"),
+        "{refused:?}"
+    );
+    let sessions = find(&report["tables"], "table", "session_metadata");
+    assert_eq!(sessions["imported"], 5, "every session: {sessions}");
+    let (again, report, err) = import(&db, &root);
+    assert_eq!(again, 1, "the same row, refused again: {err}");
+    assert_eq!(report["written"]["nothingNew"], true, "{report}");
+    let out = makalog(&["verify", s(&root)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}

@@ -4,7 +4,7 @@
 use super::order::{fits, Rank, Timed};
 use super::report::Report;
 use super::sql::{int, json, key, select, text, time};
-use makalog::format::RecordKind;
+use makalog::format::{FrameKind, RecordKind};
 use makalog::import::Planned;
 use makalog::model::{RootTurnAdmission, RootTurnRejection, RunEvent, RunHeader, StoredMessage};
 use rusqlite::types::Value;
@@ -19,32 +19,52 @@ fn record(kind: RecordKind, canonical: &str) -> Planned {
     }
 }
 
-/// Admissions and start rejections, each by its time.
+/// Admissions and start rejections, each by its time, for a root of format `version`.
 pub fn turns(
     conn: &Connection,
     sid: &str,
+    version: u16,
     report: &mut Report,
 ) -> rusqlite::Result<Vec<Vec<Timed>>> {
+    let table = |table, at, kind| TurnTable {
+        table,
+        at,
+        kind,
+        version,
+    };
     Ok(vec![
         turn_records(
             conn,
             sid,
-            "core_root_turn_admissions",
-            "admitted_at",
-            RecordKind::Admission,
+            table(
+                "core_root_turn_admissions",
+                "admitted_at",
+                RecordKind::Admission,
+            ),
             report,
             &|v| RootTurnAdmission::from_value(v).map(|a| a.canonical_json().to_owned()),
         )?,
         turn_records(
             conn,
             sid,
-            "core_root_turn_start_rejections",
-            "rejected_at",
-            RecordKind::TurnRejection,
+            table(
+                "core_root_turn_start_rejections",
+                "rejected_at",
+                RecordKind::TurnRejection,
+            ),
             report,
             &|v| RootTurnRejection::from_value(v).map(|r| r.canonical_json().to_owned()),
         )?,
     ])
+}
+
+/// A table of turn records, the time column, the kind they become, and the format version of
+/// the root they go to.
+struct TurnTable {
+    table: &'static str,
+    at: &'static str,
+    kind: RecordKind,
+    version: u16,
 }
 
 /// One table of turn records (`session_id`, `turn_id`, the time column, `record_json`), each
@@ -52,15 +72,29 @@ pub fn turns(
 fn turn_records(
     conn: &Connection,
     sid: &str,
-    table: &str,
-    at: &str,
-    kind: RecordKind,
+    TurnTable {
+        table,
+        at,
+        kind,
+        version,
+    }: TurnTable,
     report: &mut Report,
     decode: &dyn Fn(serde_json::Value) -> makalog::Result<String>,
 ) -> rusqlite::Result<Vec<Timed>> {
     let mut out = Vec::new();
     let sql = format!("SELECT turn_id, {at}, record_json FROM {table} WHERE session_id = ?1 ORDER BY {at}, turn_id");
     for r in select(conn, &sql, [sid])? {
+        // A kind newer than the root's format (a start rejection in a version 2 root) would
+        // be refused by its session's writer midway, at every rerun: it is refused here.
+        if kind.first_version() > version {
+            let why = format!(
+                "a {} record needs format version {}; the root is version {version}",
+                kind.name(),
+                kind.first_version()
+            );
+            report.refused(table, format!("{sid}/{}", key(&[&r[0]])), why);
+            continue;
+        }
         let decoded = json(&r[2])
             .and_then(|v| decode(v).map_err(|e| e.to_string()))
             .and_then(|canonical| {

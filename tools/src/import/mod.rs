@@ -80,8 +80,16 @@ fn import(db_dir: &Path, root: &Path) -> Result<(Report, ImportOutcome), Stop> {
         }
         Err(e) => return Err(refused(&e)),
     };
+    // The version the root's new sessions are written in: a record of a kind it cannot hold
+    // is refused with its row.
+    let version = owner.marker().format_version;
     let stores = open_execution_stores_for_write(&owner).map_err(|e| refused(&e))?;
-    let outcome = write(&stores, conn, &ids, &claims, &graph, &mut report);
+    let planning = session::Planning {
+        conn,
+        claims: &claims,
+        version,
+    };
+    let outcome = write(&stores, &planning, &ids, &graph, &mut report);
     let closed = stores.close();
     let outcome = outcome?;
     closed.map_err(|e| Stop::Failed(e.to_string()))?;
@@ -107,17 +115,17 @@ fn not_a_target(storage: &RealStorage, root: &Path) -> Option<String> {
 /// it already holds), then plans and writes a session at a time.
 fn write(
     stores: &ExecutionStores,
-    conn: &rusqlite::Connection,
+    source: &session::Planning,
     ids: &[String],
-    claims: &session::Claims,
     graph: &[makalog::import::GraphClaimPlan],
     report: &mut Report,
 ) -> Result<ImportOutcome, Stop> {
+    let (conn, claims) = (source.conn, source.claims);
     let sql = |e: rusqlite::Error| Stop::Refused(format!("runtime.sqlite: {e}"));
     let refused = |e: makalog::Error| Stop::Refused(format!("{e}; nothing was imported"));
     let target = Target::new(stores).map_err(refused)?;
     let plan = |id: &str, report: &mut Report| -> Result<Option<SessionPlan>, Stop> {
-        session::plan(conn, id, claims, report).map_err(sql)
+        session::plan(source, id, report).map_err(sql)
     };
     for id in ids {
         // An id the stores cannot take is refused with its session when it is planned.

@@ -46,12 +46,20 @@ pub fn session_ids(conn: &Connection) -> rusqlite::Result<Vec<String>> {
 
 /// Plans session `sid`, accounting for each of its rows in `report`; `None` when its header is
 /// refused (and with it every row of the session).
+/// What a session is planned from: the source, its claims, and the format version of the
+/// root it is written to.
+pub struct Planning<'a> {
+    pub conn: &'a Connection,
+    pub claims: &'a Claims,
+    pub version: u16,
+}
+
 pub fn plan(
-    conn: &Connection,
+    source: &Planning,
     sid: &str,
-    claims: &Claims,
     report: &mut Report,
 ) -> rusqlite::Result<Option<SessionPlan>> {
+    let (conn, claims) = (source.conn, source.claims);
     let (header, created_at) = match header_of(conn, sid)? {
         Ok(h) => h,
         Err(why) => {
@@ -76,7 +84,7 @@ pub fn plan(
     };
     report.imported("session_metadata", 1);
     let id_claim = id_claim(sid, &header, created_at, claims, report);
-    let mut streams: Vec<Vec<Timed>> = lifecycle::turns(conn, sid, report)?;
+    let mut streams: Vec<Vec<Timed>> = lifecycle::turns(conn, sid, source.version, report)?;
     streams.extend(lifecycle::runs(conn, sid, report)?);
     streams.push(events::runtime_events(conn, sid, report)?);
     streams.push(lifecycle::messages(conn, sid, report)?);
