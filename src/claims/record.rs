@@ -43,6 +43,33 @@ impl ClaimRecord {
         bytes.map_err(|e| Error::InvalidInput(format!("claim does not encode: {e}")))
     }
 
+    /// The payload, refused if it is over `max_payload` bytes or would not read back as the
+    /// claim it is (replay must take every record the log holds: a spawn claim carries its
+    /// child's header, which its decoder may take nested deeper than the claim's reader can,
+    /// at 128 levels). What a claims log appends, and what an import checks a row against.
+    pub fn encode_within(&self, max_payload: u32) -> Result<Vec<u8>> {
+        let payload = self.encode()?;
+        if payload.len() > max_payload as usize {
+            return Err(Error::InvalidInput(format!(
+                "claim of {} bytes exceeds the bound of {max_payload} bytes",
+                payload.len()
+            )));
+        }
+        // What the encoder wrote from typed fields reads back unless it nests too deep.
+        let nesting = payload_nesting(&payload);
+        if nesting > MAX_PAYLOAD_NESTING {
+            return Err(Error::InvalidInput(format!(
+                "claim does not read back as written: it nests {nesting} levels deep, past \
+                 the {MAX_PAYLOAD_NESTING} replay reads"
+            )));
+        }
+        debug_assert!(
+            ClaimRecord::decode(self.kind(), &payload).is_ok(),
+            "a claim within the nesting bound reads back"
+        );
+        Ok(payload)
+    }
+
     /// Decodes and validates a payload of `kind`.
     pub fn decode(kind: ClaimKind, payload: &[u8]) -> std::result::Result<ClaimRecord, String> {
         fn parse<T: serde::de::DeserializeOwned>(payload: &[u8]) -> std::result::Result<T, String> {

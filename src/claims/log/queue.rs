@@ -2,7 +2,6 @@
 //! commit: one record waited for alone, or several taken together in one sync.
 
 use super::{ClaimsLog, Guard};
-use crate::claims::record::{payload_nesting, MAX_PAYLOAD_NESTING};
 use crate::claims::table::{ClaimRecord, Decision};
 use crate::error::{Error, Result};
 use crate::format::{next_chain, FrameBatch, FrameKind};
@@ -11,7 +10,7 @@ impl ClaimsLog {
     /// Decides `record` against the tables and, if it is new, appends it; in both cases waits
     /// until the record that answers is durable. Returns whether a record was appended.
     pub(super) fn commit_record(&self, record: ClaimRecord) -> Result<(Guard<'_>, bool)> {
-        let payload = self.encode_bounded(&record)?;
+        let payload = record.encode_within(self.max_payload)?;
         let st = self.commit.lock()?;
         let (st, answer) = self.queue_record(st, record, payload)?;
         Ok((self.commit.wait_durable(st, answer.seq)?, answer.appended))
@@ -29,7 +28,7 @@ impl ClaimsLog {
     ) -> Result<(Guard<'_>, Vec<bool>)> {
         let encoded = records
             .into_iter()
-            .map(|r| Ok((self.encode_bounded(&r)?, r)))
+            .map(|r| Ok((r.encode_within(self.max_payload)?, r)))
             .collect::<Result<Vec<_>>>()?;
         let mut st = self.commit.lock()?;
         for (_, record) in &encoded {
@@ -48,36 +47,6 @@ impl ClaimsLog {
             appended.push(answer.appended);
         }
         Ok((self.commit.wait_durable(st, last)?, appended))
-    }
-
-    /// The payload `record` is appended as, refused if it is over the log's bound or would not
-    /// read back as the claim it is: replay must take every record the log holds (a spawn
-    /// claim carries its child's header, which its decoder may take nested deeper than the
-    /// claim's reader can, at 128 levels).
-    fn encode_bounded(&self, record: &ClaimRecord) -> Result<Vec<u8>> {
-        let payload = record.encode()?;
-        if payload.len() > self.max_payload as usize {
-            return Err(Error::InvalidInput(format!(
-                "claim of {} bytes exceeds the bound of {} bytes",
-                payload.len(),
-                self.max_payload
-            )));
-        }
-        // What the encoder wrote from typed fields reads back unless it nests too deep.
-        let nesting = payload_nesting(&payload);
-        if nesting > MAX_PAYLOAD_NESTING {
-            return Err(Error::InvalidInput(format!(
-                "claim does not read back as written: it nests {nesting} levels deep, past \
-                 the {MAX_PAYLOAD_NESTING} replay reads"
-            )));
-        }
-        // Read back, not compared: serde_json's float reading may land a digit-heavy number
-        // one ulp off.
-        debug_assert!(
-            ClaimRecord::decode(record.kind(), &payload).is_ok(),
-            "a claim within the nesting bound reads back"
-        );
-        Ok(payload)
     }
 
     /// Decides `record` (encoded as `payload`) against the tables and, if it is new, queues it

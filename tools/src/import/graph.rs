@@ -2,7 +2,10 @@
 
 use super::report::Report;
 use super::sql::{claim_time, int, key_part, opt_text, select, text};
-use makalog::claims::{validate_graph_request, AdmissionStatus, AgentGraphIntentClaimRequest};
+use makalog::claims::{
+    validate_graph_request, AdmissionStatus, AdmissionStatusChange, AgentGraphIntentClaimRequest,
+    ClaimRecord,
+};
 use makalog::import::GraphClaimPlan;
 use rusqlite::Connection;
 use std::collections::HashSet;
@@ -52,6 +55,19 @@ pub fn graph_claims(
                 (AdmissionStatus::Cancelled, _) => {}
                 (_, Some(_)) => return Err("a cancellation reason on a claim not cancelled".into()),
                 (_, None) => {}
+            }
+            // The status record the claims log writes must fit it: refused there, after the
+            // claim, it stopped every rerun at the same place.
+            if status != AdmissionStatus::Claimed {
+                let change = AdmissionStatusChange {
+                    graph_id: request.graph_id.clone(),
+                    intent_id: request.intent_id.clone(),
+                    reason: reason.clone(),
+                    status,
+                };
+                ClaimRecord::Status(change)
+                    .encode_within(makalog::format::DEFAULT_MAX_PAYLOAD)
+                    .map_err(|e| format!("its admission status: {e}"))?;
             }
             Ok::<_, String>(GraphClaimPlan { request, claimed_at, status, reason })
         })();

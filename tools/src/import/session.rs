@@ -224,18 +224,11 @@ fn spawn_agrees(header: &SessionHeader, spawn: &SpawnRow) -> Result<SubagentSpaw
     // The canonical form, parsed: what the claims log stores and gives back.
     claim.child_header = serde_json::from_str(header.canonical_json()).ok();
     validate_spawn_claim(&claim).map_err(|e| e.to_string())?;
-    // The claim carries the header, so it is longer than the header's record: one may fit a
-    // segment while the claims log refuses the other.
-    let len = ClaimRecord::Spawn(claim.clone())
-        .encode()
-        .map_err(|e| e.to_string())?
-        .len();
-    let max = makalog::format::DEFAULT_MAX_PAYLOAD as usize;
-    if len > max {
-        return Err(format!(
-            "its spawn claim, which carries the child's header, is {len} bytes, more than a claim may hold ({max})"
-        ));
-    }
+    // The claim carries the header, so it is longer and one level deeper than the header's
+    // record: one may fit a segment while the claims log refuses the other.
+    ClaimRecord::Spawn(claim.clone())
+        .encode_within(makalog::format::DEFAULT_MAX_PAYLOAD)
+        .map_err(|e| format!("its spawn claim, which carries the child's header: {e}"))?;
     Ok(claim)
 }
 
