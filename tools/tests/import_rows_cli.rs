@@ -410,3 +410,105 @@ fn a_cancellation_reason_too_long_for_the_claims_log_is_refused_by_its_key() {
         "the refused claim is not written: {stdout}"
     );
 }
+
+/// A message the original kept in chunks (a payload row stating its length and digest, then
+/// its chunks, each with its digest): joined and imported as the same message; refused by its
+/// key when its chunks skip an index, a chunk's digest differs, or its payload states more
+/// bytes than any record could be made of, refused then before any chunk's data is read.
+#[test]
+fn a_chunked_message_is_joined_and_its_defects_refused_by_its_key() {
+    use sha2::{Digest, Sha256};
+    let sid = "46a0c9bf-503c-46d1-a75e-9c3440d51a33";
+    let hex = |b: &[u8]| -> String {
+        Sha256::digest(b)
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect()
+    };
+    let cases = [
+        ("joined", ""),
+        (
+            "skips an index",
+            "UPDATE session_message_chunks SET chunk_index = 5 WHERE chunk_index = 1",
+        ),
+        (
+            "a digest differs",
+            "UPDATE session_message_chunks SET sha256 = printf('%.*c', 64, '0') WHERE chunk_index = 2",
+        ),
+        (
+            "states too many bytes",
+            "UPDATE session_message_payloads SET record_bytes = 117440512",
+        ),
+    ];
+    let mut first: Option<String> = None;
+    for (case, craft) in cases {
+        let t = tempfile::tempdir().expect("tempdir");
+        let db = fixture_copy(t.path());
+        let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
+        let stored: String = conn
+            .query_row(
+                "SELECT record_json FROM session_messages WHERE session_id = ?1 AND sequence = 2",
+                [sid],
+                |r| r.get(0),
+            )
+            .expect("a message");
+        // Longer than the original keeps in one row (64 KiB): four chunks of at most 64 KiB.
+        let mut value: serde_json::Value = serde_json::from_str(&stored).expect("json");
+        value["text"] = serde_json::json!("x".repeat(200_000));
+        let record = value.to_string();
+        conn.execute(
+            "INSERT INTO session_message_payloads VALUES (?1, 2, ?2, ?3)",
+            rusqlite::params![sid, record.len() as i64, hex(record.as_bytes())],
+        )
+        .expect("payload");
+        for (i, part) in record.as_bytes().chunks(65_536).enumerate() {
+            conn.execute(
+                "INSERT INTO session_message_chunks VALUES (?1, 2, ?2, ?3, ?4)",
+                rusqlite::params![sid, i as i64, part, hex(part)],
+            )
+            .expect("chunk");
+        }
+        conn.execute(
+            "UPDATE session_messages SET record_json = '{}' WHERE session_id = ?1 AND sequence = 2",
+            [sid],
+        )
+        .expect("the record is in the chunks");
+        if !craft.is_empty() {
+            conn.execute(craft, []).expect(case);
+        }
+        drop(conn);
+        let root = t.path().join("root");
+        let (code, report, err) = import(&db, &root);
+        let messages = find(&report["tables"], "table", "session_messages");
+        if case == "joined" {
+            assert_eq!(code, 0, "{case}: {err}");
+            assert_eq!(
+                find(&report["tables"], "table", "session_message_chunks")["imported"],
+                4
+            );
+            let storage = makalog::storage::RealStorage::unmapped(&root);
+            let read = makalog::store::ReadOnlySessions::new(&storage)
+                .read_messages(sid, None)
+                .expect("messages");
+            let value: serde_json::Value = serde_json::from_str(&record).expect("json");
+            assert!(
+                read.iter()
+                    .any(|m| m.value()["id"] == value["id"] && m.value()["text"] == value["text"]),
+                "{case}: the joined message is imported"
+            );
+            first = Some(record);
+            continue;
+        }
+        assert_eq!(code, 1, "{case}: {err}");
+        let refused = &messages["refused"][0];
+        assert_eq!(refused["key"], format!("{sid}/2"), "{case}: {messages}");
+        let reason = refused["reason"].as_str().expect("why");
+        let expected = match case {
+            "skips an index" => "skip index 1",
+            "a digest differs" => "chunk 2 does not match its sha256",
+            _ => "more than a record could be made of",
+        };
+        assert!(reason.contains(expected), "{case}: {reason}");
+    }
+    assert!(first.is_some());
+}

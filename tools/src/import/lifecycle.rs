@@ -242,18 +242,24 @@ pub fn messages(conn: &Connection, sid: &str, report: &mut Report) -> rusqlite::
     )? {
         let seq = int(&r[0]).unwrap_or(-1);
         let row_key = format!("{sid}/{}", key(&[&r[0]]));
+        // The chunks' indexes, lengths and digests, not their data: a message is joined only
+        // once they add up to what its payload row states, within what a record could become.
         let chunks = if chunked.contains(&seq) {
             Some(select(
                 conn,
-                "SELECT chunk_index, data, sha256 FROM session_message_chunks WHERE session_id = ?1 AND sequence = ?2 ORDER BY chunk_index",
+                "SELECT chunk_index, typeof(data), length(data), sha256 FROM session_message_chunks WHERE session_id = ?1 AND sequence = ?2 ORDER BY chunk_index",
                 rusqlite::params![sid, seq],
             )?)
         } else {
             None
         };
+        let whole = match &chunks {
+            Some(chunks) => Some(joined(conn, (sid, seq), chunks, (&r[3], &r[4]))?),
+            None => None,
+        };
         let decoded = (|| {
-            let text_json = match &chunks {
-                Some(chunks) => joined(chunks, &r[3], &r[4])?,
+            let text_json = match whole {
+                Some(whole) => whole?,
                 None => text(&r[2])?.to_owned(),
             };
             let value = serde_json::from_str(&text_json).map_err(|e| format!("is not JSON: {e}"))?;
@@ -300,33 +306,78 @@ pub fn messages(conn: &Connection, sid: &str, report: &mut Report) -> rusqlite::
     Ok(out)
 }
 
-/// A large message's record joined from its chunks: indexes from 0 without a gap, each chunk's
-/// digest, the whole's length and digest as the payload row states them.
-fn joined(chunks: &[Vec<Value>], bytes: &Value, sha256: &Value) -> Result<String, String> {
-    let mut whole = Vec::new();
-    for (i, c) in chunks.iter().enumerate() {
-        if int(&c[0])? != i as i64 {
-            return Err(format!("its chunks skip index {i}"));
+/// The most bytes a message's record may state and still become a record: its canonical JSON
+/// may be shorter than the original's text (`\u0041` is `A`), at most six times.
+const MAX_JOINED: i64 = 6 * makalog::format::DEFAULT_MAX_PAYLOAD as i64;
+
+/// A large message's record joined from its chunks (`chunks`: index, type, length and digest
+/// of each): indexes from 0 without a gap, blobs whose lengths add up to the payload's stated
+/// length, which a record could become; then each chunk's data, read one at a time, against
+/// its digest, and the whole's digest. Refused, with why, before any data is read otherwise.
+fn joined(
+    conn: &Connection,
+    (sid, seq): (&str, i64),
+    chunks: &[Vec<Value>],
+    (bytes, sha256): (&Value, &Value),
+) -> rusqlite::Result<Result<String, String>> {
+    let stated = match int(bytes) {
+        Ok(n) if (0..=MAX_JOINED).contains(&n) => n,
+        Ok(n) => {
+            return Ok(Err(format!(
+                "its payload states {n} bytes, more than a record could be made of ({MAX_JOINED})"
+            )))
         }
-        let Value::Blob(data) = &c[1] else {
-            return Err(format!("chunk {i} is not a blob"));
+        Err(why) => return Ok(Err(format!("record_bytes {why}"))),
+    };
+    let mut total = 0i64;
+    for (i, c) in chunks.iter().enumerate() {
+        if int(&c[0]) != Ok(i as i64) {
+            return Ok(Err(format!("its chunks skip index {i}")));
+        }
+        if text(&c[1]) != Ok("blob") {
+            return Ok(Err(format!("chunk {i} is not a blob")));
+        }
+        total = total.saturating_add(int(&c[2]).unwrap_or(i64::MAX));
+    }
+    if total != stated {
+        return Ok(Err(format!(
+            "its chunks hold {total} bytes, not the {stated} its payload states"
+        )));
+    }
+    let mut whole = Vec::with_capacity(stated as usize);
+    let mut stmt = conn.prepare_cached(
+        "SELECT data FROM session_message_chunks WHERE session_id = ?1 AND sequence = ?2 ORDER BY chunk_index",
+    )?;
+    let mut rows = stmt.query(rusqlite::params![sid, seq])?;
+    let mut i = 0;
+    while let Some(row) = rows.next()? {
+        let data = match row.get_ref(0)? {
+            rusqlite::types::ValueRef::Blob(data) => data,
+            _ => return Ok(Err(format!("chunk {i} is not a blob"))),
         };
-        if hex(&Sha256::digest(data)) != text(&c[2])? {
-            return Err(format!("chunk {i} does not match its sha256"));
+        // The rows read now are the ones measured above, unless the source changed meanwhile.
+        if whole.len() + data.len() > stated as usize {
+            return Ok(Err(format!(
+                "its chunks hold more than the {stated} bytes its payload states"
+            )));
+        }
+        match chunks.get(i).map(|c| text(&c[3])) {
+            Some(Ok(digest)) if hex(&Sha256::digest(data)) == digest => {}
+            _ => return Ok(Err(format!("chunk {i} does not match its sha256"))),
         }
         whole.extend_from_slice(data);
+        i += 1;
     }
-    if whole.len() as i64 != int(bytes)? {
-        return Err(format!(
-            "its chunks hold {} bytes, not the {} its payload states",
-            whole.len(),
-            int(bytes)?
-        ));
+    if whole.len() as i64 != stated {
+        return Ok(Err(format!(
+            "its chunks hold {} bytes, not the {stated} its payload states",
+            whole.len()
+        )));
     }
-    if hex(&Sha256::digest(&whole)) != text(sha256)? {
-        return Err("its chunks do not match the payload's sha256".into());
+    if text(sha256) != Ok(hex(&Sha256::digest(&whole)).as_str()) {
+        return Ok(Err("its chunks do not match the payload's sha256".into()));
     }
-    String::from_utf8(whole).map_err(|_| "its record is not UTF-8".into())
+    Ok(String::from_utf8(whole).map_err(|_| "its record is not UTF-8".into()))
 }
 
 fn hex(bytes: &[u8]) -> String {
