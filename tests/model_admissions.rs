@@ -154,6 +154,10 @@ fn admission_fields_are_checked_by_name() {
         ("previousRootTurnId", json!("turn-2"), "previousRootTurnId"),
         ("admittedAt", json!(-1), "admittedAt"),
         ("admittedAt", json!(1.5), "admittedAt"),
+        // A MessageContent is an object: any other JSON was taken.
+        ("normalizedInput", json!(42), "normalizedInput"),
+        ("normalizedInput", json!("go"), "normalizedInput"),
+        ("normalizedInput", json!([]), "normalizedInput"),
         ("sourceMessages", json!([{"messageId": "m", "content": "c", "placement": "p"}]), "sourceMessages[0].disposition"),
         ("sourceMessages", json!((0..65).map(|i| json!({"messageId": format!("m{i}"), "content": "c", "placement": "p", "disposition": "d"})).collect::<Vec<_>>()), "sourceMessages"),
         ("surprise", json!(0), "surprise"),

@@ -130,7 +130,12 @@ fn read_admission(a: &mut Obj) -> FieldResult<()> {
             "must differ from turnId",
         ));
     }
-    let input = a.required("normalizedInput", |v, _| Ok(!v.is_null()))?;
+    // A MessageContent (an object), or null.
+    let input = a.required("normalizedInput", |v, p| match v {
+        Value::Null => Ok(false),
+        Value::Object(_) => Ok(true),
+        _ => Err(invalid(p, "must be a MessageContent object or null")),
+    })?;
     if input == WITHOUT_INPUT.contains(&kind.as_str()) {
         let why = if input {
             format!("must be null for a {kind} admission")
