@@ -512,3 +512,60 @@ fn a_chunked_message_is_joined_and_its_defects_refused_by_its_key() {
     }
     assert!(first.is_some());
 }
+
+/// A source rebuilt without its primary keys, holding two spawns of one key, two rows of one
+/// session and two create claims of one id: the second spawn took the claim at write time and
+/// failed the import midway, and every rerun was refused; a repeated session was planned twice
+/// and its second header dropped unnamed; a repeated create claim was dropped unnamed. Each
+/// later row is now refused by its key, and the rest imported.
+#[test]
+fn rows_repeating_a_key_in_a_source_without_its_keys_are_refused_by_their_keys() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let db = fixture_copy(t.path());
+    let child = "c29832e3-288e-43d3-89dd-2042315d4b30";
+    let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
+    conn.execute_batch(&format!(
+        "PRAGMA foreign_keys = OFF;
+         ALTER TABLE subagent_spawns RENAME TO keyed; CREATE TABLE subagent_spawns AS SELECT * FROM keyed; DROP TABLE keyed;
+         INSERT INTO subagent_spawns SELECT parent_session_id, parent_run_id, tool_call_id, swarm_id, item_id, request_fingerprint, '00-dup-child', initial_turn_id, initial_run_id, claimed_at + 1 FROM subagent_spawns WHERE child_session_id = '{child}';
+         CREATE TEMP TABLE one AS SELECT * FROM session_metadata WHERE session_id = '{child}';
+         UPDATE one SET session_id = '00-dup-child', payload_json = json_set(payload_json, '$.id', '00-dup-child');
+         ALTER TABLE session_metadata RENAME TO keyed; CREATE TABLE session_metadata AS SELECT * FROM keyed; DROP TABLE keyed;
+         INSERT INTO session_metadata SELECT * FROM one;
+         INSERT INTO session_metadata SELECT * FROM session_metadata WHERE session_id = '46a0c9bf-503c-46d1-a75e-9c3440d51a33';
+         ALTER TABLE session_create_claims RENAME TO keyed; CREATE TABLE session_create_claims AS SELECT * FROM keyed; DROP TABLE keyed;
+         INSERT INTO session_create_claims (session_id, claimed_at) VALUES ('bare-1', 1796111990000), ('bare-1', 1796111990001);"
+    ))
+    .expect("a source without its keys");
+    drop(conn);
+    let root = t.path().join("root");
+    let (code, report, err) = import(&db, &root);
+    assert_eq!(code, 1, "rows were refused: {err}");
+    let table = |name: &str| find(&report["tables"], "table", name);
+    let spawns = table("subagent_spawns");
+    assert_eq!(spawns["imported"], 3, "{spawns}");
+    assert!(
+        spawns["refused"][0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("spawn key is an earlier spawn's")),
+        "{spawns}"
+    );
+    let sessions = table("session_metadata");
+    assert_eq!(sessions["imported"], 6, "{sessions}");
+    assert_eq!(
+        sessions["refused"][0]["key"], "46a0c9bf-503c-46d1-a75e-9c3440d51a33",
+        "{sessions}"
+    );
+    let creates = table("session_create_claims");
+    assert_eq!(creates["imported"], 1, "{creates}");
+    assert_eq!(creates["refused"][0]["key"], "bare-1", "{creates}");
+    assert!(
+        !report.to_string().contains("unaccounted"),
+        "every row accounted for: {report}"
+    );
+    let (again, report, err) = import(&db, &root);
+    assert_eq!(again, 1, "the same rows refused again, nothing more: {err}");
+    assert_eq!(report["written"]["nothingNew"], true, "{report}");
+    let out = makalog(&["verify", s(&root)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}

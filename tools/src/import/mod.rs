@@ -59,7 +59,7 @@ fn import(db_dir: &Path, root: &Path) -> Result<(Report, ImportOutcome), Stop> {
     let conn = &source.runtime;
     let sql = |e: rusqlite::Error| Stop::Refused(source.error(e).to_string());
     let mut report = Report::new(&source.tables().map_err(|e| refused(&e))?);
-    let ids = session::session_ids(conn).map_err(sql)?;
+    let ids = session::session_ids(conn, &mut report).map_err(sql)?;
     let claims = session::claims(conn, &mut report).map_err(sql)?;
     let graph = graph::graph_claims(conn, &mut report).map_err(sql)?;
 

@@ -32,16 +32,30 @@ pub struct Claims {
     pub tombstones: BTreeMap<String, u64>,
 }
 
-/// The sessions of `session_metadata`, by id.
-pub fn session_ids(conn: &Connection) -> rusqlite::Result<Vec<String>> {
-    Ok(select(
+/// The sessions of `session_metadata`, by id, each once: a source without its primary key may
+/// hold two rows of one id, of which the first is planned and each later one refused.
+pub fn session_ids(conn: &Connection, report: &mut Report) -> rusqlite::Result<Vec<String>> {
+    let mut ids: Vec<String> = select(
         conn,
         "SELECT session_id FROM session_metadata ORDER BY session_id",
         [],
     )?
     .iter()
     .map(|r| key_part(&r[0]))
-    .collect())
+    .collect();
+    let before = ids.len();
+    ids.dedup();
+    if ids.len() < before {
+        let mut seen = HashSet::new();
+        for r in select(conn, "SELECT session_id FROM session_metadata", [])? {
+            let id = key_part(&r[0]);
+            if !seen.insert(id.clone()) {
+                let why = "repeats an earlier row of the session, which is the one imported";
+                report.refused("session_metadata", id, why.into());
+            }
+        }
+    }
+    Ok(ids)
 }
 
 /// Plans session `sid`, accounting for each of its rows in `report`; `None` when its header is
@@ -138,7 +152,7 @@ fn header_of(
 ) -> rusqlite::Result<Result<(SessionHeader, u64), String>> {
     let row = select(
         conn,
-        "SELECT payload_json, created_at FROM session_metadata WHERE session_id = ?1",
+        "SELECT payload_json, created_at FROM session_metadata WHERE session_id = ?1 LIMIT 1",
         [sid],
     )?;
     Ok(row
@@ -234,10 +248,14 @@ fn spawn_agrees(header: &SessionHeader, spawn: &SpawnRow) -> Result<SubagentSpaw
 
 /// Reads `subagent_spawns` and `session_create_claims`.
 pub fn claims(conn: &Connection, report: &mut Report) -> rusqlite::Result<Claims> {
-    let mut spawns = HashMap::new();
+    let mut spawns: HashMap<String, SpawnRow> = HashMap::new();
+    // The spawn keys taken, by claim time: a source without its primary key may hold two rows
+    // of one key, or two spawns of one child; the earlier keeps it, the later is refused (the
+    // claims log would refuse it midway, and every rerun then).
+    let mut keys = HashSet::new();
     for r in select(
         conn,
-        "SELECT parent_session_id, parent_run_id, tool_call_id, swarm_id, item_id, request_fingerprint, child_session_id, initial_turn_id, initial_run_id, claimed_at FROM subagent_spawns",
+        "SELECT parent_session_id, parent_run_id, tool_call_id, swarm_id, item_id, request_fingerprint, child_session_id, initial_turn_id, initial_run_id, claimed_at FROM subagent_spawns ORDER BY claimed_at, child_session_id",
         [],
     )? {
         let key = super::sql::key(&[&r[0], &r[1], &r[2], &r[3], &r[4]]);
@@ -260,6 +278,15 @@ pub fn claims(conn: &Connection, report: &mut Report) -> rusqlite::Result<Claims
                 key: key.clone(),
             })
         })();
+        let row = row.and_then(|row| {
+            if spawns.contains_key(&row.claim.child_session_id) {
+                return Err("its child is an earlier spawn's of the source".into());
+            }
+            if !keys.insert(key.clone()) {
+                return Err("its spawn key is an earlier spawn's of the source".into());
+            }
+            Ok(row)
+        });
         match row {
             Ok(row) => {
                 spawns.insert(row.claim.child_session_id.clone(), row);
@@ -270,10 +297,15 @@ pub fn claims(conn: &Connection, report: &mut Report) -> rusqlite::Result<Claims
     let mut creates = BTreeMap::new();
     for r in select(
         conn,
-        "SELECT session_id, claimed_at FROM session_create_claims",
+        "SELECT session_id, claimed_at FROM session_create_claims ORDER BY claimed_at, session_id",
         [],
     )? {
         match (text(&r[0]), claim_time(&r[1])) {
+            (Ok(id), Ok(_)) if creates.contains_key(id) => report.refused(
+                "session_create_claims",
+                id.to_owned(),
+                "repeats an earlier create claim of the id".into(),
+            ),
             (Ok(id), Ok(at)) => {
                 creates.insert(id.to_owned(), at);
             }
