@@ -439,6 +439,12 @@ fn a_chunked_message_is_joined_and_its_defects_refused_by_its_key() {
             "states too many bytes",
             "UPDATE session_message_payloads SET record_bytes = 117440512",
         ),
+        (
+            "its payload row repeated",
+            "PRAGMA foreign_keys = OFF; ALTER TABLE session_message_payloads RENAME TO keyed;
+             CREATE TABLE session_message_payloads AS SELECT * FROM keyed; DROP TABLE keyed;
+             INSERT INTO session_message_payloads SELECT * FROM session_message_payloads;",
+        ),
     ];
     let mut first: Option<String> = None;
     for (case, craft) in cases {
@@ -473,13 +479,33 @@ fn a_chunked_message_is_joined_and_its_defects_refused_by_its_key() {
             [sid],
         )
         .expect("the record is in the chunks");
-        if !craft.is_empty() {
-            conn.execute(craft, []).expect(case);
-        }
+        conn.execute_batch(craft).expect(case);
         drop(conn);
         let root = t.path().join("root");
         let (code, report, err) = import(&db, &root);
         let messages = find(&report["tables"], "table", "session_messages");
+        if case == "its payload row repeated" {
+            assert_eq!(code, 1, "{case}: {err}");
+            let payloads = find(&report["tables"], "table", "session_message_payloads");
+            assert_eq!(
+                payloads["refused"][0]["key"],
+                format!("{sid}/2"),
+                "{payloads}"
+            );
+            assert_eq!(payloads["imported"], 1, "{payloads}");
+            assert_eq!(messages["notImported"], 0, "{messages}");
+            let storage = makalog::storage::RealStorage::unmapped(&root);
+            let read = makalog::store::ReadOnlySessions::new(&storage)
+                .read_messages(sid, None)
+                .expect("messages");
+            let value: serde_json::Value = serde_json::from_str(&record).expect("json");
+            let copies = read
+                .iter()
+                .filter(|m| m.value()["id"] == value["id"])
+                .count();
+            assert_eq!(copies, 1, "{case}: the message once");
+            continue;
+        }
         if case == "joined" {
             assert_eq!(code, 0, "{case}: {err}");
             assert_eq!(

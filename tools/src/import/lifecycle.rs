@@ -235,6 +235,7 @@ pub fn messages(conn: &Connection, sid: &str, report: &mut Report) -> rusqlite::
     .iter()
     .filter_map(|r| int(&r[0]).ok())
     .collect();
+    let mut seen = HashSet::new();
     for r in select(
         conn,
         "SELECT m.sequence, m.message_ts, m.record_json, p.record_bytes, p.sha256 FROM session_messages m LEFT JOIN session_message_payloads p ON p.session_id = m.session_id AND p.sequence = m.sequence WHERE m.session_id = ?1 ORDER BY m.sequence",
@@ -242,6 +243,21 @@ pub fn messages(conn: &Connection, sid: &str, report: &mut Report) -> rusqlite::
     )? {
         let seq = int(&r[0]).unwrap_or(-1);
         let row_key = format!("{sid}/{}", key(&[&r[0]]));
+        // A source without its primary keys may hold a message, or its payload row, twice:
+        // the first is imported, the repeat refused (the join yields the message again).
+        if !seen.insert(seq) {
+            let payloads = select(
+                conn,
+                "SELECT count(*) FROM session_message_payloads WHERE session_id = ?1 AND sequence = ?2",
+                rusqlite::params![sid, seq],
+            )?;
+            let table = match payloads.first().map(|c| int(&c[0])) {
+                Some(Ok(n)) if n > 1 => "session_message_payloads",
+                _ => "session_messages",
+            };
+            report.refused(table, row_key, "repeats an earlier row of the message".into());
+            continue;
+        }
         // The chunks' indexes, lengths and digests, not their data: a message is joined only
         // once they add up to what its payload row states, within what a record could become.
         let chunks = if chunked.contains(&seq) {
