@@ -416,3 +416,43 @@ fn entries_naming_no_frame_cost_no_more_than_a_rebuild() {
         "{read} bytes read for a log and sidecar of {log} bytes"
     );
 }
+
+/// FORMAT.md: every id entry's `record_seq` is within the last record the sidecar's covers
+/// vouch for. The check ran on first use against the view as caught up by then, so an entry
+/// naming a record past the covers (one the log holds) was trusted. It is now damage, and the
+/// index rebuilt and its sidecar rewritten at once.
+#[test]
+fn an_id_entry_past_the_covers_naming_a_record_the_log_holds_is_damage() {
+    use makalog::format::RecordKind;
+    use makalog::segment::SegmentWriter;
+    let (_t, storage) = temp_root();
+    let (_, view, mut ids) = one_turn_closed(&storage);
+    let extra = user(S, "run-1", "turn-of-run-1", "extra", 9.0, "past the covers");
+    {
+        let owner = owner(&storage);
+        let (writer, _) = SegmentWriter::open(&owner, S, WriterConfig::default()).expect("writer");
+        writer
+            .append(
+                RecordKind::RuntimeEvent,
+                extra.canonical_json().as_bytes(),
+                Durability::Durable,
+            )
+            .expect("a record past the covers");
+        writer.close().expect("close");
+    }
+    let rebuilt = makalog::index::rebuild(&*storage, S).expect("rebuild");
+    let entry = rebuilt.ids["extra"];
+    assert!(entry.record_seq > view.covers.last().expect("a cover").last_seq);
+    ids.push(entry);
+    ids.sort_by_key(|e| (e.hash, e.record_seq));
+    let crafted = encode_sidecar(&view, &ids).expect("encode");
+    std::fs::write(sidecar_path(&storage), &crafted).expect("craft");
+    let store = self::store(&storage);
+    let again = store.append(&extra, Durability::Durable).expect("repeat");
+    assert!(!again.created, "a repeat either way");
+    assert!(
+        sidecar_bytes(&storage) != crafted,
+        "the id table was damage: the index rebuilt and its sidecar rewritten"
+    );
+    store.close().expect("close");
+}

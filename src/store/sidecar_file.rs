@@ -22,6 +22,9 @@ pub(super) struct BaseIds {
     /// The section's CRC, checked on first use.
     pub crc: u32,
     pub checked: bool,
+    /// The last record the sidecar's covers vouch for: no entry may name a later one
+    /// (FORMAT.md, ids), whatever the view caught up to before the first use.
+    pub vouched: u64,
 }
 
 impl BaseIds {
@@ -68,6 +71,7 @@ pub(super) fn sidecar_of(
     let ids = section_unchecked(&bytes, &header, 2);
     let start = ids.as_ptr() as usize - bytes.as_ptr() as usize;
     let end = start + ids.len();
+    let vouched = view.covers.last().map_or(0, |c| c.last_seq);
     Ok(SidecarFile::Trusted(Box::new(LiveView {
         view,
         base: Some(BaseIds {
@@ -77,6 +81,7 @@ pub(super) fn sidecar_of(
             end,
             crc: header.sections[2].crc,
             checked: false,
+            vouched,
         }),
         dirty: false,
         listed: None,
@@ -105,6 +110,7 @@ pub(crate) fn write_sidecar(storage: &dyn Storage, live: &mut LiveView) -> Resul
         end,
         crc,
         checked: true,
+        vouched: live.view.covers.last().map_or(0, |c| c.last_seq),
     });
     live.view.ids = Default::default();
     live.pending.clear();
