@@ -10,7 +10,7 @@ use makalog::model::{RootTurnAdmission, RootTurnRejection, RunEvent, RunHeader, 
 use rusqlite::types::Value;
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 fn record(kind: RecordKind, canonical: &str) -> Planned {
     Planned::Record {
@@ -227,40 +227,32 @@ fn run_events(
 /// digests checked.
 pub fn messages(conn: &Connection, sid: &str, report: &mut Report) -> rusqlite::Result<Vec<Timed>> {
     let mut out = Vec::new();
-    let chunked: HashSet<i64> = select(
+    // Payload rows by sequence: a source without its primary keys may hold one twice.
+    let chunked: BTreeMap<i64, i64> = select(
         conn,
-        "SELECT sequence FROM session_message_payloads WHERE session_id = ?1",
+        "SELECT sequence, count(*) FROM session_message_payloads WHERE session_id = ?1 GROUP BY sequence",
         [sid],
     )?
     .iter()
-    .filter_map(|r| int(&r[0]).ok())
+    .filter_map(|r| Some((int(&r[0]).ok()?, int(&r[1]).ok()?)))
     .collect();
     let mut seen = HashSet::new();
+    // Each message row with one of its payload rows (any: repeats are refused below).
     for r in select(
         conn,
-        "SELECT m.sequence, m.message_ts, m.record_json, p.record_bytes, p.sha256 FROM session_messages m LEFT JOIN session_message_payloads p ON p.session_id = m.session_id AND p.sequence = m.sequence WHERE m.session_id = ?1 ORDER BY m.sequence",
+        "SELECT m.sequence, m.message_ts, m.record_json, p.record_bytes, p.sha256 FROM session_messages m LEFT JOIN (SELECT sequence, record_bytes, sha256 FROM session_message_payloads WHERE session_id = ?1 GROUP BY sequence) p ON p.sequence = m.sequence WHERE m.session_id = ?1 ORDER BY m.sequence",
         [sid],
     )? {
         let seq = int(&r[0]).unwrap_or(-1);
         let row_key = format!("{sid}/{}", key(&[&r[0]]));
-        // A source without its primary keys may hold a message, or its payload row, twice:
-        // the first is imported, the repeat refused (the join yields the message again).
+        // A message row repeated (a source without its keys): the first is imported.
         if !seen.insert(seq) {
-            let payloads = select(
-                conn,
-                "SELECT count(*) FROM session_message_payloads WHERE session_id = ?1 AND sequence = ?2",
-                rusqlite::params![sid, seq],
-            )?;
-            let table = match payloads.first().map(|c| int(&c[0])) {
-                Some(Ok(n)) if n > 1 => "session_message_payloads",
-                _ => "session_messages",
-            };
-            report.refused(table, row_key, "repeats an earlier row of the message".into());
+            report.refused("session_messages", row_key, "repeats an earlier row of the message".into());
             continue;
         }
         // The chunks' indexes, lengths and digests, not their data: a message is joined only
         // once they add up to what its payload row states, within what a record could become.
-        let chunks = if chunked.contains(&seq) {
+        let chunks = if chunked.contains_key(&seq) {
             Some(select(
                 conn,
                 "SELECT chunk_index, typeof(data), length(data), sha256 FROM session_message_chunks WHERE session_id = ?1 AND sequence = ?2 ORDER BY chunk_index",
@@ -304,6 +296,17 @@ pub fn messages(conn: &Connection, sid: &str, report: &mut Report) -> rusqlite::
             }
         }
     }
+    for (seq, rows) in &chunked {
+        if seen.contains(seq) {
+            for _ in 1..*rows {
+                report.refused(
+                    "session_message_payloads",
+                    format!("{sid}/{seq}"),
+                    "repeats an earlier payload row of the message".into(),
+                );
+            }
+        }
+    }
     // A payload or chunk row whose message is not there was not read above.
     for r in select(
         conn,
@@ -322,8 +325,10 @@ pub fn messages(conn: &Connection, sid: &str, report: &mut Report) -> rusqlite::
     Ok(out)
 }
 
-/// The most bytes a message's record may state and still become a record: its canonical JSON
-/// may be shorter than the original's text (`\u0041` is `A`), at most six times.
+/// The most bytes a message's record may state to be joined: six records' worth. The original
+/// writes a record as `JSON.stringify` prints it, which canonical JSON shortens by far less (a
+/// `\u0041` escape, six bytes for one, is the most); a crafted text padded past this is refused
+/// unread though it might canonicalize within a record.
 const MAX_JOINED: i64 = 6 * makalog::format::DEFAULT_MAX_PAYLOAD as i64;
 
 /// A large message's record joined from its chunks (`chunks`: index, type, length and digest
@@ -340,7 +345,7 @@ fn joined(
         Ok(n) if (0..=MAX_JOINED).contains(&n) => n,
         Ok(n) => {
             return Ok(Err(format!(
-                "its payload states {n} bytes, more than a record could be made of ({MAX_JOINED})"
+                "its payload states {n} bytes, more than the {MAX_JOINED} a message is joined from"
             )))
         }
         Err(why) => return Ok(Err(format!("record_bytes {why}"))),

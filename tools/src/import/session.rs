@@ -35,31 +35,23 @@ pub struct Claims {
 /// The sessions of `session_metadata`, by id, each once: a source without its primary key may
 /// hold two rows of one id, of which the first is planned and each later one refused.
 pub fn session_ids(conn: &Connection, report: &mut Report) -> rusqlite::Result<Vec<String>> {
-    let mut ids: Vec<String> = select(
+    let mut ids: Vec<String> = Vec::new();
+    for r in select(
         conn,
         "SELECT session_id FROM session_metadata ORDER BY session_id",
         [],
-    )?
-    .iter()
-    .map(|r| key_part(&r[0]))
-    .collect();
-    let before = ids.len();
-    ids.dedup();
-    if ids.len() < before {
-        let mut seen = HashSet::new();
-        for r in select(conn, "SELECT session_id FROM session_metadata", [])? {
-            let id = key_part(&r[0]);
-            if !seen.insert(id.clone()) {
-                let why = "repeats an earlier row of the session, which is the one imported";
-                report.refused("session_metadata", id, why.into());
-            }
+    )? {
+        let id = key_part(&r[0]);
+        if ids.last() == Some(&id) {
+            let why = "repeats an earlier row of the session, which is the one imported";
+            report.refused("session_metadata", id, why.into());
+        } else {
+            ids.push(id);
         }
     }
     Ok(ids)
 }
 
-/// Plans session `sid`, accounting for each of its rows in `report`; `None` when its header is
-/// refused (and with it every row of the session).
 /// What a session is planned from: the source, its claims, and the format version of the
 /// root it is written to.
 pub struct Planning<'a> {
@@ -68,6 +60,8 @@ pub struct Planning<'a> {
     pub version: u16,
 }
 
+/// Plans session `sid`, accounting for each of its rows in `report`; `None` when its header is
+/// refused (and with it every row of the session).
 pub fn plan(
     source: &Planning,
     sid: &str,
@@ -252,7 +246,7 @@ pub fn claims(conn: &Connection, report: &mut Report) -> rusqlite::Result<Claims
     // The spawn keys taken, by claim time: a source without its primary key may hold two rows
     // of one key, or two spawns of one child; the earlier keeps it, the later is refused (the
     // claims log would refuse it midway, and every rerun then).
-    let mut keys = HashSet::new();
+    let mut keys: HashSet<[String; 5]> = HashSet::new();
     for r in select(
         conn,
         "SELECT parent_session_id, parent_run_id, tool_call_id, swarm_id, item_id, request_fingerprint, child_session_id, initial_turn_id, initial_run_id, claimed_at FROM subagent_spawns ORDER BY claimed_at, child_session_id",
@@ -282,7 +276,15 @@ pub fn claims(conn: &Connection, report: &mut Report) -> rusqlite::Result<Claims
             if spawns.contains_key(&row.claim.child_session_id) {
                 return Err("its child is an earlier spawn's of the source".into());
             }
-            if !keys.insert(key.clone()) {
+            let c = &row.claim;
+            let parts = [
+                c.parent_session_id.clone(),
+                c.parent_run_id.clone(),
+                c.tool_call_id.clone(),
+                c.swarm_id.clone(),
+                c.item_id.clone(),
+            ];
+            if !keys.insert(parts) {
                 return Err("its spawn key is an earlier spawn's of the source".into());
             }
             Ok(row)
