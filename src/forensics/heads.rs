@@ -5,7 +5,6 @@ use super::chains::{claims_chain, Chain};
 use crate::error::Result;
 use crate::format::chain::chain_hex;
 use crate::format::ChainValue;
-use crate::recovery::Problem;
 use crate::root::read_marker;
 use crate::segment::check::check_session;
 use crate::segment::layout::list_sessions;
@@ -75,12 +74,11 @@ pub fn session_head(storage: &dyn Storage, id: &str, live: bool) -> (Option<LogH
     let check = check_session(id, &scanned, None);
     // As verify judges them: a session created and never written, or a write in flight at
     // the end of a live owner's log, is no damage.
-    let benign = match check.problems.as_slice() {
-        [] => true,
-        [Problem::TornCreate { .. }] => scanned.len() == 1 || live,
-        [Problem::TornTail { .. }] => live,
-        _ => false,
-    };
+    let only_segment = scanned.len() == 1;
+    let benign = check
+        .problems
+        .iter()
+        .all(|p| p.is_harmless(live, only_segment));
     let head = LogHead {
         records: check.record_count,
         head_seq: check.head.0,

@@ -29,6 +29,17 @@ pub enum Problem {
 }
 
 impl Problem {
+    /// Whether this is no damage: a torn tail or torn create at the end of a log a live owner
+    /// may be writing (a write or create in flight), or a torn create that is a session's
+    /// `only_segment` (a creation a crash cut before its first record: it holds nothing).
+    pub fn is_harmless(&self, live: bool, only_segment: bool) -> bool {
+        match self {
+            Problem::TornTail { .. } => live,
+            Problem::TornCreate { .. } => live || only_segment,
+            Problem::Damage { .. } | Problem::Mismatch { .. } => false,
+        }
+    }
+
     /// The problem as the error a reader stops with.
     pub fn into_error(self) -> crate::error::Error {
         use crate::error::Error;

@@ -49,7 +49,8 @@ pub struct VerifyReport {
     /// Torn tails recovery cut and kept aside (`<segment>.torn-<offset>`): not damage, history.
     pub quarantined: Vec<String>,
     /// What is not damage but worth a line: on a root a live process owns, the end of the data
-    /// seen in a last segment or the claims log (a write in flight).
+    /// seen in a last segment or the claims log (a write in flight), or a last segment whose
+    /// header is not yet whole (a create in flight).
     pub notes: Vec<String>,
     pub sessions: Vec<SessionSummary>,
     /// The claims log, when the root has one.
@@ -63,20 +64,34 @@ impl VerifyReport {
     }
 }
 
-/// A problem found: a finding, but a torn tail or a torn create (only ever at the end of a log)
-/// is a note when a live owner may be writing there.
-fn record(p: &Problem, live: bool, findings: &mut Vec<String>, notes: &mut Vec<String>) {
-    match p {
-        Problem::TornTail { file, offset, .. } if live => notes.push(format!(
+/// A problem found: a finding, or a note for one that is no damage ([`Problem::is_harmless`]):
+/// a torn tail or torn create where a live owner may be writing, a session's only segment
+/// created and never written.
+fn record(
+    p: &Problem,
+    (live, only_segment): (bool, bool),
+    findings: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) {
+    if !p.is_harmless(live, only_segment) {
+        findings.push(p.describe());
+        return;
+    }
+    notes.push(match p {
+        Problem::TornTail { file, offset, .. } => format!(
             "{} at byte {offset}: the end of the data seen, a write in flight (the root is owned by a live process)",
             file.display()
-        )),
-        Problem::TornCreate { file, .. } if live => notes.push(format!(
+        ),
+        Problem::TornCreate { file, .. } if only_segment => format!(
+            "{} at byte 0: a session created and never written (its creation was interrupted); it holds no record",
+            file.display()
+        ),
+        Problem::TornCreate { file, .. } => format!(
             "{} at byte 0: a header not yet whole, a create in flight (the root is owned by a live process)",
             file.display()
-        )),
-        _ => findings.push(p.describe()),
-    }
+        ),
+        other => other.describe(),
+    });
 }
 
 /// Verifies every session of the root `storage` is rooted at. Fails only when the path is not
@@ -99,7 +114,8 @@ pub fn verify_root_observed(
         sessions: Vec::new(),
         claims: None,
     };
-    // A live owner may be writing: a torn tail at the end of a log is then a write in flight.
+    // A live owner may be writing: a torn tail or torn create at the end of a log is then a
+    // write in flight.
     let live = storage
         .is_locked(Path::new(crate::root::LOCK_FILE))
         .unwrap_or(false);
@@ -141,7 +157,7 @@ fn verify_claims(storage: &dyn Storage, report: &mut VerifyReport, live: bool) -
     };
     let replay = replay_claims(&bytes, &report.marker.root_id_bytes()?);
     for p in &replay.problems {
-        record(p, live, &mut report.findings, &mut report.notes);
+        record(p, (live, false), &mut report.findings, &mut report.notes);
     }
     report.claims = Some(ClaimsSummary {
         record_count: replay.record_count,

@@ -66,13 +66,7 @@ fn verify_session(storage: &dyn Storage, id: &str, live: bool) -> SessionChecked
     let never_written =
         scanned.len() == 1 && matches!(check.problems.as_slice(), [Problem::TornCreate { .. }]);
     for p in &check.problems {
-        match p {
-            Problem::TornCreate { file, .. } if never_written => out.notes.push(format!(
-                "{} at byte 0: a session created and never written (its creation was interrupted); it holds no record",
-                file.display()
-            )),
-            _ => record(p, live, &mut out.findings, &mut out.notes),
-        }
+        record(p, (live, never_written), &mut out.findings, &mut out.notes);
     }
     out.findings.extend(
         payload_problems(storage, id)

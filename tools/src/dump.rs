@@ -80,10 +80,9 @@ fn torn_end(storage: &RealStorage, id: &str) -> Option<String> {
     makalog::segment::check_session(id, &scanned, None)
         .problems
         .iter()
-        .find(|p| match p {
-            Problem::TornTail { .. } => true,
-            Problem::TornCreate { .. } => scanned.len() > 1,
-            _ => false,
+        .find(|p| {
+            matches!(p, Problem::TornTail { .. } | Problem::TornCreate { .. })
+                && !p.is_harmless(false, scanned.len() == 1)
         })
         .map(Problem::describe)
 }
