@@ -88,7 +88,7 @@ fn a_segment_whose_header_gives_another_ordinal_is_refused_by_the_reader_as_by_v
 /// is a problem to `verify`; the index read its facts from it all the same (serde's struct
 /// reader takes an array for a struct), so the reads served an event `verify` refused, counted
 /// as ending its invocation. The rebuild now refuses it, naming the file and byte, as `verify`
-/// does.
+/// does. (Rules on members the index does not read stay `verify`'s alone: `index/facts.rs`.)
 #[test]
 fn a_runtime_event_in_array_form_is_refused_by_the_rebuild_as_by_verify() {
     let terminal = support::events::terminal("s", "run-1", "turn-1", "e1", 1.0, "completed");

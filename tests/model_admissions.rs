@@ -134,7 +134,7 @@ fn user_message_and_input_are_null_exactly_for_their_kinds() {
         );
         let mut flipped = a.clone();
         flipped["normalizedInput"] = if a["normalizedInput"].is_null() {
-            json!("go")
+            json!({"text": "go"})
         } else {
             Value::Null
         };

@@ -2,6 +2,11 @@
 //! opening. Read straight from the stored canonical JSON without the full strict decode (the
 //! event was decoded strictly before it was written, and the chain vouches for its bytes), so a
 //! rebuild runs at the speed of the log rather than of the validator.
+//!
+//! The members it reads are read as the strict decoder reads them: objects only (never the
+//! array serde's derived reader would take), a decimal to the nearest double. Rules on members
+//! it does not read (an unknown member, a content the schema refuses) are `verify`'s: an event
+//! that breaks only those is indexed by its facts, and `verify` reports it.
 
 use crate::event::RuntimeEvent;
 use serde::de::{MapAccess, Visitor};

@@ -2,9 +2,9 @@
 //! that every refusal names the field it happened in.
 //!
 //! serde_json's reader would do for the grammar, but it reports a lone surrogate or a number
-//! that overflows to Infinity only as a line and column, and its default float parsing is not
-//! always correctly rounded; this reader parses numbers with Rust's correctly rounded
-//! `str::parse::<f64>`, like JavaScript. Repeated keys keep the last value, as `JSON.parse` does.
+//! that overflows to Infinity only as a line and column; this reader names the field, and
+//! parses numbers with Rust's correctly rounded `str::parse::<f64>`, like JavaScript. Repeated
+//! keys keep the last value, as `JSON.parse` does.
 
 use super::error::EventError;
 use serde_json::{Map, Value};
