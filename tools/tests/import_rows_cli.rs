@@ -618,3 +618,34 @@ fn rows_repeating_a_key_in_a_source_without_its_keys_are_refused_by_their_keys()
     let out = makalog(&["verify", s(&root)]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
 }
+
+/// Two spawns whose keys differ only in where a `/` falls between their parts (the run `R/A`
+/// and the tool call `T`, the run `R` and the tool call `A/T`): the claims log keys spawns by
+/// their five parts and takes both, but the importer compared them joined with `/` and refused
+/// the second as an earlier spawn's key. Both are imported.
+#[test]
+fn spawns_whose_keys_differ_only_around_a_slash_are_both_imported() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let db = fixture_copy(t.path());
+    let child = "c29832e3-288e-43d3-89dd-2042315d4b30";
+    let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
+    conn.execute_batch(&format!(
+        "PRAGMA foreign_keys = OFF;
+         CREATE TEMP TABLE one AS SELECT * FROM session_metadata WHERE session_id = '{child}';
+         UPDATE one SET session_id = 'second-child', payload_json = json_set(payload_json, '$.id', 'second-child', '$.subagentParent.spawnedBy.parentRunId', 'R', '$.subagentParent.spawnedBy.toolCallId', 'A/T');
+         INSERT INTO session_metadata SELECT * FROM one;
+         UPDATE session_metadata SET payload_json = json_set(payload_json, '$.subagentParent.spawnedBy.parentRunId', 'R/A', '$.subagentParent.spawnedBy.toolCallId', 'T') WHERE session_id = '{child}';
+         INSERT INTO subagent_spawns SELECT parent_session_id, 'R', 'A/T', swarm_id, item_id, request_fingerprint, 'second-child', initial_turn_id, initial_run_id, claimed_at + 1 FROM subagent_spawns WHERE child_session_id = '{child}';
+         UPDATE subagent_spawns SET parent_run_id = 'R/A', tool_call_id = 'T' WHERE child_session_id = '{child}';"
+    ))
+    .expect("two spawns");
+    drop(conn);
+    let root = t.path().join("root");
+    let (code, report, err) = import(&db, &root);
+    assert_eq!(code, 0, "{err}");
+    let spawns = find(&report["tables"], "table", "subagent_spawns");
+    assert_eq!(spawns["imported"], 4, "{spawns}");
+    let out = makalog(&["claims", s(&root)]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("second-child"), "{stdout}");
+}
