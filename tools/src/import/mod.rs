@@ -10,6 +10,7 @@
 mod events;
 mod graph;
 mod lifecycle;
+mod messages;
 mod order;
 mod report;
 mod rows;

@@ -4,7 +4,7 @@
 use super::order::{merge, Timed};
 use super::report::Report;
 use super::sql::{claim_time, json, key_part, select, text, time};
-use super::{events, lifecycle, rows};
+use super::{events, lifecycle, messages, rows};
 use makalog::claims::{validate_spawn_claim, ClaimRecord, SubagentSpawnClaim};
 use makalog::format::RecordKind;
 use makalog::import::{IdClaim, Planned, SessionPlan};
@@ -95,7 +95,7 @@ pub fn plan(
     let mut streams: Vec<Vec<Timed>> = lifecycle::turns(conn, sid, source.version, report)?;
     streams.extend(lifecycle::runs(conn, sid, report)?);
     streams.push(events::runtime_events(conn, sid, report)?);
-    streams.push(lifecycle::messages(conn, sid, report)?);
+    streams.push(messages::messages(conn, sid, report)?);
     let mut records = vec![Planned::Record {
         kind: RecordKind::SessionHeader,
         payload: header.canonical_json().to_owned(),
