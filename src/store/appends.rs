@@ -99,6 +99,12 @@ impl RuntimeEventStore {
     /// records are never buffered. `payload` is decoded strictly first and its canonical JSON
     /// is what is written (the same bytes for a canonical payload); runtime events go through
     /// [`RuntimeEventStore::append`]. Returns the record's sequence number.
+    ///
+    /// This is the ledger's layer, not the stores': a record is checked as the session's view
+    /// applies it (its session, its kind's decoder, one terminal run event a run), not by the
+    /// rules of MAKA-MODEL §5–§8 the session and run stores keep (a run that must exist, the
+    /// updates and transitions a run allows, a header's immutable members). An import writes
+    /// through it what those stores once took; a host uses the stores.
     pub fn append_record(&self, session_id: &str, kind: RecordKind, payload: &[u8]) -> Result<u64> {
         self.append_session_record(session_id, &decode_session_record(kind, payload)?, &|_| {
             Ok(())

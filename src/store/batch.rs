@@ -36,7 +36,9 @@ impl<'a> SessionBatch<'a> {
 
     /// Queues a record of another kind than a runtime event (header, message, run, run event,
     /// admission, start rejection), checked first: nothing is queued for one that is refused.
-    /// `payload` is decoded strictly first, and its canonical JSON is what is queued.
+    /// `payload` is decoded strictly first, and its canonical JSON is what is queued. Checked
+    /// as [`RuntimeEventStore::append_record`] checks a record: not by the session and run
+    /// stores' rules.
     pub fn record(&mut self, kind: RecordKind, payload: &[u8]) -> Result<()> {
         let record = super::runtime_events::decode_session_record(kind, payload)?;
         self.record_if(&record, &|_| Ok(()))
