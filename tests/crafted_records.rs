@@ -10,30 +10,35 @@ mod support;
 use makalog::format::RecordKind;
 use makalog::index::rebuild;
 use makalog::segment::{Durability, SegmentWriter, WriterConfig};
-use makalog::storage::Storage;
+use makalog::storage::{RealStorage, Storage};
 use makalog::store::RuntimeEventStore;
+use std::sync::Arc;
 use support::{owner, temp_root};
+
+/// A root whose session `s` holds one runtime-event record of `payload`, written as a raw
+/// writer writes it (no store would).
+fn one_raw_event(payload: &str) -> (tempfile::TempDir, Arc<RealStorage>) {
+    let (t, storage) = temp_root();
+    let owner = owner(&storage);
+    let (writer, _) = SegmentWriter::open(&owner, "s", WriterConfig::default()).expect("writer");
+    writer
+        .append(
+            RecordKind::RuntimeEvent,
+            payload.as_bytes(),
+            Durability::Durable,
+        )
+        .expect("append");
+    writer.close().expect("close");
+    (t, storage)
+}
 
 #[test]
 fn a_runtime_event_repeating_a_key_is_read_where_verify_finds_it_sound() {
-    let (_t, storage) = temp_root();
     let event = support::events::text("s", "run-1", "turn-1", "e1", 1.0, "words");
     let canonical = event.canonical_json();
     assert!(canonical.starts_with('{'));
     let repeated = format!("{{\"id\":\"e1\",{}", &canonical[1..]);
-    {
-        let owner = owner(&storage);
-        let (writer, _) =
-            SegmentWriter::open(&owner, "s", WriterConfig::default()).expect("writer");
-        writer
-            .append(
-                RecordKind::RuntimeEvent,
-                repeated.as_bytes(),
-                Durability::Durable,
-            )
-            .expect("append");
-        writer.close().expect("close");
-    }
+    let (_t, storage) = one_raw_event(&repeated);
     let report = makalog::verify::verify_root(&*storage).expect("verify");
     assert!(report.is_clean(), "{:?}", report.findings);
     let view = rebuild(&*storage, "s").expect("the rebuild takes what verify finds sound");
@@ -98,20 +103,7 @@ fn a_runtime_event_in_array_form_is_refused_by_the_rebuild_as_by_verify() {
     let inner = canonical.replace(object, r#""actions":[true]"#);
     let whole = r#"["e1","run-1","run-1","s","turn-1",1,false,"completed"]"#.to_owned();
     for crafted in [inner, whole] {
-        let (_t, storage) = temp_root();
-        {
-            let owner = owner(&storage);
-            let (writer, _) =
-                SegmentWriter::open(&owner, "s", WriterConfig::default()).expect("writer");
-            writer
-                .append(
-                    RecordKind::RuntimeEvent,
-                    crafted.as_bytes(),
-                    Durability::Durable,
-                )
-                .expect("append");
-            writer.close().expect("close");
-        }
+        let (_t, storage) = one_raw_event(&crafted);
         let report = makalog::verify::verify_root(&*storage).expect("verify");
         assert!(!report.is_clean(), "verify refuses {crafted}");
         match rebuild(&*storage, "s") {
