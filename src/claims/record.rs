@@ -6,7 +6,6 @@ use super::request::{
     AgentGraphIntentClaim, SessionCreateClaim, SubagentSpawnClaim,
 };
 use crate::error::{Error, Result};
-use crate::event::plain::plain_run;
 use crate::format::ClaimKind;
 
 /// One record of the claims log, decoded.
@@ -112,7 +111,7 @@ pub fn payload_nesting(json: &[u8]) -> usize {
     while let Some(&b) = json.get(at) {
         at += 1;
         match b {
-            b'"' => at = past_string(json, at),
+            b'"' => at = crate::format::json_object::past_string(json, at),
             b'[' | b'{' => {
                 depth += 1;
                 deepest = deepest.max(depth);
@@ -122,21 +121,6 @@ pub fn payload_nesting(json: &[u8]) -> usize {
         }
     }
     deepest
-}
-
-/// Where the string whose body starts at `at` ends: past its closing quote (a backslash takes
-/// the byte after it along), or the end of `json`.
-fn past_string(json: &[u8], mut at: usize) -> usize {
-    loop {
-        at += plain_run(json.get(at..).unwrap_or_default());
-        match json.get(at) {
-            None => return at,
-            Some(b'"') => return at + 1,
-            Some(b'\\') => at += 2,
-            // A control character: not JSON, but it does not end the string either.
-            Some(_) => at += 1,
-        }
-    }
 }
 
 #[cfg(test)]
