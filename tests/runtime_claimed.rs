@@ -277,14 +277,7 @@ async fn a_retry_waiting_for_a_live_run_stops_waiting_when_aborted() {
     let retry = tokio::spawn(async move { m.run_claimed_agent_graph_intent(retry).await });
     tokio::time::sleep(Duration::from_millis(100)).await;
     controller.abort();
-    let retry = tokio::time::timeout(Duration::from_secs(60), retry)
-        .await
-        .expect("the retry stopped waiting")
-        .expect("task");
-    assert!(
-        matches!(retry, Err(makalog::Error::Aborted { .. })),
-        "{retry:?}"
-    );
+    ends_aborted(retry, "the retry stopped waiting").await;
     let run = stores
         .runs
         .read_run(&claim.target_session_id, &claim.target_run_id)
@@ -354,14 +347,7 @@ async fn a_second_claim_on_a_busy_child_waits_whole_and_its_abort_writes_nothing
         "not admitted while the child's other call runs"
     );
     controller.abort();
-    let second_outcome = tokio::time::timeout(Duration::from_secs(60), second_task)
-        .await
-        .expect("the second call stopped waiting")
-        .expect("task");
-    assert!(
-        matches!(second_outcome, Err(makalog::Error::Aborted { .. })),
-        "{second_outcome:?}"
-    );
+    ends_aborted(second_task, "the second call stopped waiting").await;
     let status = stores
         .claims
         .read_agent_graph_intent_claim(&second.graph_id, &second.intent_id)
@@ -389,6 +375,21 @@ struct Fixture {
     manager: SessionManager,
     claim: makalog::claims::AgentGraphIntentClaim,
     intent: makalog::runtime::AgentGraphRunnableIntent,
+}
+
+/// Waits (a minute at most) for a claimed call's task, which must end `Error::Aborted`.
+async fn ends_aborted<T: std::fmt::Debug>(
+    task: tokio::task::JoinHandle<makalog::Result<T>>,
+    stopped: &str,
+) {
+    let outcome = tokio::time::timeout(Duration::from_secs(60), task)
+        .await
+        .expect(stopped)
+        .expect("task");
+    assert!(
+        matches!(outcome, Err(makalog::Error::Aborted { .. })),
+        "{outcome:?}"
+    );
 }
 
 fn fixture(prompt: &str, registry: BackendRegistry) -> Fixture {
@@ -442,11 +443,7 @@ async fn each_joined_call_has_its_own_abort() {
     let c = tokio::spawn(async move { m.run_claimed_agent_graph_intent(c_call).await });
     tokio::time::sleep(Duration::from_millis(50)).await;
     c_abort.abort();
-    let c = tokio::time::timeout(Duration::from_secs(60), c)
-        .await
-        .expect("the joined call stopped waiting")
-        .expect("task");
-    assert!(matches!(c, Err(makalog::Error::Aborted { .. })), "{c:?}");
+    ends_aborted(c, "the joined call stopped waiting").await;
     a_abort.abort();
     let a = a.await.expect("task");
     assert!(matches!(a, Err(makalog::Error::Aborted { .. })), "{a:?}");
