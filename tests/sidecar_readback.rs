@@ -58,10 +58,7 @@ fn repeats_past_the_covers_read_each_named_frame_back_once() {
     let mut ids = section(&good, &header, 2)
         .and_then(id_entries)
         .expect("ids");
-    let large = *ids
-        .iter()
-        .find(|e| e.hash == id_hash("big"))
-        .expect("the large event's entry");
+    let large = large_entry(&ids);
     ids.extend((0..16).map(|_| makalog::index::IdEntry {
         hash: id_hash("x"),
         ..large
@@ -180,10 +177,7 @@ fn entries_naming_one_frame_under_many_sequence_numbers_read_it_once() {
     let (_t, storage) = temp_root();
     let (big, repeats) = (256 * 1024, 40);
     let (view, mut ids) = large_then_repeats(&storage, big, repeats);
-    let large = *ids
-        .iter()
-        .find(|e| e.hash == id_hash("big"))
-        .expect("the large event's entry");
+    let large = large_entry(&ids);
     for i in 0..repeats {
         ids.extend((0..16).map(|k| IdEntry {
             hash: id_hash(&format!("x{i}")),
@@ -208,10 +202,7 @@ fn entries_naming_no_frame_cost_no_more_than_a_rebuild() {
     let (_t, storage) = temp_root();
     let repeats = 40;
     let (view, mut ids) = large_then_repeats(&storage, 2048, repeats);
-    let large = *ids
-        .iter()
-        .find(|e| e.hash == id_hash("big"))
-        .expect("the large event's entry");
+    let large = large_entry(&ids);
     for i in 0..repeats {
         ids.extend((0..16).map(|k| IdEntry {
             hash: id_hash(&format!("x{i}")),
@@ -224,4 +215,11 @@ fn entries_naming_no_frame_cost_no_more_than_a_rebuild() {
         read < 16 * log,
         "{read} bytes read for a log and sidecar of {log} bytes"
     );
+}
+
+/// The large event's entry among a sidecar's id entries.
+fn large_entry(ids: &[makalog::index::IdEntry]) -> makalog::index::IdEntry {
+    *ids.iter()
+        .find(|e| e.hash == makalog::index::id_hash("big"))
+        .expect("the large event's entry")
 }
