@@ -104,3 +104,130 @@ async fn a_hosts_rename_during_a_turns_opening_stays() {
         assert_eq!(m.value()["modelId"], "fake-model", "{}", m.value());
     }
 }
+
+/// What a turn left when a host's update, landing during its opening, padded the session's
+/// header to `gap` bytes under the record bound.
+struct Padded {
+    update: makalog::Result<makalog::model::SessionHeader>,
+    status: String,
+    run_events: Vec<String>,
+    before: serde_json::Value,
+    after: makalog::model::SessionHeader,
+}
+
+async fn a_turn_with_the_header_padded_to(gap: usize) -> Padded {
+    let (_t, storage) = support::temp_root();
+    let owner = support::owner(&storage);
+    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
+    let armed: Armed = Arc::new(Mutex::new(None));
+    let update = Arc::new(Mutex::new(None));
+    let ids = Sources::system();
+    let tick = std::sync::atomic::AtomicU64::new(1_780_000_000_000);
+    let (on_id, seen) = (armed.clone(), update.clone());
+    let sources = Sources::new(
+        move || {
+            if let Some((stores, session)) = on_id.lock().expect("armed").take() {
+                let header = stores.sessions.read_session(&session).expect("read");
+                let header = header.expect("the session");
+                let mut next = header.value().clone();
+                let len = serde_json::to_string(&next["name"]).expect("name").len();
+                let now = header.canonical_json().len();
+                let bound = makalog::format::DEFAULT_MAX_PAYLOAD as usize;
+                next["name"] = json!("n".repeat(bound - gap - (now - len) - 2));
+                *seen.lock().expect("seen") = Some(stores.sessions.update_session(next));
+            }
+            ids.new_id()
+        },
+        move || tick.fetch_add(1, std::sync::atomic::Ordering::SeqCst) as f64,
+    );
+    let manager = SessionManager::new(stores.clone(), BackendRegistry::with_fake(), sources)
+        .expect("manager");
+    let s = manager
+        .create_session(json!({"id": "s", "cwd": "/work", "backend": "fake",
+                               "llmConnectionSlug": "fake", "model": "fake-model"}))
+        .expect("session")
+        .id()
+        .to_owned();
+    let before = stores.sessions.read_session(&s).expect("read").expect("s");
+    *armed.lock().expect("arm") = Some((stores.clone(), s.clone()));
+    let input = TurnInput {
+        turn_id: Some("turn-1".into()),
+        run_id: Some("run-1".into()),
+        user_message_id: Some("message-1".into()),
+        text: "hello".into(),
+        execution: Some(json!({"kind": "external_message"})),
+        ..TurnInput::default()
+    };
+    let turn = manager.send_message(&s, input).await.expect("send");
+    let outcome = turn.finish().await.expect("the turn");
+    let run_events = stores
+        .runs
+        .read_events(&s, "run-1")
+        .expect("events")
+        .iter()
+        .map(|(_, e)| e.value()["type"].as_str().expect("type").to_owned())
+        .collect();
+    let update = update.lock().expect("seen").take();
+    Padded {
+        update: update.expect("the host updated"),
+        status: outcome.status,
+        run_events,
+        before: before.value().clone(),
+        after: stores.sessions.read_session(&s).expect("read").expect("s"),
+    }
+}
+
+/// The run's events of a turn that ran whole: created, started once, completed.
+fn ran_whole(kinds: &[String]) {
+    assert_eq!(kinds.first().map(String::as_str), Some("run_created"));
+    assert_eq!(kinds.iter().filter(|k| *k == "run_started").count(), 1);
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("run_completed"),
+        "{kinds:?}"
+    );
+}
+
+/// A host's update that brought the header within a few bytes of the record bound was taken,
+/// and the turn's opening then set its own fields on it at queue time: the header record grew
+/// past the bound after the run, its `run_created` and the user's records were queued, so the
+/// turn failed half-opened. A host's header now leaves room for every field the runtime sets;
+/// the update is refused, nothing written, and the turn runs whole.
+#[tokio::test]
+async fn a_hosts_update_too_close_to_the_bound_is_refused_and_the_turn_runs_whole() {
+    let padded = a_turn_with_the_header_padded_to(10).await;
+    assert_eq!(padded.status, "completed");
+    match padded.update {
+        Err(makalog::Error::InvalidRecord { record, field, why }) => {
+            assert_eq!((record, field.as_str()), ("session header", "<record>"));
+            assert!(why.contains("the runtime"), "{why}");
+        }
+        other => panic!("the update near the bound is refused, got {other:?}"),
+    }
+    assert_eq!(
+        padded.after.value()["name"],
+        padded.before["name"],
+        "nothing of it written"
+    );
+    ran_whole(&padded.run_events);
+}
+
+/// A host's header that leaves exactly the room is taken, and the runtime's fields set on it
+/// (the connection locked, the session running, then its end) still fit.
+#[tokio::test]
+async fn a_hosts_header_that_leaves_the_room_is_taken_and_the_turn_runs_whole() {
+    let padded = a_turn_with_the_header_padded_to(makalog::model::RUNTIME_FIELDS_ROOM).await;
+    assert_eq!(padded.status, "completed");
+    let taken = padded.update.expect("the update is taken");
+    ran_whole(&padded.run_events);
+    let after = padded.after.value();
+    assert_eq!(
+        after["name"],
+        taken.value()["name"],
+        "the host's name stays"
+    );
+    assert_eq!(after["connectionLocked"], true);
+    assert_eq!(after["status"], "active");
+    assert!(after.get("lastMessageAt").is_some() && after.get("statusUpdatedAt").is_some());
+    assert!(padded.after.canonical_json().len() <= makalog::format::DEFAULT_MAX_PAYLOAD as usize);
+}

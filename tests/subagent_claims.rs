@@ -19,6 +19,19 @@ fn with_big_labels(mut header: Value) -> Value {
     header
 }
 
+/// `header` with its name padded so that its canonical JSON is `len` bytes.
+fn padded_to(mut header: Value, len: usize) -> Value {
+    let now = SessionHeader::from_value(header.clone()).expect("header");
+    let name = header["name"].as_str().expect("name").len();
+    header["name"] = json!("n".repeat(len - (now.canonical_json().len() - name)));
+    header
+}
+
+/// One byte more than a host's header may hold: the record bound less the runtime's room.
+fn one_past_the_room() -> usize {
+    makalog::format::DEFAULT_MAX_PAYLOAD as usize - makalog::model::RUNTIME_FIELDS_ROOM + 1
+}
+
 fn refused_as_too_big<T: std::fmt::Debug>(r: makalog::Result<T>) {
     match r {
         Err(Error::InvalidRecord { record, why, .. }) => {
@@ -60,13 +73,20 @@ fn refusals_write_nothing(
     let mut padded = subagent_header("padded", "tool-2", 'b');
     padded["subagentWorkspace"] = json!({"pad": vec![1e20; 250_000]});
     refused_as_too_big(s.sessions.create_subagent(padded));
+    // Within the bound, but not leaving room for the fields the runtime sets on it.
+    let near = one_past_the_room();
+    refused_as_too_big(s.sessions.create(padded_to(session_header("big", 1), near)));
+    refused_as_too_big(
+        s.sessions
+            .create_subagent(padded_to(subagent_header("kid", "tool-1", 'a'), near)),
+    );
     for id in ["big", "kid", "padded"] {
         assert!(!s.claims.is_session_id_taken(id).expect("claims"), "{id}");
     }
     assert_eq!(before, snapshot(&root), "refusals write nothing");
     s.sessions
-        .create(session_header("big", 1))
-        .expect("the id is still free");
+        .create(padded_to(session_header("big", 1), near - 1))
+        .expect("the id is still free, and a header leaving the room is taken");
     let kid = s
         .sessions
         .create_subagent(subagent_header("kid", "tool-1", 'a'))

@@ -27,6 +27,13 @@ impl HeaderPatch {
                 "a header's fields to set are a JSON object".into(),
             ));
         };
+        debug_assert!(
+            fields.iter().all(|(k, v)| crate::model::is_runtime_field(
+                k,
+                &crate::event::canonical_string(v)
+            )),
+            "only the members a host's header leaves room for: {fields:?}"
+        );
         Ok(HeaderPatch {
             base: base.canonical_json().to_owned(),
             made: with_fields(base, &fields)?,

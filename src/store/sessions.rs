@@ -11,7 +11,7 @@ use super::HeaderPatch;
 use crate::claims::ClaimsLog;
 use crate::error::{Error, Result};
 use crate::index::{SessionRecord, SessionState};
-use crate::model::{RunHeader, SessionHeader, StoredMessage};
+use crate::model::{RunHeader, SessionHeader, StoredMessage, RUNTIME_FIELDS_ROOM};
 use crate::segment::layout::SESSIONS_DIR;
 use crate::storage::{EntryKind, Storage};
 use serde_json::Value;
@@ -82,6 +82,7 @@ impl SessionStore {
                 });
             }
         }
+        self.check_fits(&header)?;
         self.write_header(&header)?;
         Ok(header)
     }
@@ -117,15 +118,21 @@ impl SessionStore {
         &self.claims
     }
 
-    /// Refuses a header whose canonical JSON is over the bound of a segment's record, naming
-    /// its size: what a creation checks before it claims anything.
+    /// Refuses a host's header whose canonical JSON does not leave [`RUNTIME_FIELDS_ROOM`]
+    /// bytes under the bound of a segment's record, naming its size: the runtime's own fields,
+    /// set on it later, must fit. What a creation checks before it claims anything.
     pub(super) fn check_fits(&self, header: &SessionHeader) -> Result<()> {
         let (len, bound) = (header.canonical_json().len(), self.events.max_payload());
-        if len > bound {
+        let most = bound.saturating_sub(RUNTIME_FIELDS_ROOM);
+        if len > most {
             return Err(Error::InvalidRecord {
                 record: "session header",
                 field: "<record>".into(),
-                why: format!("its canonical JSON is {len} bytes, over the bound of {bound} bytes a record may hold"),
+                why: format!(
+                    "its canonical JSON is {len} bytes, over the {most} bytes a host's header \
+                     may hold: {RUNTIME_FIELDS_ROOM} bytes of the {bound}-byte bound a record \
+                     may hold are left for the fields the runtime sets"
+                ),
             });
         }
         Ok(())

@@ -7,6 +7,7 @@ mod common;
 
 use common::{find, fixture_copy, import, makalog, s, text};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 #[test]
 fn events_the_canonical_decoder_refuses_are_reported_never_altered() {
@@ -219,28 +220,9 @@ fn a_graph_operators_spawn_is_imported_under_its_graph_key() {
 #[test]
 fn a_spawn_claim_too_big_for_the_claims_log_is_refused_by_its_key() {
     let t = tempfile::tempdir().expect("tempdir");
-    let db = fixture_copy(t.path());
-    let child = "977fab16-13dd-4a4e-9e7b-dd0c28714231";
-    let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
-    let payload: String = conn
-        .query_row(
-            "SELECT payload_json FROM session_metadata WHERE session_id = ?1",
-            [child],
-            |r| r.get(0),
-        )
-        .expect("the child's header");
-    let header =
-        makalog::model::SessionHeader::from_value(serde_json::from_str(&payload).expect("json"))
-            .expect("header");
-    let name = header.value()["name"].as_str().expect("name").len();
-    let max = makalog::format::DEFAULT_MAX_PAYLOAD as usize;
-    let pad = max - 100 - (header.canonical_json().len() - name);
-    conn.execute(
-        "UPDATE session_metadata SET payload_json = json_set(payload_json, '$.name', printf('%.*c', ?1, 'x')) WHERE session_id = ?2",
-        rusqlite::params![pad as i64, child],
-    )
-    .expect("a long name");
-    drop(conn);
+    let max = makalog::format::DEFAULT_MAX_PAYLOAD as usize - makalog::model::RUNTIME_FIELDS_ROOM;
+    let db = child_header_padded_to(t.path(), max);
+    let child = CHILD;
     let root = t.path().join("root");
     let (code, report, err) = import(&db, &root);
     assert_eq!(code, 1, "a row was refused: {err}");
@@ -266,8 +248,64 @@ fn a_spawn_claim_too_big_for_the_claims_log_is_refused_by_its_key() {
         .read_session(child)
         .expect("read")
         .expect("the child");
-    assert_eq!(imported.canonical_json().len(), max - 100);
-    for args in [vec!["verify", s(&root)], vec!["index", "check", s(&root)]] {
+    assert_eq!(imported.canonical_json().len(), max);
+    verifies_clean(&root);
+}
+
+/// A session whose header leaves less than the runtime's room under the bound (a turn on it
+/// would fail to set its own fields) is refused by its key, as the store refuses a host such a
+/// header; the rest is imported.
+#[test]
+fn a_header_leaving_no_room_for_the_runtimes_fields_is_refused_by_its_key() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let max = makalog::format::DEFAULT_MAX_PAYLOAD as usize - makalog::model::RUNTIME_FIELDS_ROOM;
+    let db = child_header_padded_to(t.path(), max + 1);
+    let root = t.path().join("root");
+    let (code, report, err) = import(&db, &root);
+    assert_eq!(code, 1, "a row was refused: {err}");
+    let sessions = find(&report["tables"], "table", "session_metadata");
+    assert_eq!(sessions["refused"][0]["key"], CHILD, "{sessions}");
+    let reason = sessions["refused"][0]["reason"].as_str().expect("why");
+    assert!(reason.contains("the runtime sets"), "{reason}");
+    let storage = makalog::storage::RealStorage::unmapped(&root);
+    let reader = makalog::store::ReadOnlySessions::new(&storage);
+    assert!(reader.read_session(CHILD).expect("read").is_none());
+    assert!(sessions["imported"].as_u64().expect("n") > 0, "{sessions}");
+    verifies_clean(&root);
+}
+
+/// The fixture's graph child, whose header its spawn claim carries.
+const CHILD: &str = "977fab16-13dd-4a4e-9e7b-dd0c28714231";
+
+/// A copy of the fixture in `dir` whose graph child's header is padded (its name) to `len`
+/// bytes of canonical JSON; the source's path.
+fn child_header_padded_to(dir: &std::path::Path, len: usize) -> PathBuf {
+    let db = fixture_copy(dir);
+    let child = CHILD;
+    let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
+    let payload: String = conn
+        .query_row(
+            "SELECT payload_json FROM session_metadata WHERE session_id = ?1",
+            [child],
+            |r| r.get(0),
+        )
+        .expect("the child's header");
+    let header =
+        makalog::model::SessionHeader::from_value(serde_json::from_str(&payload).expect("json"))
+            .expect("header");
+    let name = header.value()["name"].as_str().expect("name").len();
+    let pad = len - (header.canonical_json().len() - name);
+    conn.execute(
+        "UPDATE session_metadata SET payload_json = json_set(payload_json, '$.name', printf('%.*c', ?1, 'x')) WHERE session_id = ?2",
+        rusqlite::params![pad as i64, child],
+    )
+    .expect("a long name");
+    db
+}
+
+/// `verify` and `index check` pass on the imported root.
+fn verifies_clean(root: &std::path::Path) {
+    for args in [vec!["verify", s(root)], vec!["index", "check", s(root)]] {
         let out = makalog(&args);
         assert_eq!(
             out.status.code(),

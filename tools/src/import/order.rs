@@ -18,6 +18,22 @@ pub fn fits(canonical: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Refuses a session header the session store would refuse a host: one that does not leave
+/// `model::RUNTIME_FIELDS_ROOM` bytes under the bound for the fields a turn on the imported
+/// session sets on it.
+pub fn header_fits(canonical: &str) -> Result<(), String> {
+    let room = makalog::model::RUNTIME_FIELDS_ROOM;
+    let max = makalog::format::DEFAULT_MAX_PAYLOAD as usize - room;
+    if canonical.len() > max {
+        return Err(format!(
+            "its header is {} bytes, more than a session's header may hold ({max}: {room} bytes \
+             of a record's bound are left for the fields the runtime sets)",
+            canonical.len()
+        ));
+    }
+    Ok(())
+}
+
 /// What a record is, ordering records of the same time: turns, then runs, their events,
 /// runtime events and messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

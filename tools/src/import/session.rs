@@ -161,7 +161,7 @@ fn decode_header(sid: &str, r: &[Value]) -> Result<(SessionHeader, u64), String>
     if header.id() != sid {
         return Err(format!("its payload names session {}", header.id()));
     }
-    super::order::fits(header.canonical_json())?;
+    super::order::header_fits(header.canonical_json())?;
     Ok((header, time(&r[1])?.max(0.0) as u64))
 }
 
