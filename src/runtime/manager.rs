@@ -50,7 +50,9 @@ pub struct TurnOutcome {
     pub turn_id: String,
     pub run_id: String,
     pub user_message_id: String,
-    /// The run's status: `completed`, `failed` or `cancelled`.
+    /// The run's status: `completed`, `failed` or `cancelled`; `waiting_for_user` for a turn
+    /// parked there (its stream closed while the user was asked), whose run the next start's
+    /// recovery ends.
     pub status: String,
     pub failure_class: Option<String>,
     /// The last complete assistant text.

@@ -9,7 +9,9 @@
 //! cost the file nothing (a sync a turn would be a third of a streamed turn's). Once no run of
 //! the session is in flight it stays for a while ([`IDLE_KEPT`] such sessions, the least
 //! recently used zeroed first, not synced): a slot whose zeroing was lost, or one kept, names
-//! a session whose runs have ended, which recovery visits and passes.
+//! a session whose runs have ended, which recovery visits and passes. A turn parked waiting
+//! for the user (§12: its stream closed while the user was asked) keeps its run in flight
+//! here: only the next start's recovery ends it.
 //! Slots a process finds occupied when it opens the file name sessions of an earlier life:
 //! they are never reused before a recovery has ended their runs.
 //!

@@ -6,7 +6,7 @@ use super::super::begin::{runtime_event, Begun};
 use super::super::events::SessionEvent;
 use super::super::manager::{lock, Inner, TurnOutcome};
 use super::super::mapping::{failure_message, final_turn_state, terminal_event, Ending};
-use super::writer::Output;
+use super::writer::{Output, Writer};
 use crate::error::{Error, Result};
 use crate::index::SessionRecord;
 use crate::model::StoredMessage;
@@ -94,6 +94,26 @@ pub(super) fn commit(
         open.ended(&begun.ids.session_id);
     }
     Ok((outcome, replaced))
+}
+
+/// The outcome of a turn parked in `waiting_for_user`: nothing more is written (no terminal,
+/// no `turn_state`, no header), and its run stays named in the open-runs file, so the next
+/// start's recovery ends it.
+pub(super) fn parked(inner: &Inner, begun: &Begun, events: usize, w: &Writer<'_>) -> TurnOutcome {
+    let ids = &begun.ids;
+    TurnOutcome {
+        session_id: ids.session_id.clone(),
+        turn_id: ids.turn_id.clone(),
+        run_id: ids.run_id.clone(),
+        user_message_id: begun.user_message_id.clone(),
+        status: "waiting_for_user".into(),
+        failure_class: None,
+        summary: w.output.summary.clone(),
+        event_count: events,
+        started_at: begun.started_at,
+        completed_at: inner.sources.now(),
+        fact_failures: w.fact_failures,
+    }
 }
 
 /// What the caller's stream is told of an ending the runtime made in the backend's place, as

@@ -8,7 +8,8 @@
 //! before it is queued, without waiting for its sync. After the stream: the terminal
 //! commit, the final `turn_state` and the session header, in one sync that also covers the
 //! facts still queued. A stream that ends without a terminal event gets a synthetic one:
-//! `aborted` if a stop was asked, else failed (`missing_terminal_event`). An ending the runtime
+//! `aborted` if a stop was asked, else failed (`missing_terminal_event`), unless the run
+//! waits for the user: that turn is parked, and commits no terminal. An ending the runtime
 //! makes is told to the caller as §11's backends end a turn (`abort` or `error`, then
 //! `complete`), in place of a backend terminal event the ledger refused.
 //!
@@ -137,6 +138,15 @@ pub(super) async fn run(inner: &Inner, begun: Begun, stream: Stream<'_>) -> Resu
         }
     }
     w.flush();
+    // A turn parked in `waiting_for_user` (its stream closed while the user was asked, and no
+    // stop was asked) commits no terminal (§12 step 8): its run stays open, for the next
+    // start's recovery to end (`stale_user_wait`). Its facts are made durable before the
+    // caller has them, as ever.
+    if terminal.is_none() && w.waiting_for_user() && abort_source().is_none() {
+        drop(from_backend);
+        hand_on(&mut w, &mut held, &to_caller, &mut waits).await;
+        return Ok(ending::parked(inner, &begun, events, &w));
+    }
     // A stream that ended without a terminal event (closed, or given up on after a stop's
     // grace) ends the turn `aborted` if a stop was asked, as it asked, else failed.
     // (`made`: the ending the runtime made, none came.)

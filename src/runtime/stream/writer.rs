@@ -37,6 +37,9 @@ pub(super) struct Writer<'a> {
     /// The last batch of facts queued and not yet waited for, and how many facts are waiting.
     unsynced: Option<Batch<'a>>,
     unsynced_facts: usize,
+    /// The run was last moved to `waiting_for_user` (a question or a permission request
+    /// waits for the user).
+    waiting: bool,
 }
 
 impl<'a> Writer<'a> {
@@ -51,7 +54,14 @@ impl<'a> Writer<'a> {
             fact_failures: 0,
             unsynced: None,
             unsynced_facts: 0,
+            waiting: false,
         }
+    }
+
+    /// Whether the run waits for the user: the last status it was moved to is
+    /// `waiting_for_user`.
+    pub(super) fn waiting_for_user(&self) -> bool {
+        self.waiting
     }
 
     /// Writes what `event` means; returns the terminal event once the turn has ended.
@@ -259,6 +269,9 @@ impl<'a> Writer<'a> {
             .runs
             .update_run(&ids.session_id, &ids.run_id, &update);
         self.fact_failures += usize::from(run.is_err());
+        if run.is_ok() {
+            self.waiting = status == "waiting_for_user";
+        }
         self.run_fact("run_status_changed", json!({"status": status}));
         let fields = json!({"status": status, "statusUpdatedAt": now});
         let header = inner.stores.sessions.set_fields(&ids.session_id, fields);
