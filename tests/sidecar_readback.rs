@@ -85,12 +85,13 @@ fn repeats_past_the_covers_read_each_named_frame_back_once() {
     );
 }
 
-/// A log whose sidecar covers one large event, then `repeats` events past its covers, each
-/// with an id of its own (`x0`, `x1`, …) written by a raw writer: the sidecar's bytes, view and
-/// id entries, for a test to craft from.
+/// A log whose sidecar covers one large event (and with `small_after`, a small one after it,
+/// so that the large frame is not the one its covers end with), then `repeats` events past its
+/// covers, each with an id of its own (`x0`, `x1`, …) written by a raw writer: the sidecar's
+/// bytes, view and id entries, for a test to craft from.
 fn large_then_repeats(
     storage: &std::sync::Arc<makalog::storage::RealStorage>,
-    big: usize,
+    (big, small_after): (usize, bool),
     repeats: usize,
 ) -> (makalog::index::SessionIndex, Vec<makalog::index::IdEntry>) {
     use makalog::index::{decode_sidecar_header, decode_sidecar_state, id_entries, section};
@@ -98,6 +99,10 @@ fn large_then_repeats(
         let store = store(storage);
         let large = user(S, "run-1", "turn-1", "big", 1.0, &"a".repeat(big));
         store.append(&large, Durability::Durable).expect("large");
+        if small_after {
+            let small = user(S, "run-1", "turn-1", "small", 2.0, "after");
+            store.append(&small, Durability::Durable).expect("small");
+        }
         store.close().expect("close");
     }
     let good = sidecar_bytes(storage);
@@ -176,7 +181,7 @@ fn entries_naming_one_frame_under_many_sequence_numbers_read_it_once() {
     use makalog::index::{id_hash, IdEntry};
     let (_t, storage) = temp_root();
     let (big, repeats) = (256 * 1024, 40);
-    let (view, mut ids) = large_then_repeats(&storage, big, repeats);
+    let (view, mut ids) = large_then_repeats(&storage, (big, false), repeats);
     let large = large_entry(&ids);
     for i in 0..repeats {
         ids.extend((0..16).map(|k| IdEntry {
@@ -201,7 +206,7 @@ fn entries_naming_no_frame_cost_no_more_than_a_rebuild() {
     use makalog::index::{id_hash, IdEntry};
     let (_t, storage) = temp_root();
     let repeats = 40;
-    let (view, mut ids) = large_then_repeats(&storage, 2048, repeats);
+    let (view, mut ids) = large_then_repeats(&storage, (2048, false), repeats);
     let large = large_entry(&ids);
     for i in 0..repeats {
         ids.extend((0..16).map(|k| IdEntry {
@@ -222,4 +227,77 @@ fn large_entry(ids: &[makalog::index::IdEntry]) -> makalog::index::IdEntry {
     *ids.iter()
         .find(|e| e.hash == makalog::index::id_hash("big"))
         .expect("the large event's entry")
+}
+
+/// Entries naming places inside the covered region where a crafted length (`00 00 FF 00`,
+/// nearly 16 MiB) reads as a frame's: each costs a read of that length. Confirmations were
+/// held to the segments' sizes as the file system states them, which a sparse file makes any
+/// length for nothing: a segment stretched to 1 GiB let them read a gigabyte. They are now held
+/// to what a rebuild reads of each segment (to its last non-zero byte, and a frame's length of
+/// zeros after it).
+#[test]
+fn confirmations_are_held_to_what_a_rebuild_reads_not_to_a_sparse_files_size() {
+    use makalog::index::{id_hash, IdEntry};
+    use std::io::{Seek, SeekFrom, Write};
+    use std::sync::atomic::Ordering;
+    let (_t, storage) = temp_root();
+    let repeats = 40;
+    let (view, mut ids) = large_then_repeats(&storage, (256 * 1024, true), repeats);
+    let large = large_entry(&ids);
+    let dir = makalog::storage::Storage::describe_root(&*storage)
+        .join("sessions")
+        .join(S);
+    let segment = std::fs::read_dir(&dir)
+        .expect("session dir")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.extension().is_some_and(|x| x == "seg"))
+        .expect("a segment");
+    let data = std::fs::metadata(&segment).expect("stat").len();
+    let start = large.offset + 4096;
+    {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&segment)
+            .expect("open");
+        file.seek(SeekFrom::Start(start)).expect("seek");
+        file.write_all(&[0x00, 0x00, 0xFF, 0x00].repeat(1024))
+            .expect("pattern");
+        file.set_len(1 << 30).expect("sparse");
+    }
+    for i in 0..repeats {
+        ids.extend((0..16).map(|k| IdEntry {
+            hash: id_hash(&format!("x{i}")),
+            offset: start + 4 * (16 * i + k) as u64,
+            ..large
+        }));
+    }
+    ids.sort_by_key(|e| e.hash);
+    std::fs::write(
+        sidecar_path(&storage),
+        encode_sidecar(&view, &ids).expect("encode"),
+    )
+    .expect("craft");
+    let root = makalog::storage::Storage::describe_root(&*storage);
+    let (counted, _) = counting::counting(root, u64::MAX);
+    let reader = makalog::store::ReadOnlySessions::new(&*counted);
+    // The pattern broke the large frame: the rebuild the sidecar falls back to finds it, and
+    // both readers refuse the log at that frame.
+    let rebuild = data + makalog::storage::data_end::ZEROS_KEPT;
+    let store = RuntimeEventStore::open(&owner(&counted), WriterConfig::default());
+    let read_only = || reader.read_messages(S, None).is_err();
+    let open = || store.open_session_now(S).is_err();
+    for (how, refused) in [
+        ("read-only", &read_only as &dyn Fn() -> bool),
+        ("open", &open),
+    ] {
+        let before = counted.meter.read_bytes.load(Ordering::SeqCst);
+        assert!(refused(), "{how}: the broken frame is damage");
+        let read = counted.meter.read_bytes.load(Ordering::SeqCst) - before;
+        // Each try at the sidecar (a reader makes two before it rebuilds) confirms at most a
+        // rebuild's worth and one frame more; then the rebuild; before, a gigabyte.
+        assert!(
+            read < 10 * rebuild,
+            "{how}: {read} bytes read where a rebuild reads {rebuild}"
+        );
+    }
 }

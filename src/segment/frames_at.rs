@@ -8,7 +8,7 @@ use crate::format::{
     decode_frame, FrameDecode, FrameLayout, RecordKind, SegmentHeader, HEADER_LEN,
     MAX_PAYLOAD_LIMIT,
 };
-use crate::storage::{OpenMode, Storage, StorageFile};
+use crate::storage::{data_end, OpenMode, Storage, StorageFile};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -129,10 +129,12 @@ impl<'s> FramesAt<'s> {
         self.read_bytes
     }
 
-    /// The length of segment `ordinal`'s file.
-    pub fn segment_len(&mut self, ordinal: u64) -> Result<u64> {
+    /// The bytes of segment `ordinal` a scan of it reads: to its last non-zero byte and at
+    /// most a frame's length of zeros after it ([`data_end::needed_end`]), not the length the
+    /// file system states, which a sparse file makes anything for nothing.
+    pub fn segment_data_len(&mut self, ordinal: u64) -> Result<u64> {
         let (path, file, _) = self.opened(ordinal)?;
-        file.size().map_err(|e| Error::io(&path, "stat", e))
+        data_end::needed_end(file, 0).map_err(|e| Error::io(&path, "read", e))
     }
 
     /// Hands `each` the payload of every frame at `positions` (segment ordinal, offset,

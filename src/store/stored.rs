@@ -35,9 +35,10 @@ type Found = (u64, Option<String>);
 /// Confirms a sidecar's id entries against the frames they name while a view catches up past
 /// its covers. Each place is read back at most once, whatever record its entries claim: a
 /// crafted table naming one large frame from many entries, met by many repeats in the tail,
-/// costs one read of it, not one a repeat. And confirming never reads more than the segments it
-/// reads from hold (as a rebuild would read them): entries naming places that are no frame each
-/// cost a read, so past that the sidecar is not worth its cost, every later lookup answers
+/// costs one read of it, not one a repeat. And confirming reads no more than a rebuild would
+/// read of the segments it reads from (to each one's last non-zero byte and a frame's length of
+/// zeros, not the size a sparse file states for nothing), and one frame past that: entries
+/// naming places that are no frame each cost a read, so past that the sidecar is not worth its cost, every later lookup answers
 /// "not stored", and the caller, finding it [`exhausted`](StoredIds::exhausted), drops what it
 /// caught up and rebuilds.
 pub(crate) struct StoredIds<'a> {
@@ -73,7 +74,7 @@ impl<'a> StoredIds<'a> {
         if budget.1.insert(at.ordinal) {
             budget.0 = budget
                 .0
-                .saturating_add(frames.segment_len(at.ordinal).unwrap_or(0));
+                .saturating_add(frames.segment_data_len(at.ordinal).unwrap_or(0));
         }
         let stored = frames
             .frame(at.ordinal, at.offset)
