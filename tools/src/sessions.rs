@@ -28,9 +28,10 @@ pub fn list(root: &Path, json: bool, sidecars: Sidecars) -> ExitCode {
             Ok(listed) => listed,
             Err(e) => return failed(e),
         };
-    // Each session that cannot be read is named (its file and offset), and the others listed.
-    for (_, e) in &unreadable {
-        tell!("makalog: {e}");
+    // Each session that cannot be read is named, its directory first (an error read from a
+    // sidecar's record may name no file), and the others listed.
+    for (id, e) in &unreadable {
+        tell!("makalog: sessions/{id}: {e}");
     }
     let code = match unreadable.is_empty() {
         true => ExitCode::SUCCESS,

@@ -275,6 +275,10 @@ fn a_damaged_session_is_named_and_the_others_still_listed() {
         stderr.contains("sessions/demo-2/00000000000000000001.seg") && stderr.contains("256"),
         "the damaged file and offset: {stderr}"
     );
+    assert!(
+        stderr.starts_with("makalog: sessions/demo-2: "),
+        "the session named first, whatever its error names: {stderr}"
+    );
     assert_eq!(
         text(&makalog(&["sessions", r, "--json"]).stdout)
             .lines()
