@@ -101,6 +101,56 @@ async fn a_user_message_id_an_event_holds_is_refused_with_nothing_written() {
     assert_eq!(after.len(), runs.len(), "no run");
 }
 
+/// A run id the session's events already use (a host's runtime event, with no run record
+/// behind it) was checked only against run records: the run and its `run_created` were made
+/// durable, then the opening's event was refused by the events' identity, leaving a
+/// half-opened run. Events of the run, another turn's or its sealing one, now refuse the turn
+/// with nothing written.
+#[tokio::test(start_paused = true)]
+async fn a_run_id_the_sessions_events_use_is_refused_with_nothing_written() {
+    for sealed in [false, true] {
+        let f = fixture();
+        let s = session(&f);
+        let stores = f.manager.stores();
+        let mut event = support::events::user(&s, "r9", "another-turn", "host-1", 5.0, "hi");
+        if sealed {
+            let mut value = event.value().clone();
+            value["turnId"] = json!("turn-9");
+            value["status"] = json!("completed");
+            value["actions"] = json!({"endInvocation": true});
+            event = makalog::event::RuntimeEvent::from_value(value).expect("a terminal event");
+        }
+        stores
+            .runtime_events
+            .append(&event, makalog::segment::Durability::Durable)
+            .expect("the host's event");
+        let root = root_path(&f.storage);
+        let (before, marked) = (session_files(&root, &s), open_runs(&root));
+        let again = f.manager.send_message(&s, hosted("turn-9", "r9")).await;
+        assert!(
+            matches!(
+                &again,
+                Err(makalog::Error::IdentityConflict { .. } | makalog::Error::RunSealed { .. })
+            ),
+            "sealed {sealed}: {:?}",
+            again.err()
+        );
+        assert_eq!(
+            session_files(&root, &s),
+            before,
+            "sealed {sealed}: nothing written"
+        );
+        assert_eq!(open_runs(&root), marked, "sealed {sealed}: nothing marked");
+        assert!(stores.runs.list_session_runs(&s).expect("runs").is_empty());
+        let fresh = f
+            .manager
+            .send_message(&s, hosted("turn-9", "r10"))
+            .await
+            .expect("send");
+        assert_eq!(fresh.finish().await.expect("ends").status, "completed");
+    }
+}
+
 /// The check reads the session's index as an append does: a sidecar whose id table (its CRC
 /// intact) names, under the hash of the id asked about, a frame that is not there is damage,
 /// the index rebuilt, and the turn runs; not a refusal of every later turn.

@@ -222,6 +222,39 @@ impl RuntimeEventStore {
         Ok(found.is_some())
     }
 
+    /// Refuses a new run's ids that session `session_id`'s events already use (a run or an
+    /// invocation of that id, whatever its turn, sealed or not): what a turn checks before it
+    /// writes anything, since its opening's events would be refused by their identity only
+    /// after its run was queued.
+    pub(crate) fn check_run_unused(
+        &self,
+        session_id: &str,
+        run_id: &str,
+        invocation_id: &str,
+    ) -> Result<()> {
+        let session = self.session(session_id)?;
+        let mut st = lock(&session.state);
+        st.check_base(self.storage(), &session.writer)?;
+        let what = if let Some(run) = st.view.runs.get(run_id) {
+            format!(
+                "run {run_id} (invocation {}, turn {})",
+                run.invocation_id, run.turn_id
+            )
+        } else if let Some(inv) = st.view.invocations.get(invocation_id) {
+            format!(
+                "invocation {invocation_id} (run {}, turn {})",
+                inv.run_id, inv.turn_id
+            )
+        } else {
+            return Ok(());
+        };
+        Err(Error::IdentityConflict {
+            what: format!(
+                "session {session_id}'s events already use {what}: a new run's ids are unused"
+            ),
+        })
+    }
+
     /// Refuses a record over the segments' payload bound before its session is opened (or
     /// made) for it: the writer would refuse it only once the session existed.
     pub(crate) fn check_fits(&self, kind: RecordKind, canonical: &str) -> Result<()> {
