@@ -282,5 +282,5 @@ fn session_active(inner: &Inner, session_id: &str) -> Result<Option<HeaderPatch>
         return Ok(None);
     }
     let fields = json!({"status": "active", "statusUpdatedAt": inner.sources.now()});
-    HeaderPatch::new(&header, fields).map(Some)
+    inner.stores.sessions.patch_if_it_fits(&header, fields)
 }

@@ -113,6 +113,21 @@ impl SessionStore {
         Ok(header)
     }
 
+    /// The runtime's `fields` set on `header` as a patch, or `None` when the version it makes
+    /// would be over the record bound: a header written through the raw layer (an older root,
+    /// an import, a spawn claimed through the claims log) may not leave the room a host's does
+    /// ([`RUNTIME_FIELDS_ROOM`]), and the end of a turn or of a run is then written whole
+    /// without its header fields, the header kept, not refused after its first records.
+    pub(crate) fn patch_if_it_fits(
+        &self,
+        header: &SessionHeader,
+        fields: Value,
+    ) -> Result<Option<HeaderPatch>> {
+        let patch = HeaderPatch::new(header, fields)?;
+        let fits = patch.made().canonical_json().len() <= self.events.max_payload();
+        Ok(fits.then_some(patch))
+    }
+
     /// The claims log sessions and spawns are claimed in.
     pub(super) fn claims(&self) -> &ClaimsLog {
         &self.claims

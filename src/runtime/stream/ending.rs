@@ -10,7 +10,7 @@ use super::writer::{Output, Writer};
 use crate::error::{Error, Result};
 use crate::index::SessionRecord;
 use crate::model::StoredMessage;
-use crate::store::{HeaderPatch, RunEnd};
+use crate::store::RunEnd;
 use serde_json::{json, Value};
 
 /// A terminal event the runtime makes for the turn: `failed` with `failure_class` (stop
@@ -183,12 +183,13 @@ fn finish(
     // The turn's end in one sync: the terminal commit, then turn_state, then the header.
     // The header's own fields set on the one the session holds when they are queued.
     let then = [SessionRecord::Message(StoredMessage::from_value(state)?)];
-    let header = match inner.stores.sessions.read_session_queued(&ids.session_id)? {
-        Some(h) => Some(HeaderPatch::new(
+    let sessions = &inner.stores.sessions;
+    let header = match sessions.read_session_queued(&ids.session_id)? {
+        Some(h) => sessions.patch_if_it_fits(
             &h,
             json!({"lastMessageAt": now, "hasUnread": true, "status": "active",
                    "statusUpdatedAt": now}),
-        )?),
+        )?,
         None => None,
     };
     // A turn an error failed states the error's message in its run (§7), as the original does.
