@@ -59,8 +59,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn the_room_counts_every_member_at_its_longest() {
-        assert_eq!(RUNTIME_FIELDS_ROOM, 157);
+    fn every_status_and_extreme_time_is_within_its_members_longest() {
         for status in STATUSES {
             assert!(is_runtime_field(
                 "status",
@@ -80,21 +79,26 @@ mod tests {
         }
     }
 
+    /// Every member set as a new one at its longest grows a header by the room exactly: the
+    /// room is what they can take, no less and no more.
     #[test]
-    fn a_header_that_leaves_the_room_holds_every_member_at_its_longest() {
-        let base = json!({"name": "x", "hasUnread": true, "status": "active"});
+    fn every_member_set_anew_at_its_longest_takes_the_room_exactly() {
+        let base = json!({"name": "x"});
         let mut set = base.clone();
+        // 17 significant digits after five zeros: the longest text a double prints as.
+        let longest = -1.000_000_000_000_000_2e-6;
+        assert_eq!(canonical_string(&json!(longest)).len(), NUMBER_TEXT_MAX);
         for (key, value) in [
             ("connectionLocked", json!(false)),
             ("hasUnread", json!(false)),
             ("status", json!("waiting_for_user")),
-            ("lastMessageAt", json!(-0.000_001_234_567_890_123_456_7)),
-            ("statusUpdatedAt", json!(-1.234_567_890_123_456_7e-300)),
+            ("lastMessageAt", json!(longest)),
+            ("statusUpdatedAt", json!(longest)),
         ] {
             set[key] = value;
         }
         let grew = canonical_string(&set).len() - canonical_string(&base).len();
-        assert!(grew <= RUNTIME_FIELDS_ROOM, "{grew}");
+        assert_eq!(grew, RUNTIME_FIELDS_ROOM);
     }
 
     proptest! {
