@@ -118,8 +118,17 @@ impl RealStorage {
 impl RealStorage {
     /// Opens a regular file: never through a symlink (`O_NOFOLLOW`), never blocking on a FIFO
     /// or a device (`O_NONBLOCK`, which changes nothing for a regular file), and anything that
-    /// is not a regular file is refused.
+    /// is not a regular file is refused. An existing entry is looked at first (`lstat`), so a
+    /// FIFO or a device is refused without being opened (opening a device runs its driver);
+    /// what the entry is once opened is checked again, as it may have been replaced meanwhile.
     fn open_regular(&self, path: &Path, mode: OpenMode) -> io::Result<File> {
+        let full = self.full(path)?;
+        if mode != OpenMode::CreateNew {
+            let kind = std::fs::symlink_metadata(&full)?.file_type();
+            if !kind.is_file() && !kind.is_symlink() {
+                return Err(not_regular());
+            }
+        }
         let mut o = OpenOptions::new();
         match mode {
             OpenMode::CreateNew => o.read(true).write(true).create_new(true).mode(0o600),
@@ -127,7 +136,7 @@ impl RealStorage {
             OpenMode::Read => o.read(true),
         };
         o.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-        let file = o.open(self.full(path)?).map_err(refused_symlink)?;
+        let file = o.open(full).map_err(refused_symlink)?;
         // An exclusive create makes a new regular file or fails (even on a symlink): only an
         // existing entry needs the check.
         if mode != OpenMode::CreateNew {
@@ -153,11 +162,15 @@ fn regular(file: &File) -> io::Result<()> {
     if file.metadata()?.is_file() {
         Ok(())
     } else {
-        Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file (a FIFO, device or directory is never read)",
-        ))
+        Err(not_regular())
     }
+}
+
+fn not_regular() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "not a regular file (a FIFO, device or directory is never read)",
+    )
 }
 
 struct RealFile(File);

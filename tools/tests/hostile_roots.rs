@@ -366,3 +366,68 @@ fn copies_equal_up_to_damage_are_not_the_same() {
     );
     assert!(out.contains("demo-1: the same;"), "{out}");
 }
+
+/// Opens seen on `paths` while `run` runs (inotify's `IN_OPEN`, which the watch itself does
+/// not raise): a FIFO or device is never to be opened, as opening one runs its driver.
+fn opens_during(paths: &[&Path], run: impl FnOnce()) -> usize {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: plain system calls on a descriptor this function owns and closes.
+    unsafe {
+        let fd = libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC);
+        assert!(fd >= 0, "inotify_init1");
+        for path in paths {
+            let c = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("path");
+            assert!(
+                libc::inotify_add_watch(fd, c.as_ptr(), libc::IN_OPEN) >= 0,
+                "watch"
+            );
+        }
+        run();
+        let mut buf = [0u8; 4096];
+        let mut opens = 0;
+        loop {
+            let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+            if n <= 0 {
+                break;
+            }
+            let mut at = 0usize;
+            while at < n as usize {
+                let event = buf
+                    .as_ptr()
+                    .add(at)
+                    .cast::<libc::inotify_event>()
+                    .read_unaligned();
+                opens += usize::from(event.mask & libc::IN_OPEN != 0);
+                at += std::mem::size_of::<libc::inotify_event>() + event.len as usize;
+            }
+        }
+        libc::close(fd);
+        opens
+    }
+}
+
+/// A FIFO (as a device would be) in the place of the claims log or a sidecar is refused by its
+/// name without being opened: it was opened (without blocking) and only then found to be no
+/// regular file, which for a device runs its driver's open.
+#[test]
+fn a_fifo_in_place_of_a_file_is_refused_without_being_opened() {
+    let (_t, root) = demo_root();
+    let (claims, index) = (root.join("claims.log"), root.join("sessions/demo-1/index"));
+    for path in [&claims, &index] {
+        std::fs::remove_file(path).expect("rm");
+        mkfifo(path);
+    }
+    let r = root.to_str().expect("utf8");
+    let opens = opens_during(&[&claims, &index], || {
+        for args in [
+            vec!["verify", r],
+            vec!["claims", r],
+            vec!["sessions", r],
+            vec!["invocations", r, "--session", "demo-1"],
+        ] {
+            let (code, out) = makalog(&args);
+            assert!(code.is_some(), "{args:?} ended: {out}");
+        }
+    });
+    assert_eq!(opens, 0, "neither FIFO was opened");
+}
