@@ -282,5 +282,5 @@ fn session_active(inner: &Inner, session_id: &str) -> Result<Option<HeaderPatch>
         return Ok(None);
     }
     let fields = json!({"status": "active", "statusUpdatedAt": inner.sources.now()});
-    inner.stores.sessions.patch_if_it_fits(&header, fields)
+    inner.stores.sessions.patch_that_fits(&header, fields)
 }

@@ -113,19 +113,35 @@ impl SessionStore {
         Ok(header)
     }
 
-    /// The runtime's `fields` set on `header` as a patch, or `None` when the version it makes
-    /// would be over the record bound: a header written through the raw layer (an older root,
-    /// an import, a spawn claimed through the claims log) may not leave the room a host's does
-    /// ([`RUNTIME_FIELDS_ROOM`]), and the end of a turn or of a run is then written whole
-    /// without its header fields, the header kept, not refused after its first records.
-    pub(crate) fn patch_if_it_fits(
+    /// The runtime's `fields` set on `header` as a patch that fits the record bound. A header
+    /// written through the raw layer (an older root, an import, a spawn claimed through the
+    /// claims log) may not leave the room a host's does ([`RUNTIME_FIELDS_ROOM`]); the end of
+    /// a turn or of a run then sets only the members that do not grow it (the session
+    /// `active`, the shortest status there is; `hasUnread: true`), or none, and is written
+    /// whole, not refused after its first records. (Left `running`, a session would be taken
+    /// by every later recovery for one whose run it must end.)
+    pub(crate) fn patch_that_fits(
         &self,
         header: &SessionHeader,
         fields: Value,
     ) -> Result<Option<HeaderPatch>> {
-        let patch = HeaderPatch::new(header, fields)?;
-        let fits = patch.made().canonical_json().len() <= self.events.max_payload();
-        Ok(fits.then_some(patch))
+        let patch = HeaderPatch::new(header, fields.clone())?;
+        if patch.made().canonical_json().len() <= self.events.max_payload() {
+            return Ok(Some(patch));
+        }
+        let len = |v: &Value| crate::event::canonical_string(v).len();
+        // An object: `HeaderPatch::new` took it.
+        let Value::Object(fields) = fields else {
+            return Ok(None);
+        };
+        let shorter: serde_json::Map<String, Value> = fields
+            .into_iter()
+            .filter(|(k, v)| header.value().get(k).is_some_and(|now| len(v) <= len(now)))
+            .collect();
+        if shorter.is_empty() {
+            return Ok(None);
+        }
+        HeaderPatch::new(header, Value::Object(shorter)).map(Some)
     }
 
     /// The claims log sessions and spawns are claimed in.

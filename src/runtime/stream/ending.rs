@@ -185,7 +185,7 @@ fn finish(
     let then = [SessionRecord::Message(StoredMessage::from_value(state)?)];
     let sessions = &inner.stores.sessions;
     let header = match sessions.read_session_queued(&ids.session_id)? {
-        Some(h) => sessions.patch_if_it_fits(
+        Some(h) => sessions.patch_that_fits(
             &h,
             json!({"lastMessageAt": now, "hasUnread": true, "status": "active",
                    "statusUpdatedAt": now}),
