@@ -1,6 +1,7 @@
 //! The real storage's exclusive create: it makes a new regular file or fails, whatever sits
 //! at the path (so it asks nothing more of the file it made); a replacement by rename takes the
-//! place of a temporary file a crash left.
+//! place of a temporary file a crash left; a FIFO (as a device would be) where a file is
+//! opened or locked is refused without being opened.
 
 use makalog::storage::{
     replace_cache_file, write_atomically, EntryKind, OpenMode, RealStorage, Storage,
@@ -86,4 +87,77 @@ fn a_replacement_takes_the_place_of_a_temporary_file_a_crash_left() {
         std::fs::read(t.path().join("cache")).expect("read"),
         b"linked"
     );
+}
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+/// Opens seen on `path` while `run` runs (inotify's `IN_OPEN`, which the watch itself does
+/// not raise).
+fn opens_during(path: &Path, run: impl FnOnce()) -> usize {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: plain system calls on a descriptor this function owns and closes, reading into
+    // a buffer it owns; each event is read unaligned from within what `read` filled.
+    unsafe {
+        let fd = libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC);
+        assert!(fd >= 0, "inotify_init1");
+        assert!(
+            libc::inotify_add_watch(fd, c.as_ptr(), libc::IN_OPEN) >= 0,
+            "watch"
+        );
+        run();
+        let mut buf = [0u8; 4096];
+        let mut opens = 0;
+        loop {
+            let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+            if n <= 0 {
+                break;
+            }
+            let mut at = 0usize;
+            while at < n as usize {
+                let event = buf
+                    .as_ptr()
+                    .add(at)
+                    .cast::<libc::inotify_event>()
+                    .read_unaligned();
+                opens += usize::from(event.mask & libc::IN_OPEN != 0);
+                at += std::mem::size_of::<libc::inotify_event>() + event.len as usize;
+            }
+        }
+        libc::close(fd);
+        opens
+    }
+}
+
+/// A FIFO where a file is read or locked is refused by name without being opened: it was
+/// opened (without blocking) and only then found to be no regular file, which for a device runs
+/// its driver's open. A missing file is still not found, and one is still made for a lock.
+#[test]
+fn a_fifo_where_a_file_is_opened_or_locked_is_refused_without_being_opened() {
+    let t = tempfile::tempdir().expect("tmp");
+    let storage = RealStorage::new(t.path());
+    let fifo = t.path().join("fifo");
+    mkfifo(&fifo);
+    let opens = opens_during(&fifo, || {
+        for mode in [OpenMode::Read, OpenMode::ReadWrite] {
+            let kind = storage
+                .open(Path::new("fifo"), mode)
+                .err()
+                .map(|e| e.kind());
+            assert_eq!(kind, Some(std::io::ErrorKind::InvalidInput), "{mode:?}");
+        }
+        let locked = storage.try_lock(Path::new("fifo")).err().map(|e| e.kind());
+        assert_eq!(locked, Some(std::io::ErrorKind::InvalidInput));
+    });
+    assert_eq!(opens, 0, "the FIFO was never opened");
+    let missing = storage.open(Path::new("missing"), OpenMode::Read).err();
+    assert_eq!(
+        missing.map(|e| e.kind()),
+        Some(std::io::ErrorKind::NotFound)
+    );
+    assert!(storage.try_lock(Path::new("lock")).expect("lock").is_some());
 }

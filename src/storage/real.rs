@@ -124,10 +124,7 @@ impl RealStorage {
     fn open_regular(&self, path: &Path, mode: OpenMode) -> io::Result<File> {
         let full = self.full(path)?;
         if mode != OpenMode::CreateNew {
-            let kind = std::fs::symlink_metadata(&full)?.file_type();
-            if !kind.is_file() && !kind.is_symlink() {
-                return Err(not_regular());
-            }
+            refuse_special(&full)?;
         }
         let mut o = OpenOptions::new();
         match mode {
@@ -160,6 +157,17 @@ fn refused_symlink(e: io::Error) -> io::Error {
 
 fn regular(file: &File) -> io::Result<()> {
     if file.metadata()?.is_file() {
+        Ok(())
+    } else {
+        Err(not_regular())
+    }
+}
+
+/// Refuses an existing entry that is neither a regular file nor a symlink (which `O_NOFOLLOW`
+/// refuses when it is opened), looked at without opening it.
+fn refuse_special(full: &Path) -> io::Result<()> {
+    let kind = fs::symlink_metadata(full)?.file_type();
+    if kind.is_file() || kind.is_symlink() {
         Ok(())
     } else {
         Err(not_regular())
@@ -348,6 +356,11 @@ impl Storage for RealStorage {
     }
 
     fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn StorageLock>>> {
+        let full = self.full(path)?;
+        match refuse_special(&full) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            other => other?,
+        }
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -355,7 +368,7 @@ impl Storage for RealStorage {
             .truncate(false)
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(self.full(path)?)
+            .open(full)
             .map_err(refused_symlink)?;
         regular(&file)?;
         match file.try_lock_exclusive() {
