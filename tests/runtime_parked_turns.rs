@@ -8,7 +8,7 @@ mod support;
 use makalog::runtime::SessionEvent;
 use serde_json::json;
 use support::permissions::{complete, permission_request, tool_permission};
-use support::scripted::{recovered_copy, scripted, Script};
+use support::scripted::{recovered_copy_reporting, scripted, Script};
 
 /// The turn that parks; every other completes.
 const PARKED: &str = "turn-parked";
@@ -46,6 +46,8 @@ async fn a_stream_that_closes_while_the_user_is_asked_parks_the_turn_until_a_res
     let scripts: [(&str, Script); 2] = [("question", asks), ("permission", requests)];
     for (case, script) in scripts {
         let (t, _owner, manager) = scripted(script);
+        // A recovery at start makes the open-runs file, which the parked run stays named in.
+        manager.recover_interrupted_sessions().expect("start");
         let input = makalog::runtime::TurnInput {
             turn_id: Some(PARKED.into()),
             ..support::turns::text("go")
@@ -94,7 +96,10 @@ async fn a_stream_that_closes_while_the_user_is_asked_parks_the_turn_until_a_res
         // unrecovered.
         let (next, _, _) = support::scripted::one_turn(&manager).await;
 
-        let (_copy, restarted) = recovered_copy(t.path());
+        let (_copy, restarted, report) = recovered_copy_reporting(t.path());
+        assert!(!report.scanned_all, "{case}: found by the open-runs file");
+        let ended: Vec<_> = report.recovered.iter().map(|r| r.run_id.as_str()).collect();
+        assert_eq!(ended, [outcome.run_id.as_str()], "{case}");
         let stores = restarted.stores();
         let run = stores.runs.read_run("s", &outcome.run_id).expect("run");
         assert_eq!(run.status(), "failed", "{case}");

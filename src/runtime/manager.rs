@@ -43,7 +43,8 @@ pub struct TurnInput {
     pub lineage: super::TurnLineage,
 }
 
-/// How a turn ended, once its terminal commit, `turn_state` and header are durable.
+/// How a turn ended, once its terminal commit, `turn_state` and header are durable; or, for a
+/// turn parked waiting for the user, once its facts are.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnOutcome {
     pub session_id: String,
@@ -52,7 +53,8 @@ pub struct TurnOutcome {
     pub user_message_id: String,
     /// The run's status: `completed`, `failed` or `cancelled`; `waiting_for_user` for a turn
     /// parked there (its stream closed while the user was asked), whose run the next start's
-    /// recovery ends.
+    /// recovery ends (or, for a claimed graph intent's child, a retry of the claim, which ends
+    /// a run it finds open and not live, §12 step 4).
     pub status: String,
     pub failure_class: Option<String>,
     /// The last complete assistant text.

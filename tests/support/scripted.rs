@@ -89,6 +89,18 @@ fn with_backend(
 /// the caller saw are durable), with a manager over it (the fake backend, the system's ids
 /// and clock) that has run recovery at start.
 pub fn recovered_copy(dir: &std::path::Path) -> (tempfile::TempDir, SessionManager) {
+    let (copy, manager, _) = recovered_copy_reporting(dir);
+    (copy, manager)
+}
+
+/// [`recovered_copy`], with what its recovery reported.
+pub fn recovered_copy_reporting(
+    dir: &std::path::Path,
+) -> (
+    tempfile::TempDir,
+    SessionManager,
+    makalog::runtime::RecoveryReport,
+) {
     let killed = tempfile::tempdir().expect("tempdir");
     for (path, bytes) in super::snapshot(dir) {
         let to = killed.path().join(path);
@@ -106,8 +118,8 @@ pub fn recovered_copy(dir: &std::path::Path) -> (tempfile::TempDir, SessionManag
         makalog::runtime::Sources::system(),
     )
     .expect("manager");
-    manager.recover_interrupted_sessions().expect("recover");
-    (killed, manager)
+    let report = manager.recover_interrupted_sessions().expect("recover");
+    (killed, manager, report)
 }
 
 /// What session `s` holds after its one run: the run's header, its immutable runtime events
