@@ -202,8 +202,21 @@ pub fn trusted_sidecar(
     let Ok(view) = decode_sidecar_state(bytes, &header) else {
         return Ok(None);
     };
-    if view.session_id != session_id || !covers_hold(storage, session_id, &view.covers)? {
+    if !belongs_to(&view, session_id) || !covers_hold(storage, session_id, &view.covers)? {
         return Ok(None);
     }
     Ok(Some((view, header)))
+}
+
+/// Whether a view decoded from a sidecar is session `session_id`'s: it says so, and so does
+/// the session header it holds (if any). A header naming another session (a forged sidecar,
+/// its checksums intact) would show this session under that id, and a listing telling sessions
+/// by their ids would hide one. Only the header's id is read; the rest is checked when decoded.
+pub fn belongs_to(view: &SessionIndex, session_id: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        id: String,
+    }
+    let named = |t: &str| serde_json::from_str::<Named>(t).is_ok_and(|n| n.id == session_id);
+    view.session_id == session_id && view.session.header.as_deref().is_none_or(named)
 }

@@ -17,8 +17,8 @@ mod sidecar_old;
 mod view;
 
 pub use build::{
-    catch_up, covers_hold, invocations_from_log, rebuild, rebuild_sidecar, recorded_durable,
-    resume_point, trusted_sidecar,
+    belongs_to, catch_up, covers_hold, invocations_from_log, rebuild, rebuild_sidecar,
+    recorded_durable, resume_point, trusted_sidecar,
 };
 pub use entries::{id_hash, Cover, IdEntry, InvocationEntry, KeyedEvent, RunEntry, StoredAt};
 pub use facts::EventFacts;

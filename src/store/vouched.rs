@@ -76,7 +76,7 @@ pub(super) fn vouched_view(
     let (Some(last), Some(resume)) = (view.covers.last().cloned(), resume_point(&view)) else {
         return Ok(None);
     };
-    if view.session_id != session_id
+    if !crate::index::belongs_to(&view, session_id)
         || last.last_seq == u64::MAX
         || view
             .covers
