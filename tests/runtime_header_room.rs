@@ -8,13 +8,11 @@
 mod support;
 
 use makalog::format::RecordKind;
-use makalog::runtime::{BackendRegistry, SessionManager, Sources, TurnInput};
-use makalog::store::{open_execution_stores_for_write, ExecutionStores};
+use makalog::runtime::TurnInput;
+use makalog::store::ExecutionStores;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
-
-/// Who writes the full header on the next id drawn: the stores and the session.
-type Armed = Arc<Mutex<Option<(Arc<ExecutionStores>, String)>>>;
+use support::hooked::Hooked;
 
 /// Writes `session`'s header padded to 10 bytes under the record bound, through the raw layer;
 /// its canonical JSON.
@@ -45,37 +43,19 @@ fn fill_header(stores: &ExecutionStores, session: &str) -> String {
 #[tokio::test]
 async fn a_turn_ends_whole_on_a_header_that_leaves_no_room() {
     let (t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let armed: Armed = Arc::new(Mutex::new(None));
+    let hooked = Hooked::new(&storage);
+    let stores = hooked.stores.clone();
     let written = Arc::new(Mutex::new(None));
-    let ids = Sources::system();
-    let tick = std::sync::atomic::AtomicU64::new(1_780_000_000_000);
-    let (on_id, full) = (armed.clone(), written.clone());
-    let sources = Sources::new(
-        move || {
-            if let Some((stores, session)) = on_id.lock().expect("armed").take() {
-                *full.lock().expect("full") = Some(fill_header(&stores, &session));
-            }
-            ids.new_id()
-        },
-        move || tick.fetch_add(1, std::sync::atomic::Ordering::SeqCst) as f64,
-    );
-    let manager = SessionManager::new(stores.clone(), BackendRegistry::with_fake(), sources)
-        .expect("manager");
-    manager
-        .create_session(json!({"id": "s", "cwd": "/work", "backend": "fake",
-                               "llmConnectionSlug": "fake", "model": "fake-model"}))
-        .expect("session");
     let input = TurnInput {
         turn_id: Some("turn-1".into()),
         run_id: Some("run-1".into()),
         text: "hello".into(),
         ..TurnInput::default()
     };
-    let turn = manager.send_message("s", input).await.expect("send");
+    let turn = hooked.manager.send_message("s", input).await.expect("send");
     // The opening is written: the header fills up while the turn streams.
-    *armed.lock().expect("arm") = Some((stores.clone(), "s".into()));
+    let (host, full) = (stores.clone(), written.clone());
+    hooked.arm(move || *full.lock().expect("full") = Some(fill_header(&host, "s")));
     let outcome = turn.finish().await.expect("the turn ends");
     assert_eq!(outcome.status, "completed");
     let full = written
@@ -106,7 +86,7 @@ async fn a_turn_ends_whole_on_a_header_that_leaves_no_room() {
         .map(|m| m.value()["status"].as_str().expect("status").to_owned())
         .collect();
     assert_eq!(states, ["running", "completed"], "one final turn_state");
-    drop((manager, stores, owner));
+    drop((hooked, stores));
     nothing_to_recover(t.path());
 }
 
@@ -116,27 +96,16 @@ async fn a_turn_ends_whole_on_a_header_that_leaves_no_room() {
 #[tokio::test]
 async fn recovery_ends_a_run_whole_on_a_header_that_leaves_no_room() {
     let (t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let manager = SessionManager::new(
-        stores.clone(),
-        BackendRegistry::with_fake(),
-        Sources::system(),
-    )
-    .expect("manager");
-    manager
-        .create_session(json!({"id": "s", "cwd": "/work", "backend": "fake",
-                               "llmConnectionSlug": "fake", "model": "fake-model"}))
-        .expect("session");
+    let hooked = Hooked::new(&storage);
     let input = TurnInput {
         run_id: Some("run-1".into()),
         ..support::turns::text(makalog::runtime::FAKE_ASK_USER_QUESTION_PROMPT)
     };
-    let mut turn = manager.send_message("s", input).await.expect("send");
+    let mut turn = hooked.manager.send_message("s", input).await.expect("send");
     support::turns::events_until(&mut turn, "user_question_request").await;
     turn.abandon().await;
-    let full = fill_header(&stores, "s");
-    drop((manager, stores, owner));
+    let full = fill_header(&hooked.stores, "s");
+    drop(hooked);
     let (copy, restarted) = support::scripted::recovered_copy(t.path());
     let stores = restarted.stores();
     let run = stores.runs.read_run("s", "run-1").expect("run");

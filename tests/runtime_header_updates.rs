@@ -5,13 +5,23 @@
 
 mod support;
 
-use makalog::runtime::{BackendRegistry, SessionManager, Sources, TurnInput};
-use makalog::store::{open_execution_stores_for_write, ExecutionStores};
+use makalog::runtime::TurnInput;
+use makalog::store::ExecutionStores;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
+use support::hooked::Hooked;
 
-/// Who renames the session on the next id drawn: the stores and the session.
-type Armed = Arc<Mutex<Option<(Arc<ExecutionStores>, String)>>>;
+/// The hosted turn each test runs: `turn-1`, `run-1`, user message `message-1`.
+fn hosted_turn() -> TurnInput {
+    TurnInput {
+        turn_id: Some("turn-1".into()),
+        run_id: Some("run-1".into()),
+        user_message_id: Some("message-1".into()),
+        text: "hello".into(),
+        execution: Some(json!({"kind": "external_message"})),
+        ..TurnInput::default()
+    }
+}
 
 /// A host renaming (and flagging) `session` through the session store, and moving it to
 /// another model for its later turns.
@@ -39,45 +49,15 @@ fn rename(stores: &ExecutionStores, session: &str) {
 #[tokio::test]
 async fn a_hosts_rename_during_a_turns_opening_stays() {
     let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let armed: Armed = Arc::new(Mutex::new(None));
-    let ids = Sources::system();
-    let tick = std::sync::atomic::AtomicU64::new(1_780_000_000_000);
-    let on_id = armed.clone();
-    let sources = Sources::new(
-        move || {
-            if let Some((stores, session)) = on_id.lock().expect("armed").take() {
-                rename(&stores, &session);
-            }
-            ids.new_id()
-        },
-        move || tick.fetch_add(1, std::sync::atomic::Ordering::SeqCst) as f64,
-    );
-    let manager = SessionManager::new(stores.clone(), BackendRegistry::with_fake(), sources)
-        .expect("manager");
-    let s = manager
-        .create_session(json!({"id": "s", "cwd": "/work", "backend": "fake",
-                               "llmConnectionSlug": "fake", "model": "fake-model"}))
-        .expect("session")
-        .id()
-        .to_owned();
-    *armed.lock().expect("arm") = Some((stores.clone(), s.clone()));
-    let input = TurnInput {
-        turn_id: Some("turn-1".into()),
-        run_id: Some("run-1".into()),
-        user_message_id: Some("message-1".into()),
-        text: "hello".into(),
-        execution: Some(json!({"kind": "external_message"})),
-        ..TurnInput::default()
-    };
-    let turn = manager.send_message(&s, input).await.expect("send");
+    let hooked = Hooked::new(&storage);
+    let (stores, s) = (hooked.stores.clone(), "s".to_owned());
+    let renamed = (stores.clone(), s.clone());
+    hooked.arm(move || rename(&renamed.0, &renamed.1));
+    let input = hosted_turn();
+    let turn = hooked.manager.send_message(&s, input).await.expect("send");
     let outcome = turn.finish().await.expect("the turn");
     assert_eq!(outcome.status, "completed");
-    assert!(
-        armed.lock().expect("armed").is_none(),
-        "the host renamed it"
-    );
+    assert!(hooked.fired(), "the host renamed it");
     let header = stores.sessions.read_session(&s).expect("read").expect("s");
     let h = header.value();
     assert_eq!(h["name"], "Renamed by the host", "{h}");
@@ -117,52 +97,28 @@ struct Padded {
 
 async fn a_turn_with_the_header_padded_to(gap: usize) -> Padded {
     let (_t, storage) = support::temp_root();
-    let owner = support::owner(&storage);
-    let stores = Arc::new(open_execution_stores_for_write(&owner).expect("stores"));
-    let armed: Armed = Arc::new(Mutex::new(None));
+    let hooked = Hooked::new(&storage);
+    let stores = hooked.stores.clone();
     let update = Arc::new(Mutex::new(None));
-    let ids = Sources::system();
-    let tick = std::sync::atomic::AtomicU64::new(1_780_000_000_000);
-    let (on_id, seen) = (armed.clone(), update.clone());
-    let sources = Sources::new(
-        move || {
-            if let Some((stores, session)) = on_id.lock().expect("armed").take() {
-                let header = stores.sessions.read_session(&session).expect("read");
-                let header = header.expect("the session");
-                let mut next = header.value().clone();
-                let len = serde_json::to_string(&next["name"]).expect("name").len();
-                let now = header.canonical_json().len();
-                let bound = makalog::format::DEFAULT_MAX_PAYLOAD as usize;
-                next["name"] = json!("n".repeat(bound - gap - (now - len) - 2));
-                *seen.lock().expect("seen") = Some(stores.sessions.update_session(next));
-            }
-            ids.new_id()
-        },
-        move || tick.fetch_add(1, std::sync::atomic::Ordering::SeqCst) as f64,
-    );
-    let manager = SessionManager::new(stores.clone(), BackendRegistry::with_fake(), sources)
-        .expect("manager");
-    let s = manager
-        .create_session(json!({"id": "s", "cwd": "/work", "backend": "fake",
-                               "llmConnectionSlug": "fake", "model": "fake-model"}))
-        .expect("session")
-        .id()
-        .to_owned();
-    let before = stores.sessions.read_session(&s).expect("read").expect("s");
-    *armed.lock().expect("arm") = Some((stores.clone(), s.clone()));
-    let input = TurnInput {
-        turn_id: Some("turn-1".into()),
-        run_id: Some("run-1".into()),
-        user_message_id: Some("message-1".into()),
-        text: "hello".into(),
-        execution: Some(json!({"kind": "external_message"})),
-        ..TurnInput::default()
-    };
-    let turn = manager.send_message(&s, input).await.expect("send");
+    let (host, seen) = (stores.clone(), update.clone());
+    let before = stores.sessions.read_session("s").expect("read").expect("s");
+    hooked.arm(move || {
+        let header = host.sessions.read_session("s").expect("read");
+        let header = header.expect("the session");
+        let mut next = header.value().clone();
+        let len = serde_json::to_string(&next["name"]).expect("name").len();
+        let now = header.canonical_json().len();
+        let bound = makalog::format::DEFAULT_MAX_PAYLOAD as usize;
+        next["name"] = json!("n".repeat(bound - gap - (now - len) - 2));
+        *seen.lock().expect("seen") = Some(host.sessions.update_session(next));
+    });
+    let s = "s";
+    let input = hosted_turn();
+    let turn = hooked.manager.send_message(s, input).await.expect("send");
     let outcome = turn.finish().await.expect("the turn");
     let run_events = stores
         .runs
-        .read_events(&s, "run-1")
+        .read_events(s, "run-1")
         .expect("events")
         .iter()
         .map(|(_, e)| e.value()["type"].as_str().expect("type").to_owned())
@@ -173,7 +129,7 @@ async fn a_turn_with_the_header_padded_to(gap: usize) -> Padded {
         status: outcome.status,
         run_events,
         before: before.value().clone(),
-        after: stores.sessions.read_session(&s).expect("read").expect("s"),
+        after: stores.sessions.read_session(s).expect("read").expect("s"),
     }
 }
 

@@ -63,12 +63,7 @@ fn repeats_past_the_covers_read_each_named_frame_back_once() {
         hash: id_hash("x"),
         ..large
     }));
-    ids.sort_by_key(|e| e.hash);
-    std::fs::write(
-        sidecar_path(&storage),
-        encode_sidecar(&view, &ids).expect("encode"),
-    )
-    .expect("craft");
+    craft(&storage, &view, ids);
     let root = makalog::storage::Storage::describe_root(&*storage);
     let (counted, _) = counting::counting(root, u64::MAX);
     let reader = makalog::store::ReadOnlySessions::new(&*counted);
@@ -140,16 +135,11 @@ fn large_then_repeats(
 fn read_through_crafted(
     storage: &std::sync::Arc<makalog::storage::RealStorage>,
     view: &makalog::index::SessionIndex,
-    mut ids: Vec<makalog::index::IdEntry>,
+    ids: Vec<makalog::index::IdEntry>,
     events: usize,
 ) -> (u64, u64) {
     use std::sync::atomic::Ordering;
-    ids.sort_by_key(|e| e.hash);
-    std::fs::write(
-        sidecar_path(storage),
-        encode_sidecar(view, &ids).expect("encode"),
-    )
-    .expect("craft");
+    craft(storage, view, ids);
     let root = makalog::storage::Storage::describe_root(&**storage);
     let dir = root.join("sessions").join(S);
     let log: u64 = std::fs::read_dir(&dir)
@@ -271,12 +261,7 @@ fn confirmations_are_held_to_what_a_rebuild_reads_not_to_a_sparse_files_size() {
             ..large
         }));
     }
-    ids.sort_by_key(|e| e.hash);
-    std::fs::write(
-        sidecar_path(&storage),
-        encode_sidecar(&view, &ids).expect("encode"),
-    )
-    .expect("craft");
+    craft(&storage, &view, ids);
     let root = makalog::storage::Storage::describe_root(&*storage);
     let (counted, _) = counting::counting(root, u64::MAX);
     let reader = makalog::store::ReadOnlySessions::new(&*counted);
@@ -300,4 +285,18 @@ fn confirmations_are_held_to_what_a_rebuild_reads_not_to_a_sparse_files_size() {
             "{how}: {read} bytes read where a rebuild reads {rebuild}"
         );
     }
+}
+
+/// Writes `view` with `ids` (sorted by hash, as a sidecar holds them) as the session's sidecar.
+fn craft(
+    storage: &std::sync::Arc<makalog::storage::RealStorage>,
+    view: &makalog::index::SessionIndex,
+    mut ids: Vec<makalog::index::IdEntry>,
+) {
+    ids.sort_by_key(|e| e.hash);
+    std::fs::write(
+        sidecar_path(storage),
+        encode_sidecar(view, &ids).expect("encode"),
+    )
+    .expect("craft");
 }

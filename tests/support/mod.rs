@@ -146,6 +146,7 @@ pub mod crash;
 pub mod event_store;
 pub mod events;
 pub mod graph;
+pub mod hooked;
 pub mod messages;
 pub mod permissions;
 pub mod runtime_crash;
