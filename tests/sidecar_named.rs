@@ -5,6 +5,7 @@
 mod support;
 
 use makalog::index::{decode_sidecar_header, decode_sidecar_state, encode_sidecar, id_entries};
+use serde_json::json;
 use support::stores::{self, session_header};
 use support::temp_root;
 
@@ -44,7 +45,10 @@ fn a_sidecar_whose_header_names_another_session_is_not_trusted() {
     assert_eq!(listed, ["evil", "victim"], "each session under its own id");
     let evil = reader.read_session("evil").expect("read").expect("evil");
     assert_eq!(evil.id(), "evil");
+    // The owner opens the session for writing (a message appended), then reads it.
     let (_owner, s) = stores::open(&storage);
+    let message = json!({"type": "user", "id": "m1", "turnId": "turn-1", "ts": 2, "text": "hi"});
+    s.sessions.append_message("evil", message).expect("append");
     let evil = s
         .sessions
         .read_session("evil")

@@ -68,8 +68,8 @@ pub use admission::{RootTurnAdmission, DESCRIPTOR_KINDS};
 pub use message::StoredMessage;
 pub use rejection::RootTurnRejection;
 pub use run::{transition_allowed, RunEvent, RunHeader, RUN_STATUSES, TERMINAL_RUN_STATUSES};
-pub(crate) use runtime_fields::is_runtime_field;
 pub use runtime_fields::RUNTIME_FIELDS_ROOM;
+pub(crate) use runtime_fields::{is_runtime_field, never_grows};
 pub use session::SessionHeader;
 
 use crate::error::Error;

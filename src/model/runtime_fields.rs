@@ -44,6 +44,17 @@ const fn room() -> usize {
     n
 }
 
+/// Whether setting `key` to `value` can never grow a valid header, whatever it holds: a
+/// required member set to the shortest value it can take (`active`, the shortest status;
+/// `true`). What the runtime still sets on a header that leaves it no room.
+pub(crate) fn never_grows(key: &str, value: &serde_json::Value) -> bool {
+    match key {
+        "status" => value == "active",
+        "hasUnread" | "connectionLocked" => value == &serde_json::Value::Bool(true),
+        _ => false,
+    }
+}
+
 /// True when the runtime sets `key`, and `value`, canonical, is no longer than it may be.
 pub(crate) fn is_runtime_field(key: &str, canonical_value: &str) -> bool {
     RUNTIME_FIELDS
@@ -77,6 +88,19 @@ mod tests {
                 &canonical_string(&json!(n))
             ));
         }
+    }
+
+    /// What never grows a header is a required member at the shortest value it can take.
+    #[test]
+    fn what_never_grows_a_header_is_a_required_member_at_its_shortest() {
+        let shortest = STATUSES.iter().map(|s| s.len()).min();
+        assert_eq!(shortest, Some("active".len()));
+        assert!(never_grows("status", &json!("active")));
+        assert!(!never_grows("status", &json!("running")));
+        assert!(never_grows("hasUnread", &json!(true)));
+        assert!(!never_grows("hasUnread", &json!(false)));
+        assert!(!never_grows("statusUpdatedAt", &json!(1)));
+        assert!(!never_grows("lastMessageAt", &json!(1)));
     }
 
     /// Every member set as a new one at its longest grows a header by the room exactly: the

@@ -116,32 +116,36 @@ impl SessionStore {
     /// The runtime's `fields` set on `header` as a patch that fits the record bound. A header
     /// written through the raw layer (an older root, an import, a spawn claimed through the
     /// claims log) may not leave the room a host's does ([`RUNTIME_FIELDS_ROOM`]); the end of
-    /// a turn or of a run then sets only the members that do not grow it (the session
-    /// `active`, the shortest status there is; `hasUnread: true`), or none, and is written
-    /// whole, not refused after its first records. (Left `running`, a session would be taken
+    /// a turn or of a run then sets only the members that grow no header, whatever it holds
+    /// when queued (the session `active`, the shortest status there is; `hasUnread: true`;
+    /// [`crate::model::never_grows`]), or none, and is written whole, not refused after its
+    /// first records. (Left `running`, a session would be taken
     /// by every later recovery for one whose run it must end.)
     pub(crate) fn patch_that_fits(
         &self,
         header: &SessionHeader,
         fields: Value,
     ) -> Result<Option<HeaderPatch>> {
+        let fits =
+            |patch: &HeaderPatch| patch.made().canonical_json().len() <= self.events.max_payload();
         let patch = HeaderPatch::new(header, fields.clone())?;
-        if patch.made().canonical_json().len() <= self.events.max_payload() {
+        if fits(&patch) {
             return Ok(Some(patch));
         }
-        let len = |v: &Value| crate::event::canonical_string(v).len();
         // An object: `HeaderPatch::new` took it.
         let Value::Object(fields) = fields else {
             return Ok(None);
         };
-        let shorter: serde_json::Map<String, Value> = fields
+        // Members that grow no header, whatever it holds when the patch is queued.
+        let never_grows: serde_json::Map<String, Value> = fields
             .into_iter()
-            .filter(|(k, v)| header.value().get(k).is_some_and(|now| len(v) <= len(now)))
+            .filter(|(k, v)| crate::model::never_grows(k, v))
             .collect();
-        if shorter.is_empty() {
+        if never_grows.is_empty() {
             return Ok(None);
         }
-        HeaderPatch::new(header, Value::Object(shorter)).map(Some)
+        let patch = HeaderPatch::new(header, Value::Object(never_grows))?;
+        Ok(fits(&patch).then_some(patch))
     }
 
     /// The claims log sessions and spawns are claimed in.
