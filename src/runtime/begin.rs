@@ -127,8 +127,7 @@ pub(super) fn begin(
 
 /// Refuses ids the session already holds (a run id its runs or its events use, or a user
 /// message id an event has) before anything is written: at their queueing, a hosted turn's
-/// admission and a prefix of the opening would already be durable. (The invocation is the
-/// run's own id.)
+/// admission and a prefix of the opening would already be durable.
 fn check_unused(
     stores: &crate::store::ExecutionStores,
     session_id: &str,
@@ -136,9 +135,7 @@ fn check_unused(
     user_message_id: &str,
 ) -> Result<()> {
     stores.runs.check_run_is_new(session_id, run_id)?;
-    stores
-        .runtime_events
-        .check_run_unused(session_id, run_id, run_id)?;
+    stores.runtime_events.check_run_unused(session_id, run_id)?;
     if stores
         .runtime_events
         .holds_event(session_id, user_message_id)?

@@ -222,16 +222,11 @@ impl RuntimeEventStore {
         Ok(found.is_some())
     }
 
-    /// Refuses a new run's ids that session `session_id`'s events already use (a run or an
-    /// invocation of that id, whatever its turn, sealed or not): what a turn checks before it
-    /// writes anything, since its opening's events would be refused by their identity only
-    /// after its run was queued.
-    pub(crate) fn check_run_unused(
-        &self,
-        session_id: &str,
-        run_id: &str,
-        invocation_id: &str,
-    ) -> Result<()> {
+    /// Refuses a new run's id that session `session_id`'s events already use (a run or an
+    /// invocation of that id, whatever its turn, sealed or not; a turn's invocation is its
+    /// run's own id): what a turn checks before it writes anything, since its opening's events
+    /// would be refused by their identity only after its run was queued.
+    pub(crate) fn check_run_unused(&self, session_id: &str, run_id: &str) -> Result<()> {
         let session = self.session(session_id)?;
         let mut st = lock(&session.state);
         st.check_base(self.storage(), &session.writer)?;
@@ -240,9 +235,9 @@ impl RuntimeEventStore {
                 "run {run_id} (invocation {}, turn {})",
                 run.invocation_id, run.turn_id
             )
-        } else if let Some(inv) = st.view.invocations.get(invocation_id) {
+        } else if let Some(inv) = st.view.invocations.get(run_id) {
             format!(
-                "invocation {invocation_id} (run {}, turn {})",
+                "invocation {run_id} (run {}, turn {})",
                 inv.run_id, inv.turn_id
             )
         } else {

@@ -119,8 +119,8 @@ impl SessionStore {
     /// a turn or of a run then sets only the members that grow no header, whatever it holds
     /// when queued (the session `active`, the shortest status there is; `hasUnread: true`;
     /// [`crate::model::never_grows`]), or none, and is written whole, not refused after its
-    /// first records. (Left `running`, a session would be taken
-    /// by every later recovery for one whose run it must end.)
+    /// first records. (Left `running`, a session would be taken by every later recovery for
+    /// one whose run it must end.)
     pub(crate) fn patch_that_fits(
         &self,
         header: &SessionHeader,
