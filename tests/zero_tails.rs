@@ -146,3 +146,147 @@ fn a_huge_torn_create_is_quarantined_without_its_zeros() {
         1
     );
 }
+
+/// Writes one non-zero byte `HOLE` bytes past the end of `path`: a hole with data after it, so
+/// none of it is a zero tail. Returns where the hole starts.
+fn hole_then_data(path: &Path) -> u64 {
+    use std::os::unix::fs::FileExt;
+    let len = std::fs::metadata(path).expect("stat").len();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("open");
+    file.write_all_at(&[1], len + HOLE)
+        .expect("write past a hole");
+    len
+}
+
+/// The file's length and its bytes before the hole: what a refusal must leave as it was.
+fn before_hole(path: &Path, hole: u64) -> (u64, Vec<u8>) {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .expect("open")
+        .take(hole)
+        .read_to_end(&mut head)
+        .expect("read");
+    (std::fs::metadata(path).expect("stat").len(), head)
+}
+
+/// A refusal of `path` whose hole starts at `hole`: it names the file and a byte at the start of
+/// the hole (the file system reports holes in whole blocks).
+fn assert_refused(what: &str, err: &str, path: &Path, hole: u64) {
+    let name = path.file_name().expect("name").to_string_lossy();
+    assert!(err.contains(&*name), "{what}: {err}");
+    assert!(err.contains("holes"), "{what}: {err}");
+    let at: u64 = err
+        .split("starts at byte ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{what} names no byte: {err}"));
+    assert!(
+        (hole..hole + (64 << 10)).contains(&at),
+        "{what}: byte {at}, the hole starts at {hole}"
+    );
+}
+
+/// A hole between a log's bytes is no zero tail: a reader would hold it to read what follows.
+/// More of them than a reader holds is refused, with an error naming the file and where the
+/// holes start, by every reader of a session, without reading them and with nothing written.
+#[test]
+fn a_huge_hole_inside_a_segment_is_refused_unread_and_left_as_it_was() {
+    let (_t, storage) = metered();
+    let owner = owner_of(&storage);
+    two_turns_closed(&owner, S, WriterConfig::default());
+    let seg = segment(&storage, S);
+    let hole = hole_then_data(&seg);
+    let was = before_hole(&seg, hole);
+    let reads = |what: &str, f: &dyn Fn() -> String| {
+        let before = storage.meter.reads();
+        let err = f();
+        let read = storage.meter.reads() - before;
+        assert!(
+            read < READ_BOUND,
+            "{what} read {read} bytes of a 1 GiB hole"
+        );
+        assert_refused(what, &err, &seg, hole);
+    };
+    reads("the read-only view", &|| {
+        let store = RuntimeEventStore::open(&owner, WriterConfig::default());
+        let err = store.list_session_invocations(S).expect_err("refused");
+        err.to_string()
+    });
+    reads("a rebuild", &|| {
+        rebuild(&*storage, S).expect_err("refused").to_string()
+    });
+    reads("verify", &|| {
+        let report = makalog::verify::verify_root(&*storage).expect("report");
+        assert!(!report.is_clean());
+        report.findings.join("\n")
+    });
+    reads("an open for writing", &|| {
+        let store = RuntimeEventStore::open(&owner, WriterConfig::default());
+        let e = support::events::opening(S, "r3", "turn-r3", 20.0);
+        let err = store
+            .append(&e, makalog::segment::Durability::Durable)
+            .expect_err("refused");
+        store.close().expect("close");
+        err.to_string()
+    });
+    assert_eq!(before_hole(&seg, hole), was, "nothing written");
+}
+
+/// A sealed segment (mapped, not read, when it ends in data) with a hole before its last byte
+/// is refused before it is mapped.
+#[test]
+fn a_huge_hole_inside_a_sealed_segment_is_refused_before_it_is_mapped() {
+    let (_t, storage) = metered();
+    let owner = owner_of(&storage);
+    let small = WriterConfig {
+        segment_size: 1 << 10,
+        ..WriterConfig::default()
+    };
+    two_turns_closed(&owner, S, small);
+    let sealed = segment(&storage, S);
+    assert!(
+        session_dir(&storage, S)
+            .join("00000000000000000002.seg")
+            .exists(),
+        "the session rolled"
+    );
+    std::fs::remove_file(session_dir(&storage, S).join("index")).expect("remove the sidecar");
+    let hole = hole_then_data(&sealed);
+    let before = storage.meter.reads();
+    let err = rebuild(&*storage, S).expect_err("refused").to_string();
+    let read = storage.meter.reads() - before;
+    assert!(read < READ_BOUND, "a rebuild read {read} bytes");
+    assert_refused("a rebuild", &err, &sealed, hole);
+    assert_eq!(
+        storage
+            .meter
+            .maps_of(&format!("sessions/{S}/00000000000000000001.seg")),
+        0,
+        "never mapped"
+    );
+}
+
+#[test]
+fn a_huge_hole_inside_the_claims_log_is_refused_unread() {
+    let (_t, storage) = metered();
+    let owner = owner_of(&storage);
+    let (log, _) = ClaimsLog::open(&owner).expect("open");
+    log.close().expect("close");
+    let claims = storage_root(&storage).join(makalog::claims::CLAIMS_FILE);
+    let hole = hole_then_data(&claims);
+    let was = before_hole(&claims, hole);
+    let before = storage.meter.reads();
+    let err = match ClaimsLog::open(&owner) {
+        Ok(_) => panic!("the claims log opened past a 1 GiB hole"),
+        Err(e) => e.to_string(),
+    };
+    let read = storage.meter.reads() - before;
+    assert!(read < READ_BOUND, "the claims log's open read {read} bytes");
+    assert_refused("the claims log's open", &err, &claims, hole);
+    assert_eq!(before_hole(&claims, hole), was, "nothing written");
+}

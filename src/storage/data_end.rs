@@ -25,6 +25,12 @@ use std::path::Path;
 /// header allows.
 pub const ZEROS_KEPT: u64 = MAX_FRAME_OVERHEAD as u64 + MAX_PAYLOAD_LIMIT as u64;
 
+/// The most bytes of holes (ranges the file system reports as never written, which read as
+/// zeros) a reader holds among the bytes it needs. A writer leaves a hole between its frames
+/// only where a crash lost writes not yet synced; a crafted file can claim a terabyte of them
+/// before one byte of data for nothing, and reading them would hold all of it in memory.
+pub const HOLES_HELD: u64 = 64 << 20;
+
 /// Bytes at the end of a file read back before the hole map is asked: more than a crash leaves
 /// of zeros with the default preallocation step (1 MiB and a block).
 pub const READ_BACK: u64 = 2 << 20;
@@ -82,6 +88,46 @@ fn needed_end_within(file: &dyn StorageFile, from: u64, size: u64) -> io::Result
     Ok(kept(end))
 }
 
+/// Fails when the file system reports more than [`HOLES_HELD`] bytes of holes in `[from, end)`,
+/// with an error saying where they start; asks nothing of a range no longer than that. Each
+/// step past the first passes a hole, so the walk ends within `HOLES_HELD` / a block of steps.
+pub fn check_holes(file: &dyn StorageFile, from: u64, end: u64) -> io::Result<()> {
+    if end.saturating_sub(from) <= HOLES_HELD {
+        return Ok(());
+    }
+    let (mut holes, mut first, mut at) = (0u64, None, from);
+    while at < end {
+        let data = file.data_after(at)?;
+        // A storage that misreports (a stretch that does not move forward) ends the walk.
+        if data.is_some_and(|(start, stop)| start < at || stop <= start) {
+            break;
+        }
+        let hole_end = data.map_or(end, |(start, _)| start.min(end));
+        if hole_end > at {
+            first.get_or_insert(at);
+            holes += hole_end - at;
+        }
+        if holes > HOLES_HELD {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "more than {HOLES_HELD} of the {} bytes a reader needs from byte {from} \
+                     are holes, never written (the first starts at byte {}): a reader holds no \
+                     more of them, and no writer leaves them between its frames but a crash \
+                     that lost writes not yet synced",
+                    end - from,
+                    first.unwrap_or(at)
+                ),
+            ));
+        }
+        match data {
+            Some((_, stop)) => at = stop,
+            None => break,
+        }
+    }
+    Ok(())
+}
+
 /// Just past the last non-zero byte of the stretch `[start, stop)`, read from its end back.
 fn last_non_zero(
     file: &dyn StorageFile,
@@ -117,6 +163,7 @@ pub fn read_needed(file: &dyn StorageFile, from: u64) -> io::Result<Vec<u8>> {
         buf.truncate(want as usize);
         return Ok(buf);
     }
+    check_holes(file, from, from + want)?;
     super::buffer::grow(&mut buf, want - n as u64)?;
     let more = file.read_full_at(&mut buf[n..], from + n as u64)?;
     buf.truncate(n + more);
@@ -229,6 +276,84 @@ mod tests {
         fn set_len(&self, _: u64) -> io::Result<()> {
             Err(io::ErrorKind::PermissionDenied.into())
         }
+    }
+
+    /// A file of `len` bytes whose storage reports data only in `extents` (or, `stuck`, always
+    /// the file's first byte), its hole map asked `asked` times.
+    struct Extents {
+        len: u64,
+        extents: Vec<(u64, u64)>,
+        stuck: bool,
+        asked: std::sync::atomic::AtomicU64,
+    }
+
+    impl StorageFile for Extents {
+        fn size(&self) -> io::Result<u64> {
+            Ok(self.len)
+        }
+        fn read_at(&self, _: &mut [u8], _: u64) -> io::Result<usize> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+        fn data_after(&self, offset: u64) -> io::Result<Option<(u64, u64)>> {
+            self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if self.stuck {
+                return Ok(Some((0, 1)));
+            }
+            Ok(self
+                .extents
+                .iter()
+                .find(|&&(_, stop)| stop > offset)
+                .map(|&(start, stop)| (start.max(offset), stop)))
+        }
+        fn write_all_at(&self, _: &[u8], _: u64) -> io::Result<()> {
+            Err(io::ErrorKind::PermissionDenied.into())
+        }
+        fn sync_data(&self) -> io::Result<()> {
+            Err(io::ErrorKind::PermissionDenied.into())
+        }
+        fn set_len(&self, _: u64) -> io::Result<()> {
+            Err(io::ErrorKind::PermissionDenied.into())
+        }
+    }
+
+    #[test]
+    fn holes_are_summed_across_a_range_and_more_than_are_held_is_an_error_naming_the_first() {
+        const M: u64 = 1 << 20;
+        let file = |extents: Vec<(u64, u64)>| Extents {
+            len: extents.last().expect("extents").1,
+            extents,
+            stuck: false,
+            asked: Default::default(),
+        };
+        // Two holes of 39.99 MiB: neither alone is more than is held, both are.
+        let two = file(vec![(0, 10), (40 * M, 40 * M + 10), (80 * M, 80 * M + 1)]);
+        let e = check_holes(&two, 0, two.len).expect_err("80 MiB of holes");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(
+            e.to_string().contains("the first starts at byte 10)"),
+            "{e}"
+        );
+        // From inside the first data: the same holes. From the second data on: one, held.
+        let e = check_holes(&two, 5, two.len).expect_err("from byte 5");
+        assert!(e.to_string().contains("from byte 5"), "{e}");
+        check_holes(&two, 40 * M, two.len).expect("40 MiB of holes");
+        // A hole that runs to the end of the range counts to the range's end only.
+        let open = file(vec![(0, 10), (200 * M, 200 * M + 1)]);
+        check_holes(&open, 0, 60 * M).expect("60 MiB of a longer hole");
+        check_holes(&open, 0, 70 * M).expect_err("70 MiB of it");
+        // No data after `from` at all: the whole range is a hole.
+        check_holes(&open, 200 * M + 1, 300 * M).expect_err("100 MiB of nothing");
+        // A range no longer than what is held asks nothing.
+        let asked = open.asked.load(std::sync::atomic::Ordering::SeqCst);
+        check_holes(&open, 0, HOLES_HELD).expect("no more than is held");
+        assert_eq!(open.asked.load(std::sync::atomic::Ordering::SeqCst), asked);
+        // A storage whose stretch does not move forward ends the walk; it does not spin.
+        let stuck = Extents {
+            stuck: true,
+            ..file(vec![(0, 1), (100 * M, 100 * M + 1)])
+        };
+        check_holes(&stuck, 5, stuck.len).expect("a misreport counts nothing");
+        assert_eq!(stuck.asked.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
     #[test]
