@@ -19,15 +19,8 @@ pub fn read_segment(storage: &dyn Storage, path: &Path, is_last: bool) -> Result
     if !is_last {
         // A sealed segment ends in its footer, or (a roll interrupted before the zeros were
         // cut) in zeros: only then is it read instead of mapped.
-        let whole = data_end::needed_whole(&*file)
-            .and_then(|whole| {
-                if whole {
-                    data_end::check_holes(&*file, 0, file.size()?)?;
-                }
-                Ok(whole)
-            })
-            .map_err(|e| Error::io(path, "read", e))?;
-        if whole {
+        // Mapping refuses a file with more holes than a reader holds, as reading does.
+        if data_end::needed_whole(&*file).map_err(|e| Error::io(path, "read", e))? {
             return storage
                 .map_file(path)
                 .map_err(|e| Error::io(path, "map", e));

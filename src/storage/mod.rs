@@ -148,9 +148,11 @@ pub trait Storage: Send + Sync {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageFile>>;
     /// Reads a whole file; an implementation may memory-map it. Call only on files no writer
     /// changes in place while the bytes are held (sealed segments, sidecars replaced by rename);
-    /// use [`Storage::read_file`] otherwise.
+    /// use [`Storage::read_file`] otherwise. Like [`Storage::read_file`], refuses a file with
+    /// more than [`data_end::HOLES_HELD`] bytes of holes the storage can tell.
     fn map_file(&self, path: &Path) -> io::Result<FileBytes>;
-    /// Reads a whole file into memory.
+    /// Reads a whole file into memory; refuses (`InvalidData`) one with more than
+    /// [`data_end::HOLES_HELD`] bytes of holes the storage can tell, unread.
     fn read_file(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// Creates one directory (its parent must exist); `AlreadyExists` if present. The empty path
     /// creates the root itself, with mode 0700, and makes that creation durable. Other entries

@@ -118,6 +118,13 @@ impl RealStorage {
 
 struct RealFile(File);
 
+/// The file of a whole-file read, `len` bytes long, unless more of it than a reader holds are
+/// holes: touching them (read, or through a mapping) would cost their apparent size.
+fn held_whole(file: RealFile, len: u64) -> io::Result<File> {
+    super::data_end::check_holes(&file, 0, len)?;
+    Ok(file.0)
+}
+
 impl StorageFile for RealFile {
     fn size(&self) -> io::Result<u64> {
         Ok(self.0.metadata()?.len())
@@ -176,9 +183,11 @@ impl Storage for RealStorage {
             return self.read_file(path).map(FileBytes::Owned);
         }
         let file = self.open_regular(path, OpenMode::Read)?;
-        if file.metadata()?.len() == 0 {
+        let len = file.metadata()?.len();
+        if len == 0 {
             return Ok(FileBytes::Owned(Vec::new()));
         }
+        let file = held_whole(RealFile(file), len)?;
         // SAFETY: only files no writer changes in place are mapped (the trait's contract): sealed
         // segments, which the write path never touches again, and index sidecars, which are
         // only ever replaced by rename, so a mapping keeps the old file's bytes.
@@ -187,8 +196,9 @@ impl Storage for RealStorage {
     }
 
     fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
-        let mut file = self.open_regular(path, OpenMode::Read)?;
+        let file = self.open_regular(path, OpenMode::Read)?;
         let size = file.metadata()?.len();
+        let mut file = held_whole(RealFile(file), size)?;
         let mut out = Vec::new();
         // The room the file says it needs, asked for (not assumed), then the file read into it.
         super::buffer::reserve(&mut out, size)?;

@@ -1,4 +1,4 @@
-//! Unit tests of the real storage's directory checks.
+//! Unit tests of the real storage's directory checks and whole-file reads.
 use super::*;
 
 /// Directories checked on the way to a path are remembered, but no more than `DIRS_KEPT`:
@@ -100,4 +100,35 @@ fn a_directory_replaced_by_a_symlink_is_refused_by_a_fresh_check() {
     let fresh = RealStorage::new(t.path());
     let refused = fresh.entry_kind(Path::new("sessions/s1/index"));
     assert!(refused.is_err(), "{refused:?}");
+}
+
+/// A whole-file read (into memory, or mapped) of a file whose holes pass what a reader holds is
+/// refused unread; up to that, and with the storage told not to map, the file reads as it is.
+#[test]
+fn whole_file_reads_refuse_more_holes_than_are_held() {
+    use std::os::unix::fs::FileExt as _;
+    let t = tempfile::tempdir().expect("tmp");
+    let hole = |name: &str, len: u64| {
+        let file = File::create(t.path().join(name)).expect("create");
+        file.write_all_at(b"a", 0).expect("first byte");
+        file.write_all_at(b"z", len).expect("last byte");
+    };
+    let held = super::super::data_end::HOLES_HELD;
+    hole("small", held - (1 << 20));
+    hole("large", held + (1 << 20));
+    for map in [true, false] {
+        let storage = match map {
+            true => RealStorage::new(t.path()),
+            false => RealStorage::unmapped(t.path()),
+        };
+        let small = storage.map_file(Path::new("small")).expect("held");
+        assert_eq!((small[0], small[small.len() - 1]), (b'a', b'z'));
+        assert_eq!(small.len() as u64, held - (1 << 20) + 1);
+        let e = storage.read_file(Path::new("large")).expect_err("read");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+        let Err(e) = storage.map_file(Path::new("large")) else {
+            panic!("mapped");
+        };
+        assert!(e.to_string().contains("starts at byte 4096"), "{e}");
+    }
 }

@@ -22,6 +22,8 @@ pub struct Meter {
     pub listings: AtomicU64,
     /// `map_file` calls by path, those that failed too.
     pub maps: Counts,
+    /// Bytes of the files `map_file` mapped (or read, on a storage that does not map).
+    pub mapped_bytes: AtomicU64,
     /// `sync_dir` calls by directory.
     pub dir_syncs: Counts,
     /// Every `sync_data` sleeps this long first, so concurrent callers pile up behind one.
@@ -123,7 +125,11 @@ impl Storage for CountingStorage {
     }
     fn map_file(&self, path: &Path) -> io::Result<FileBytes> {
         count(&self.meter.maps, path);
-        self.inner.map_file(path)
+        let bytes = self.inner.map_file(path)?;
+        self.meter
+            .mapped_bytes
+            .fetch_add(bytes.len() as u64, Ordering::SeqCst);
+        Ok(bytes)
     }
     fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
         let bytes = self.inner.read_file(path)?;
