@@ -82,14 +82,14 @@ fn quarantine(storage: &dyn Storage, segment: &Path, offset: u64, bytes: &[u8]) 
             0 => first.clone(),
             n => dir.join(format!("{}.{n}", torn_file_name(&name, offset))),
         };
-        match storage.read_file(&path) {
+        match copied_before(storage, &path, bytes) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io(&path, "read", e)),
             // Copied by an earlier recovery interrupted before its cut (whole, or a prefix left
             // by an older version): written again, as its rename may not be durable yet.
-            Ok(old) if bytes.starts_with(&old) => {}
+            Ok(true) => {}
             // Another tear at the same offset, kept: never overwrite quarantined bytes.
-            Ok(_) => {
+            Ok(false) => {
                 n += 1;
                 continue;
             }
@@ -97,4 +97,18 @@ fn quarantine(storage: &dyn Storage, segment: &Path, offset: u64, bytes: &[u8]) 
         write_atomically(storage, &path, bytes)?;
         return Ok(path);
     }
+}
+
+/// Whether the file at `path` holds a prefix of `bytes` (a copy of them an earlier recovery
+/// began). One longer than them is another tear's and is not read: its length is whatever the
+/// file claims.
+fn copied_before(storage: &dyn Storage, path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+    let file = storage.open(path, crate::storage::OpenMode::Read)?;
+    let len = file.size()?;
+    if len > bytes.len() as u64 {
+        return Ok(false);
+    }
+    let mut old = vec![0u8; len as usize];
+    let n = file.read_full_at(&mut old, 0)?;
+    Ok(bytes.starts_with(&old[..n]))
 }

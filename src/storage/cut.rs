@@ -119,11 +119,15 @@ impl StorageFile for CutFile {
     }
 }
 
-fn truncated(bytes: FileBytes, limit: Option<u64>) -> FileBytes {
-    match limit {
-        Some(n) if (n as usize) < bytes.len() => FileBytes::Owned(bytes[..n as usize].to_vec()),
-        _ => bytes,
-    }
+/// The bytes of a file cut at `limit`: those before it only, none after it read or held.
+fn read_prefix(file: &CutFile) -> io::Result<Vec<u8>> {
+    let len = file.inner.size()?.min(file.limit);
+    super::data_end::check_holes(file, 0, len)?;
+    let mut bytes = Vec::new();
+    super::buffer::grow(&mut bytes, len)?;
+    let n = file.read_full_at(&mut bytes, 0)?;
+    bytes.truncate(n);
+    Ok(bytes)
 }
 
 impl Storage for CutView<'_> {
@@ -139,16 +143,19 @@ impl Storage for CutView<'_> {
         })
     }
     fn map_file(&self, path: &Path) -> io::Result<FileBytes> {
-        let limit = self.limit(path)?;
-        Ok(truncated(self.inner.map_file(path)?, limit))
+        match self.limit(path)? {
+            Some(_) => self.read_file(path).map(FileBytes::Owned),
+            None => self.inner.map_file(path),
+        }
     }
     fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
-        let limit = self.limit(path)?;
-        let mut bytes = self.inner.read_file(path)?;
-        if let Some(n) = limit {
-            bytes.truncate(usize::try_from(n).unwrap_or(usize::MAX));
+        match self.limit(path)? {
+            Some(limit) => read_prefix(&CutFile {
+                inner: self.inner.open(path, OpenMode::Read)?,
+                limit,
+            }),
+            None => self.inner.read_file(path),
         }
-        Ok(bytes)
     }
     fn create_dir(&self, _: &Path) -> io::Result<()> {
         Err(refused())
@@ -188,5 +195,36 @@ impl Storage for CutView<'_> {
     }
     fn describe_root(&self) -> PathBuf {
         self.inner.describe_root()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::RealStorage;
+    use std::os::unix::fs::FileExt as _;
+
+    /// A file cut at a length is read to it only: 1 GiB of holes after the cut (which a read
+    /// of the whole file refuses) is neither read nor held, mapped or not.
+    #[test]
+    fn a_cut_file_is_read_to_its_cut_only() {
+        let t = tempfile::tempdir().expect("tmp");
+        let file = std::fs::File::create(t.path().join("f")).expect("create");
+        file.write_all_at(b"0123456789", 0).expect("data");
+        file.write_all_at(b"z", 1 << 30).expect("after a hole");
+        for inner in [RealStorage::new(t.path()), RealStorage::unmapped(t.path())] {
+            let e = inner.read_file(Path::new("f")).expect_err("whole");
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+            let mut view = CutView::new(&inner);
+            view.cut("f", Cut::At(4));
+            assert_eq!(view.read_file(Path::new("f")).expect("read"), b"0123");
+            assert_eq!(&*view.map_file(Path::new("f")).expect("map"), b"0123");
+            // Zeros before the cut are the file's, read as they are.
+            view.cut("f", Cut::At(12));
+            assert_eq!(
+                view.read_file(Path::new("f")).expect("read"),
+                b"0123456789\0\0"
+            );
+        }
     }
 }

@@ -161,6 +161,7 @@ impl MemFile {
         match &self.backing {
             Backing::Bytes(data) => Ok(data[self.range.clone()].to_vec()),
             Backing::File(file) => {
+                super::data_end::check_holes(self, 0, self.range.len() as u64)?;
                 let mut buf = Vec::new();
                 super::buffer::grow(&mut buf, self.range.len() as u64)?;
                 let n = file.read_full_at(&mut buf, self.range.start as u64)?;
@@ -191,6 +192,25 @@ impl StorageFile for MemFile {
             }
             Backing::File(file) => file.read_at(&mut buf[..n], (self.range.start + at) as u64),
         }
+    }
+    /// Over a file, its storage's hole map within the range; a buffer has no holes.
+    fn data_after(&self, offset: u64) -> io::Result<Option<(u64, u64)>> {
+        let (start, len) = (self.range.start as u64, self.range.len() as u64);
+        if offset >= len {
+            return Ok(None);
+        }
+        let Backing::File(file) = &self.backing else {
+            return Ok(Some((offset, len)));
+        };
+        Ok(file
+            .data_after(start + offset)?
+            .filter(|&(from, _)| from < start + len)
+            .map(|(from, to)| {
+                (
+                    from.max(start + offset) - start,
+                    to.min(start + len) - start,
+                )
+            }))
     }
     fn write_all_at(&self, _: &[u8], _: u64) -> io::Result<()> {
         Err(refused())
@@ -352,5 +372,42 @@ mod tests {
         let files = vec![(path(b"\xff/a"), 0..0)];
         let refused = MemStorage::new("bundle", Arc::new(Vec::new()), files);
         assert!(refused.is_err_and(|e| e.contains("not UTF-8")));
+    }
+
+    /// Over a file, a range's holes are the file's, within the range: more than a reader holds
+    /// is refused whole, unread, as real storage refuses it, and the hole map is clipped and
+    /// shifted to the range.
+    #[test]
+    fn holes_of_a_file_backed_range_are_the_files() {
+        use std::os::unix::fs::FileExt as _;
+        let t = tempfile::tempdir().expect("tmp");
+        let f = std::fs::File::create(t.path().join("bundle")).expect("create");
+        f.write_all_at(b"head", 0).expect("head");
+        let end = (1u64 << 30) + 4;
+        f.write_all_at(b"tail", end).expect("after a hole");
+        let real = super::super::RealStorage::new(t.path());
+        let file: Arc<dyn StorageFile> = Arc::from(
+            real.open(Path::new("bundle"), OpenMode::Read)
+                .expect("open"),
+        );
+        let files = vec![
+            (PathBuf::from("sparse"), 2..end as usize + 2),
+            (PathBuf::from("dense"), 0..4),
+        ];
+        let s = MemStorage::over_file("bundle", file, end + 4, files).expect("tree");
+        let e = s
+            .read_file(Path::new("sparse"))
+            .expect_err("1 GiB of holes");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(s.map_file(Path::new("sparse")).is_err());
+        assert_eq!(s.read_file(Path::new("dense")).expect("dense"), b"head");
+        let sparse = s.open(Path::new("sparse"), OpenMode::Read).expect("open");
+        // The head's block (its size is the file system's), then the tail's.
+        let (from, block) = sparse.data_after(0).expect("map").expect("the head");
+        assert!(from == 0 && (2..1 << 20).contains(&block), "(0, {block})");
+        let (from, to) = sparse.data_after(block).expect("map").expect("the tail");
+        // The range is `end` bytes long: its last two are the tail's first two.
+        assert!(from <= end - 2 && to == end, "({from}, {to})");
+        assert_eq!(sparse.data_after(end).expect("map"), None);
     }
 }

@@ -7,7 +7,10 @@ use crate::format::DEFAULT_MAX_PAYLOAD;
 /// How a writer lays out its segments.
 #[derive(Debug, Clone)]
 pub struct WriterConfig {
-    /// Roll to a new segment before one would grow past this many bytes.
+    /// Roll to a new segment before one would grow past this many bytes. Past
+    /// [`HOLES_HELD`](crate::storage::data_end::HOLES_HELD) (the default is equal to it), a
+    /// crash that lost more than that of unsynced writes inside a segment can leave more
+    /// holes than a reader holds, and a reader then refuses the segment.
     pub segment_size: u64,
     /// The payload bound new segments declare (at most
     /// [`MAX_PAYLOAD_LIMIT`](crate::format::MAX_PAYLOAD_LIMIT)).
