@@ -177,11 +177,16 @@ impl RootHeads {
             return Err(format!("format {:?} is not {HEADS_FORMAT:?}", file.format));
         }
         let mut sessions = Vec::with_capacity(file.sessions.len());
+        // Each session once: one named again would be read and checked again.
+        let mut named = std::collections::HashSet::new();
         for e in &file.sessions {
             let id = e
                 .session
                 .clone()
                 .ok_or("a session entry without \"session\"")?;
+            if !named.insert(id.clone()) {
+                return Err(format!("it names session {id} more than once"));
+            }
             sessions.push((id, e.head()?));
         }
         let claims = file.claims.as_ref().map(HeadEntry::head).transpose()?;

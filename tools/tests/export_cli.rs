@@ -287,8 +287,8 @@ fn a_bundles_entries_are_in_byte_order_of_their_paths() {
 }
 
 /// A manifest whose recorded heads disagree with the bundle's logs names each session that
-/// differs once: one whose head changed, one recorded but not in the bundle, and a session
-/// recorded twice (a crafted manifest) is said to be. Before, a changed session was reported
+/// differs once: one whose head changed, one recorded but not in the bundle; heads naming a
+/// session twice (a crafted manifest) do not decode. Before, a changed session was reported
 /// twice, once from each list, and each list was searched for every name of the other.
 #[test]
 fn a_manifest_whose_heads_disagree_names_each_session_once() {
@@ -308,7 +308,12 @@ fn a_manifest_whose_heads_disagree_names_each_session_once() {
     let mut ghost = first.clone();
     ghost["session"] = serde_json::json!("ghost-session");
     sessions.push(ghost.clone());
-    sessions.push(ghost);
+    let twice = {
+        let mut m = m.clone();
+        let sessions = m["heads"]["sessions"].as_array_mut().expect("sessions");
+        sessions.push(ghost);
+        serde_json::to_vec(&m).expect("bytes")
+    };
     *manifest = serde_json::to_vec(&m).expect("bytes");
     let altered = t.path().join("heads.tar");
     write_tar(&altered, &edited);
@@ -329,10 +334,17 @@ fn a_manifest_whose_heads_disagree_names_each_session_once() {
         2,
         "no other session: {stdout}"
     );
-    assert!(
-        stdout.contains("the manifest's heads name a session more than once"),
-        "{stdout}"
-    );
+    let (_, manifest) = edited
+        .iter_mut()
+        .find(|(p, _)| p == Path::new("makalog-manifest.json"))
+        .expect("manifest");
+    *manifest = twice;
+    write_tar(&altered, &edited);
+    let out = makalog(&["verify", s(&altered)]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let want = "the manifest's heads do not decode: it names session ghost-session more than once";
+    assert!(stdout.contains(want), "{stdout}");
 }
 
 /// A stray file whose name is not UTF-8 in a session's directory is skipped by `export` and

@@ -218,6 +218,24 @@ fn heads_from_another_root_or_a_file_that_is_not_heads_is_a_usage_error() {
         "{}",
         text(&out.stderr)
     );
+    // A session named twice would be read and checked twice (a heads file naming one large
+    // session a million times, a million times): refused before anything is read.
+    let own = record_heads(&root, t.path());
+    let mut file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&own).expect("heads")).expect("json");
+    let first = file["sessions"][0].clone();
+    file["sessions"]
+        .as_array_mut()
+        .expect("sessions")
+        .push(first.clone());
+    std::fs::write(&own, file.to_string()).expect("write");
+    let out = makalog(&["verify", s(&root), "--against", s(&own)]);
+    assert_eq!(out.status.code(), Some(2));
+    let want = format!(
+        "names session {} more than once",
+        first["session"].as_str().expect("id")
+    );
+    assert!(text(&out.stderr).contains(&want), "{}", text(&out.stderr));
     let junk = t.path().join("junk.json");
     std::fs::write(&junk, b"{\"format\":\"something\"}").expect("write");
     let out = makalog(&["verify", s(&root), "--against", s(&junk)]);
