@@ -364,3 +364,32 @@ fn a_huge_file_where_a_tear_is_copied_aside_is_kept_unread() {
         3
     );
 }
+
+/// A sealed segment whose roll was cut short before its zeros were cut may end in zeros after
+/// its footer; one grown to 1 GiB of them is read, and compared with the disk at an open for
+/// writing, only as far as a reader reads it (it was compared to its end, twice over).
+#[test]
+fn a_huge_zero_tail_after_a_seal_is_not_compared_with_the_disk_to_its_end() {
+    let (_t, storage) = metered();
+    let owner = owner_of(&storage);
+    let small = WriterConfig {
+        segment_size: 1 << 10,
+        ..WriterConfig::default()
+    };
+    two_turns_closed(&owner, S, small.clone());
+    std::fs::remove_file(session_dir(&storage, S).join("index")).expect("remove the sidecar");
+    let sealed = segment(&storage, S);
+    let len = std::fs::metadata(&sealed).expect("stat").len();
+    grow(&sealed, len + HOLE);
+    let before = storage.meter.reads();
+    let store = RuntimeEventStore::open(&owner, small);
+    turn(&store, S, "r3", 20.0);
+    store.close().expect("close");
+    let read = storage.meter.reads() - before;
+    assert!(read < READ_BOUND, "an open for writing read {read} bytes");
+    let view = rebuild(&*storage, S).expect("rebuild");
+    assert_eq!(
+        invocations_from_log(&*storage, &view).expect("three").len(),
+        3
+    );
+}

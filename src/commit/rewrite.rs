@@ -58,7 +58,9 @@ pub(crate) fn rewrite_and_sync(storage: &dyn Storage, files: &[(PathBuf, u64)]) 
 /// such bytes: no later sync writes pages the kernel marked clean, and an opener would build
 /// on them. No byte an acknowledgement covered can differ (its sync succeeded), so only bytes
 /// no one was told are durable are written again. True when something was written; nothing is
-/// done where the storage cannot read past its cache, or the file is gone.
+/// done where the storage cannot read past its cache, or the file is gone. Nothing is compared
+/// past where a reader's bytes end ([`needed_end`](crate::storage::data_end::needed_end)):
+/// what lies there reads as zeros and no reader reads it, however long the file says it is.
 pub(crate) fn write_back_unpersisted(
     storage: &dyn Storage,
     path: &Path,
@@ -70,7 +72,8 @@ pub(crate) fn write_back_unpersisted(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(Error::io(path, "open", e)),
     };
-    let to = to.min(file.size().map_err(|e| Error::io(path, "stat", e))?);
+    let needed = crate::storage::data_end::needed_end(&*file, from);
+    let to = to.min(needed.map_err(|e| Error::io(path, "read", e))?);
     let room = CHUNK.min(to.saturating_sub(from) as usize);
     let (mut cached, mut persisted) = (vec![0u8; room], vec![0u8; room]);
     let mut at = from;

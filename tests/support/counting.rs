@@ -15,8 +15,8 @@ use std::time::Duration;
 /// What a [`CountingStorage`] was asked to do.
 #[derive(Default)]
 pub struct Meter {
-    /// Bytes returned by `read_at` and `read_file` (mapped files are not counted: mapping reads
-    /// nothing until a page is touched).
+    /// Bytes returned by `read_at`, `read_persisted_at` and `read_file` (mapped files are not
+    /// counted: mapping reads nothing until a page is touched).
     pub read_bytes: AtomicU64,
     /// `list_dir` calls.
     pub listings: AtomicU64,
@@ -84,6 +84,12 @@ impl StorageFile for CountingFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let n = self.inner.read_at(buf, offset)?;
         self.meter.read_bytes.fetch_add(n as u64, Ordering::SeqCst);
+        Ok(n)
+    }
+    fn read_persisted_at(&self, buf: &mut [u8], offset: u64) -> io::Result<Option<usize>> {
+        let n = self.inner.read_persisted_at(buf, offset)?;
+        let read = n.unwrap_or(0) as u64;
+        self.meter.read_bytes.fetch_add(read, Ordering::SeqCst);
         Ok(n)
     }
     fn data_after(&self, offset: u64) -> io::Result<Option<(u64, u64)>> {
