@@ -6,6 +6,7 @@ use super::report::Report;
 use super::sql::{key_part, opt_text, select, text};
 use makalog::event::RuntimeEvent;
 use rusqlite::Connection;
+use std::collections::HashMap;
 
 /// A live partial snapshot, its text joined from its segments.
 pub struct Snapshot {
@@ -32,32 +33,61 @@ fn refuse_snapshot(report: &mut Report, key: &str, segments: &[String], why: Str
     report.refused("runtime_partial_snapshots", key.to_owned(), why);
 }
 
-/// The session's snapshots not yet placed.
-pub struct Snapshots(Vec<Snapshot>);
+/// The session's snapshots not yet placed, in the order read, found by the event they followed
+/// and by their run: each lookup takes what it names, never walks the others (a session's events
+/// times its snapshots, otherwise).
+pub struct Snapshots {
+    slots: Vec<Option<Snapshot>>,
+    by_after: HashMap<String, Vec<usize>>,
+    by_run: HashMap<String, Vec<usize>>,
+}
 
 impl Snapshots {
-    /// Takes out the snapshots `which` picks.
-    fn take_where(&mut self, which: impl Fn(&Snapshot) -> bool) -> Vec<Snapshot> {
-        let (taken, rest) = std::mem::take(&mut self.0)
+    fn new(read: Vec<Snapshot>) -> Self {
+        let (mut by_after, mut by_run) = (HashMap::new(), HashMap::<_, Vec<_>>::new());
+        for (i, s) in read.iter().enumerate() {
+            if let Some(after) = &s.after {
+                by_after
+                    .entry(after.clone())
+                    .or_insert_with(Vec::new)
+                    .push(i);
+            }
+            by_run
+                .entry(s.event.run_id().to_owned())
+                .or_default()
+                .push(i);
+        }
+        Snapshots {
+            slots: read.into_iter().map(Some).collect(),
+            by_after,
+            by_run,
+        }
+    }
+
+    /// Takes out the snapshots at `slots` (ascending: the order read) not yet taken.
+    fn take(&mut self, slots: Option<Vec<usize>>) -> Vec<Snapshot> {
+        let slots = slots.unwrap_or_default();
+        slots
             .into_iter()
-            .partition(|s| which(s));
-        self.0 = rest;
-        taken
+            .filter_map(|i| self.slots[i].take())
+            .collect()
     }
 
     /// The snapshots that followed event `event_id`.
     pub fn after(&mut self, event_id: &str) -> Vec<Snapshot> {
-        self.take_where(|s| s.after.as_deref() == Some(event_id))
+        let slots = self.by_after.remove(event_id);
+        self.take(slots)
     }
 
     /// The snapshots of run `run_id` not yet placed.
     pub fn of_run(&mut self, run_id: &str) -> Vec<Snapshot> {
-        self.take_where(|s| s.event.run_id() == run_id)
+        let slots = self.by_run.remove(run_id);
+        self.take(slots)
     }
 
     /// Every snapshot not yet placed.
     pub fn rest(&mut self) -> Vec<Snapshot> {
-        std::mem::take(&mut self.0)
+        self.slots.iter_mut().filter_map(Option::take).collect()
     }
 }
 
@@ -113,5 +143,5 @@ pub fn partial_snapshots(
             Err(why) => refuse_snapshot(report, &key, &seg_keys, why),
         }
     }
-    Ok(Snapshots(out))
+    Ok(Snapshots::new(out))
 }
