@@ -2,6 +2,7 @@
 //! its entries read in place and verified as a root, never extracted nor held whole.
 
 mod in_place;
+mod meta_headers;
 #[cfg(test)]
 mod tests;
 
@@ -125,7 +126,8 @@ fn check(file: &Arc<dyn StorageFile>, bundle_len: u64) -> Result<Checked, String
     let mut entries: Vec<(PathBuf, std::ops::Range<usize>)> = Vec::new();
     let mut manifest_bytes: Option<std::ops::Range<usize>> = None;
     // Entries are found by their headers, their bytes passed over by seeking (only a GNU long
-    // name's or a PAX header's are read, by the tar reader).
+    // name's or a PAX header's are read, by the tar reader, once their length is known short).
+    meta_headers::refuse_long_meta(&**file, bundle_len)?;
     let mut archive = tar::Archive::new(SeamReader {
         file: Arc::clone(file),
         at: 0,

@@ -373,3 +373,35 @@ fn a_stray_name_that_is_not_utf8_is_skipped_by_export() {
         text(&verified.stdout)
     );
 }
+
+/// A GNU long name (or PAX header) is read whole by the tar reader, as long as its header says:
+/// one claiming 256 MiB (a sparse file costs nothing) is refused by its header, naming its
+/// byte, before anything reads it; an export's long names still verify.
+#[test]
+fn a_bundle_claiming_a_huge_long_name_is_refused_unread() {
+    use std::os::unix::fs::FileExt as _;
+    let t = tempfile::tempdir().expect("tmp");
+    let mut h = tar::Header::new_gnu();
+    h.set_entry_type(tar::EntryType::GNULongName);
+    h.set_path("././@LongLink").expect("name");
+    h.set_size(256 << 20);
+    h.set_cksum();
+    let crafted = t.path().join("long.tar");
+    let file = std::fs::File::create(&crafted).expect("create");
+    file.write_all_at(h.as_bytes(), 0).expect("header");
+    file.set_len(512 + (256 << 20) + 2048).expect("sparse");
+    let out = makalog(&["verify", s(&crafted)]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    let want = "not a bundle: entry at byte 0: a GNU long name of 268435456 bytes";
+    assert!(stderr.contains(want), "{stderr}");
+
+    let (t, root) = demo_root();
+    let long = format!("{}.seg.torn-1", "x".repeat(150));
+    std::fs::write(root.join("sessions/demo-1").join(&long), b"kept").expect("a long name");
+    let bundle = t.path().join("b.tar");
+    assert!(export(&root, &bundle, &[]).status.success());
+    assert!(entries(&bundle).iter().any(|(p, _)| p.ends_with(&long)));
+    let out = makalog(&["verify", s(&bundle)]);
+    assert_ne!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
