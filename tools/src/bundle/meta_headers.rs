@@ -1,18 +1,21 @@
-//! The tar reader reads a GNU long name or link (`L`, `K`) and a PAX header (`x`, `g`) whole,
-//! as long as its header says it is: a crafted bundle claiming one of gigabytes (a sparse file
-//! costs its maker nothing) would be held in memory before any check of ours. Their headers are
-//! looked at first, by the layout of POSIX tar alone.
+//! The tar reader reads a GNU long name or link (`L`, `K`) whole, as long as its header says
+//! it is: a crafted bundle claiming one of gigabytes (a sparse file costs its maker nothing)
+//! would be held in memory before any check of ours. The headers are walked first, in step with
+//! the reader: each entry's size read as it reads it, and no entry that would move the reader
+//! elsewhere than the size says (a PAX header's `size=`, a GNU sparse entry's extension
+//! blocks), which no export writes.
 
 use makalog::storage::StorageFile;
 
-/// The longest such entry a bundle may hold: an export writes names of at most a few KiB.
+/// The longest long name or link a bundle may hold: an export writes names of a few KiB.
 pub const META_MAX: u64 = 64 << 10;
 
 const BLOCK: u64 = 512;
 
-/// Walks the bundle's headers and refuses one of those entries longer than [`META_MAX`],
-/// naming its byte. What is no header (a bad size, a short read) ends the walk: the tar reader
-/// then says why. One read of a block per entry, each entry at least a block further.
+/// Walks the bundle's headers and refuses a long name or link longer than [`META_MAX`], or a
+/// PAX or GNU sparse entry, naming its byte. Where the reader would stop (a size it cannot
+/// read, a block of zeros, the end) the walk stops too: the reader then says why. One read of
+/// a block per entry, each entry at least a block further.
 pub fn refuse_long_meta(file: &dyn StorageFile, len: u64) -> Result<(), String> {
     let mut block = [0u8; BLOCK as usize];
     let mut at = 0u64;
@@ -27,17 +30,17 @@ pub fn refuse_long_meta(file: &dyn StorageFile, len: u64) -> Result<(), String> 
         let Some(size) = entry_size(&block[124..136]) else {
             return Ok(());
         };
-        let what = match block[156] {
-            b'L' => "GNU long name",
-            b'K' => "GNU long link",
-            b'x' | b'g' => "PAX header",
-            _ => "",
-        };
-        if !what.is_empty() && size > META_MAX {
-            return Err(format!(
-                "entry at byte {at}: a {what} of {size} bytes, more than the {META_MAX} a bundle \
+        let refused = match block[156] {
+            b'L' | b'K' if size > META_MAX => format!(
+                "a GNU long name or link of {size} bytes, more than the {META_MAX} a bundle \
                  may hold"
-            ));
+            ),
+            b'x' | b'g' => "a PAX header, which no bundle holds".to_owned(),
+            b'S' => "a GNU sparse entry, which no bundle holds".to_owned(),
+            _ => String::new(),
+        };
+        if !refused.is_empty() {
+            return Err(format!("entry at byte {at}: {refused}"));
         }
         let Some(next) = size
             .checked_next_multiple_of(BLOCK)
@@ -50,22 +53,16 @@ pub fn refuse_long_meta(file: &dyn StorageFile, len: u64) -> Result<(), String> 
     Ok(())
 }
 
-/// A header's size field: octal digits ended by a NUL or a space, or (first byte 0x80) a
-/// big-endian number in the bytes after it.
+/// A header's size field as the tar reader reads it: with the first byte's high bit set, a
+/// big-endian number in its last eight bytes; otherwise octal digits up to the first NUL, with
+/// white space around them.
 fn entry_size(field: &[u8]) -> Option<u64> {
     if field[0] & 0x80 != 0 {
-        let digits = &field[1..];
-        // More than eight significant bytes is past any u64.
-        let (high, low) = digits.split_at(digits.len() - 8);
-        if high.iter().any(|&b| b != 0) {
-            return None;
-        }
-        return Some(u64::from_be_bytes(low.try_into().ok()?));
+        let last: [u8; 8] = field[field.len() - 8..].try_into().ok()?;
+        return Some(u64::from_be_bytes(last));
     }
-    let text = field
-        .split(|&b| b == 0 || b == b' ')
-        .find(|s| !s.is_empty())?;
-    u64::from_str_radix(std::str::from_utf8(text).ok()?, 8).ok()
+    let digits = field.split(|&b| b == 0).next()?;
+    u64::from_str_radix(std::str::from_utf8(digits).ok()?.trim(), 8).ok()
 }
 
 #[cfg(test)]
@@ -73,17 +70,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_read_as_octal_or_base_256() {
-        let mut field = *b"00000001000\0";
-        assert_eq!(entry_size(&field), Some(512));
-        field = *b"  777      \0";
-        assert_eq!(entry_size(&field), Some(0o777));
+    fn sizes_read_as_the_tar_reader_reads_them() {
+        assert_eq!(entry_size(b"00000001000\0"), Some(512));
+        assert_eq!(entry_size(b"  777      \0"), Some(0o777));
+        assert_eq!(entry_size(b"\t7777777777\0"), Some(0o7777777777));
+        assert_eq!(entry_size(b"17\0 999 junk"), Some(0o17), "to the first NUL");
         let mut binary = [0u8; 12];
         binary[0] = 0x80;
         binary[4..].copy_from_slice(&(5u64 << 40).to_be_bytes());
         assert_eq!(entry_size(&binary), Some(5 << 40));
-        binary[1] = 1;
-        assert_eq!(entry_size(&binary), None, "past a u64");
+        // Only the last eight bytes count, as the reader counts them.
+        binary[1] = 0xff;
+        assert_eq!(entry_size(&binary), Some(5 << 40));
         assert_eq!(entry_size(b"0000000009x\0"), None, "not octal");
         assert_eq!(entry_size(&[0u8; 12]), None);
     }
