@@ -292,3 +292,69 @@ fn an_import_crashed_anywhere_and_run_again_ends_as_an_uninterrupted_one() {
     }
     println!("import crash: {scenarios} scenarios");
 }
+
+/// A planned graph intent claim is refused when the target holds its (graph, intent) as
+/// another claim, or another intent holds its claim id, its target turn or its target run (the
+/// claims log's unique keys), and taken when it shares none of them; a rerun of the same claim
+/// passes. Each key is looked up, so a rerun over many claims costs their number, not its square.
+#[test]
+fn a_graph_claim_the_target_holds_otherwise_is_refused_by_each_of_its_keys() {
+    let (t, storage) = support::temp_root();
+    let p = plan();
+    import(&storage, &p).expect("import");
+    let with = |f: &dyn Fn(&mut AgentGraphIntentClaimRequest)| {
+        let mut g = p.graph[0].clone();
+        f(&mut g.request);
+        Plan {
+            sessions: p.sessions.clone(),
+            graph: vec![g],
+        }
+    };
+    let other_intent = |r: &mut AgentGraphIntentClaimRequest| {
+        r.intent_id = format!("graph_intent_{}", "5".repeat(32));
+        r.claim_id = format!("graph_claim_{}", "6".repeat(32));
+        r.target_turn_id = "t9".into();
+        r.target_run_id = "r9".into();
+    };
+    type Change<'a> = &'a dyn Fn(&mut AgentGraphIntentClaimRequest);
+    let refused: [(&str, Change); 4] = [
+        ("its intent, claimed otherwise", &|r| {
+            r.intent_fingerprint = format!("sha256:{}", "7".repeat(64))
+        }),
+        ("its claim id", &|r| {
+            other_intent(r);
+            r.claim_id = p.graph[0].request.claim_id.clone();
+        }),
+        ("its target turn", &|r| {
+            other_intent(r);
+            r.target_turn_id = "t1".into();
+        }),
+        ("its target run", &|r| {
+            other_intent(r);
+            r.target_run_id = "r1".into();
+        }),
+    ];
+    let root = t.path().join("root");
+    for (what, change) in refused {
+        let before = support::snapshot(&root);
+        let err = import(&storage, &with(change)).expect_err(what);
+        assert!(
+            matches!(&err, makalog::Error::ImportConflict { what } if what.contains("claimed in the target otherwise")),
+            "{what}: {err}"
+        );
+        let same = |s: &std::collections::BTreeMap<std::path::PathBuf, Vec<u8>>| {
+            s.iter()
+                .filter(|(p, _)| !p.ends_with("owner.lock"))
+                .map(|(p, b)| (p.clone(), b.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            same(&before),
+            same(&support::snapshot(&root)),
+            "{what}: nothing written"
+        );
+    }
+    let taken = import(&storage, &with(&other_intent)).expect("no key shared");
+    assert_eq!(taken.claims_written, 2, "the claim and its status");
+    assert!(import(&storage, &p).expect("rerun").wrote_nothing());
+}

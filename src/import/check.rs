@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::segment::layout::session_dir;
 use crate::segment::SessionReader;
 use crate::storage::Storage;
+use std::collections::HashMap;
 
 /// What the target holds of a session's id claim.
 pub(super) enum IdState {
@@ -84,31 +85,61 @@ impl Target<'_> {
 
     /// Checks every graph intent claim of the plan against the target's: under its (graph,
     /// intent), the same claim at a status the plan's reaches; and no other intent holding
-    /// its claim id or its target turn or run (the claims log's other unique keys).
+    /// its claim id or its target turn or run (the claims log's other unique keys). The
+    /// target's claims are looked up by those keys, not walked for each planned one: a rerun
+    /// over a root holding them all would cost their number squared.
     pub fn check_graph_claims(&self, plans: &[GraphClaimPlan]) -> Result<()> {
         let stored_all = self.stores.claims.list_agent_graph_intent_claims(None)?;
+        type Keyed<'a, K> = HashMap<K, Vec<&'a crate::claims::StoredGraphIntentClaim>>;
+        type Pair<'a> = (&'a str, &'a str);
+        let mut by_intent: Keyed<Pair> = HashMap::new();
+        let mut by_id: Keyed<&str> = HashMap::new();
+        let mut by_turn: Keyed<Pair> = HashMap::new();
+        let mut by_run: Keyed<Pair> = HashMap::new();
+        for stored in &stored_all {
+            let c = &stored.claim;
+            by_intent
+                .entry((&c.graph_id, &c.intent_id))
+                .or_default()
+                .push(stored);
+            by_id.entry(&c.claim_id).or_default().push(stored);
+            let turn = (c.target_session_id.as_str(), c.target_turn_id.as_str());
+            by_turn.entry(turn).or_default().push(stored);
+            let run = (c.target_session_id.as_str(), c.target_run_id.as_str());
+            by_run.entry(run).or_default().push(stored);
+        }
+        let none = Vec::new();
         for g in plans {
             let r = &g.request;
             let ours = AgentGraphIntentClaim::new(r.clone(), g.claimed_at);
-            for stored in &stored_all {
+            let key = (r.graph_id.as_str(), r.intent_id.as_str());
+            let same_intent = by_intent.get(&key).unwrap_or(&none).iter().find(|stored| {
+                stored.claim != ours
+                    || stored.status > g.status
+                    || (stored.status == g.status && stored.cancel_reason != g.reason)
+            });
+            let turn = (r.target_session_id.as_str(), r.target_turn_id.as_str());
+            let run = (r.target_session_id.as_str(), r.target_run_id.as_str());
+            let other_intent = [
+                by_id.get(r.claim_id.as_str()),
+                by_turn.get(&turn),
+                by_run.get(&run),
+            ]
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find(|stored| {
+                (
+                    stored.claim.graph_id.as_str(),
+                    stored.claim.intent_id.as_str(),
+                ) != key
+            });
+            if let Some(stored) = same_intent.or(other_intent) {
                 let c = &stored.claim;
-                let same_intent = c.graph_id == r.graph_id && c.intent_id == r.intent_id;
-                let differs = if same_intent {
-                    *c != ours
-                        || stored.status > g.status
-                        || (stored.status == g.status && stored.cancel_reason != g.reason)
-                } else {
-                    c.claim_id == r.claim_id
-                        || (c.target_session_id == r.target_session_id
-                            && (c.target_turn_id == r.target_turn_id
-                                || c.target_run_id == r.target_run_id))
-                };
-                if differs {
-                    return Err(conflict(format!(
-                        "agent graph intent {}/{} is claimed in the target otherwise (by {}/{})",
-                        r.graph_id, r.intent_id, c.graph_id, c.intent_id
-                    )));
-                }
+                return Err(conflict(format!(
+                    "agent graph intent {}/{} is claimed in the target otherwise (by {}/{})",
+                    r.graph_id, r.intent_id, c.graph_id, c.intent_id
+                )));
             }
         }
         Ok(())
