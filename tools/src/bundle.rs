@@ -18,6 +18,8 @@ use std::sync::Arc;
 
 /// The manifest's name: the bundle's last entry.
 pub const MANIFEST_NAME: &str = "makalog-manifest.json";
+/// The most names deep a root's file lies: `sessions/<id>/<file>`.
+const ROOT_DEPTH: usize = 3;
 /// The manifest's format name and version.
 pub const BUNDLE_FORMAT: &str = "makalog-bundle/1";
 
@@ -158,6 +160,16 @@ fn check(file: &Arc<dyn StorageFile>, bundle_len: u64) -> Result<Checked, String
             findings.push(format!(
                 "entry at byte {at} ({}): not a regular file",
                 path.display()
+            ));
+            continue;
+        }
+        // Each of an entry's directories is kept by its whole path: a name of a thousand levels
+        // would cost its length squared.
+        let depth = path.components().count();
+        if depth > ROOT_DEPTH {
+            findings.push(format!(
+                "entry at byte {at}: {depth} names deep, deeper than any file of a root \
+                 ({ROOT_DEPTH}: sessions/<id>/<file>); left out"
             ));
             continue;
         }

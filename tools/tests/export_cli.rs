@@ -420,3 +420,27 @@ fn a_bundle_claiming_a_huge_long_name_is_refused_unread() {
     let out = makalog(&["verify", s(&bundle)]);
     assert_ne!(out.status.code(), Some(2), "{}", text(&out.stderr));
 }
+
+/// An entry deeper than any file of a root is left out with a finding naming its byte, before
+/// the bundle's tree is built (each directory of an entry is kept by its whole path, so a name
+/// of n levels cost n² bytes: 1 GiB for a long name of 64 KiB).
+#[test]
+fn a_bundle_entry_deeper_than_a_roots_files_is_left_out_as_a_finding() {
+    let (t, root) = demo_root();
+    let bundle = t.path().join("b.tar");
+    assert!(export(&root, &bundle, &[]).status.success());
+    let mut edited = entries(&bundle);
+    let deep: PathBuf = std::iter::repeat_n("a", 1000).collect();
+    edited.insert(0, (deep, b"deep".to_vec()));
+    let altered = t.path().join("deep.tar");
+    write_tar(&altered, &edited);
+    let out = makalog(&["verify", s(&altered)]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        // Its header follows its long name's entry: a header and four blocks of name.
+        stdout.contains("entry at byte 2560: 1000 names deep, deeper than any file of a root"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("1 findings"), "{stdout}");
+}
