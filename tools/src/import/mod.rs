@@ -128,12 +128,14 @@ fn write(
     let plan = |id: &str, report: &mut Report| -> Result<Option<SessionPlan>, Stop> {
         session::plan(source, id, report).map_err(sql)
     };
+    // What the checks count is thrown away: one blank report takes it all (one a session cost
+    // the source's tables, which it names, times its sessions).
+    let mut scratch = report.blank();
     for id in ids {
         // An id the stores cannot take is refused with its session when it is planned.
         if makalog::format::validate_session_id(id).is_err() {
             continue;
         }
-        let mut scratch = report.blank();
         if target.holds(id).map_err(refused)? {
             if let Some(p) = plan(id, &mut scratch)? {
                 target.check_session(&p).map_err(refused)?;

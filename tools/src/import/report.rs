@@ -144,8 +144,8 @@ impl Report {
     }
 
     /// The same tables with nothing counted: what a check that must not count uses. Made
-    /// without the refusals counted so far, once a session: copying them made a source with
-    /// many refused rows quadratic.
+    /// without the refusals counted so far, once for all the checks: copying them, or the
+    /// tables once a session, made a large source quadratic.
     pub fn blank(&self) -> Report {
         let tables = self
             .tables
