@@ -259,15 +259,18 @@ impl SessionStore {
     /// recovery writes an older turn's `turn_state` and `run_failed` after newer turns ran.
     pub fn turn_before(&self, session_id: &str, turn_id: &str) -> Result<Option<String>> {
         self.events.with_session_state(session_id, |s| {
-            let mut started: Vec<(u64, &crate::index::RunState)> = s
-                .runs
-                .values()
-                .filter_map(|r| Some((start_seq(r)?, r)))
+            let runs: Vec<&crate::index::RunState> = s.runs.values().collect();
+            // The latest first, taken one at a time from a heap (made in time linear in the
+            // runs): most often the first is another turn's, and a session whose latest runs
+            // are all this turn's costs a logarithm a run, not a walk of them all.
+            let mut started: std::collections::BinaryHeap<(u64, usize)> = runs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| Some((start_seq(r)?, i)))
                 .collect();
             let turn = |h: &RunHeader| h.value()["turnId"].as_str().map(str::to_owned);
-            // The latest first, found one at a time: most often the first is another turn's.
-            while let Some(latest) = (0..started.len()).max_by_key(|&i| started[i].0) {
-                let (_, run) = started.swap_remove(latest);
+            while let Some((_, i)) = started.pop() {
+                let run = runs[i];
                 let of_run = match run.open_header() {
                     Some(open) => turn(open),
                     None => turn(&RunHeader::decode(&run.header)?),
