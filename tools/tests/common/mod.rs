@@ -269,3 +269,15 @@ pub fn cut_at(file: &Path, len: u64) {
         .set_len(len)
         .expect("cut");
 }
+
+/// A tar of `entries`, in order.
+pub fn write_tar(path: &Path, entries: &[(PathBuf, Vec<u8>)]) {
+    let mut b = tar::Builder::new(std::fs::File::create(path).expect("create"));
+    for (name, bytes) in entries {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(0o600);
+        b.append_data(&mut h, name, &bytes[..]).expect("append");
+    }
+    b.finish().expect("finish");
+}
