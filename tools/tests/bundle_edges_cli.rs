@@ -128,3 +128,37 @@ fn a_bundle_entry_deeper_than_a_roots_files_is_left_out_as_a_finding() {
     );
     assert!(stdout.contains("1 findings"), "{stdout}");
 }
+
+/// A header whose checksum fails is where the tar reader stops, and reports the damage: what
+/// follows it is never read as headers, so bytes there that would be refused as one (a PAX
+/// header's type) do not turn a damaged bundle into no bundle.
+#[test]
+fn bytes_past_a_damaged_header_are_not_judged_as_headers() {
+    let (t, root) = demo_root();
+    let bundle = t.path().join("b.tar");
+    assert!(export(&root, &bundle, &[]).status.success());
+    let mut data = std::fs::read(&bundle).expect("read");
+    let (header, file) = tar::Archive::new(&data[..])
+        .entries()
+        .expect("entries")
+        .map(|e| e.expect("entry"))
+        .find(|e| e.path().expect("path").as_os_str() == "makalog-manifest.json")
+        .map(|e| {
+            (
+                e.raw_header_position() as usize,
+                e.raw_file_position() as usize,
+            )
+        })
+        .expect("a manifest");
+    // Its size made 0 (its checksum no longer holds): a walk that went on would take the
+    // manifest's first block for the next header, here given a size a reader reads and a PAX
+    // header's type byte.
+    data[header + 124..header + 136].copy_from_slice(b"00000000000\0");
+    data[file + 124..file + 136].copy_from_slice(b"00000000000\0");
+    data[file + 156] = b'x';
+    std::fs::write(&bundle, &data).expect("write");
+    let out = makalog(&["verify", s(&bundle)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("damaged after"), "{stdout}");
+}

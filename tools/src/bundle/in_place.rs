@@ -13,8 +13,13 @@ pub(super) struct SeamReader {
 }
 
 impl std::io::Read for SeamReader {
+    /// Reads no further than the length the bundle had when opened, which is what its headers
+    /// were walked to: a file that grows meanwhile (one still being copied) shows the reader
+    /// nothing the walk did not see.
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.file.read_at(buf, self.at)?;
+        let room = usize::try_from(self.len.saturating_sub(self.at)).unwrap_or(usize::MAX);
+        let n = buf.len().min(room);
+        let n = self.file.read_at(&mut buf[..n], self.at)?;
         self.at += n as u64;
         Ok(n)
     }

@@ -13,9 +13,10 @@ pub const META_MAX: u64 = 64 << 10;
 const BLOCK: u64 = 512;
 
 /// Walks the bundle's headers and refuses a long name or link longer than [`META_MAX`], or a
-/// PAX or GNU sparse entry, naming its byte. Where the reader would stop (a size it cannot
-/// read, a block of zeros, the end) the walk stops too: the reader then says why. One read of
-/// a block per entry, each entry at least a block further.
+/// PAX or GNU sparse entry, naming its byte. Where the reader would stop (a header whose
+/// checksum fails, a size it cannot read, a block of zeros, the end) the walk stops too: the
+/// reader then reports the damage, and nothing past it, which the reader never reaches, is
+/// judged. One read of a block per entry, each entry at least a block further.
 pub fn refuse_long_meta(file: &dyn StorageFile, len: u64) -> Result<(), String> {
     let mut block = [0u8; BLOCK as usize];
     let mut at = 0u64;
@@ -24,7 +25,7 @@ pub fn refuse_long_meta(file: &dyn StorageFile, len: u64) -> Result<(), String> 
             Ok(n) if n == block.len() => {}
             _ => return Ok(()),
         }
-        if block.iter().all(|&b| b == 0) {
+        if block.iter().all(|&b| b == 0) || !checksum_holds(&block) {
             return Ok(());
         }
         let Some(size) = entry_size(&block[124..136]) else {
@@ -53,6 +54,18 @@ pub fn refuse_long_meta(file: &dyn StorageFile, len: u64) -> Result<(), String> 
     Ok(())
 }
 
+/// Whether a header's checksum (bytes 148..156, octal as a size is read) is the sum of its
+/// other bytes and eight spaces in its place, as the tar reader checks it.
+fn checksum_holds(block: &[u8; BLOCK as usize]) -> bool {
+    let sum: u64 = block[..148]
+        .iter()
+        .chain(&block[156..])
+        .map(|&b| u64::from(b))
+        .sum::<u64>()
+        + 8 * 32;
+    octal(&block[148..156]) == Some(sum)
+}
+
 /// A header's size field as the tar reader reads it: with the first byte's high bit set, a
 /// big-endian number in its last eight bytes; otherwise octal digits up to the first NUL, with
 /// white space around them.
@@ -61,6 +74,11 @@ fn entry_size(field: &[u8]) -> Option<u64> {
         let last: [u8; 8] = field[field.len() - 8..].try_into().ok()?;
         return Some(u64::from_be_bytes(last));
     }
+    octal(field)
+}
+
+/// Octal digits up to the first NUL, with white space around them.
+fn octal(field: &[u8]) -> Option<u64> {
     let digits = field.split(|&b| b == 0).next()?;
     u64::from_str_radix(std::str::from_utf8(digits).ok()?.trim(), 8).ok()
 }
@@ -84,5 +102,18 @@ mod tests {
         assert_eq!(entry_size(&binary), Some(5 << 40));
         assert_eq!(entry_size(b"0000000009x\0"), None, "not octal");
         assert_eq!(entry_size(&[0u8; 12]), None);
+    }
+
+    #[test]
+    fn a_header_whose_checksum_fails_ends_the_walk_as_it_ends_the_reader() {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::GNULongName);
+        h.set_size(1 << 30);
+        h.set_cksum();
+        let block: [u8; 512] = *h.as_bytes();
+        assert!(checksum_holds(&block));
+        let mut bad = block;
+        bad[0] ^= 1;
+        assert!(!checksum_holds(&bad));
     }
 }

@@ -84,3 +84,22 @@ fn a_bundles_logs_are_not_read_again_for_their_heads() {
         "{read} bytes read of a bundle of {len}"
     );
 }
+
+/// The tar reader reads the bundle no further than the length it had when opened, the length
+/// its headers were walked to: bytes a growing file gains meanwhile are not read.
+#[test]
+fn the_reader_stops_at_the_length_the_headers_were_walked_to() {
+    let t = tempfile::tempdir().expect("tmp");
+    std::fs::write(t.path().join("b.tar"), [7u8; 1024]).expect("write");
+    let file = RealStorage::new(t.path())
+        .open(std::path::Path::new("b.tar"), OpenMode::Read)
+        .expect("open");
+    let mut reader = super::SeamReader {
+        file: Arc::from(file),
+        at: 100,
+        len: 512,
+    };
+    let mut read = Vec::new();
+    std::io::Read::read_to_end(&mut reader, &mut read).expect("read");
+    assert_eq!(read, [7u8; 412]);
+}
