@@ -204,7 +204,9 @@ impl StorageFile for MemFile {
         };
         Ok(file
             .data_after(start + offset)?
-            .filter(|&(from, _)| from < start + len)
+            // Only a stretch that reaches into what is asked: one a storage misreports before
+            // it would wrap the shift below.
+            .filter(|&(from, to)| from < start + len && to > start + offset)
             .map(|(from, to)| {
                 (
                     from.max(start + offset) - start,

@@ -130,3 +130,39 @@ fn holes_of_a_file_backed_range_are_the_files() {
     assert!(from <= end - 2 && to == end, "({from}, {to})");
     assert_eq!(sparse.data_after(end).expect("map"), None);
 }
+
+/// A file whose storage misreports its hole map: every stretch lies before the offset asked.
+struct Misreported;
+
+impl StorageFile for Misreported {
+    fn size(&self) -> io::Result<u64> {
+        Ok(1 << 20)
+    }
+    fn read_at(&self, buf: &mut [u8], _: u64) -> io::Result<usize> {
+        buf.fill(0);
+        Ok(buf.len())
+    }
+    fn data_after(&self, _: u64) -> io::Result<Option<(u64, u64)>> {
+        Ok(Some((0, 1)))
+    }
+    fn write_all_at(&self, _: &[u8], _: u64) -> io::Result<()> {
+        Err(refused())
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        Err(refused())
+    }
+    fn set_len(&self, _: u64) -> io::Result<()> {
+        Err(refused())
+    }
+}
+
+/// A stretch the file's storage reports before the range (a file system that misreports, as
+/// a FUSE one may) is no data of the range: nothing is taken from it, and nothing wraps.
+#[test]
+fn a_misreported_hole_map_gives_a_range_nothing() {
+    let files = vec![(PathBuf::from("f"), 4096..8192)];
+    let s = MemStorage::over_file("bundle", Arc::new(Misreported), 1 << 20, files).expect("tree");
+    let f = s.open(Path::new("f"), OpenMode::Read).expect("open");
+    assert_eq!(f.data_after(10).expect("map"), None);
+    assert_eq!(s.read_file(Path::new("f")).expect("read").len(), 4096);
+}
