@@ -82,3 +82,106 @@ fn a_graph_claim_on_a_turn_another_claim_holds_is_refused_by_its_key() {
     assert_eq!(code, 1, "the same row refused again: {err}");
     assert_eq!(report["written"]["nothingNew"], true, "{report}");
 }
+
+/// Rows of a session the source holds no header for (an event, a run, a message): each is
+/// refused by its key as naming no session. The query that finds them compared each session
+/// table's `session_id` with itself (SQLite binds a bare name to the innermost table), so it
+/// found none, and they were left unaccounted for.
+#[test]
+fn rows_of_a_session_without_a_header_are_refused_by_their_keys() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let db = fixture_copy(t.path());
+    let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
+    conn.execute_batch(
+        "PRAGMA foreign_keys = OFF;
+         CREATE TEMP TABLE e AS SELECT * FROM runtime_events LIMIT 1;
+         UPDATE e SET event_id = 'ghost-event', session_id = 'ghost', invocation_id = 'ghost-invocation';
+         INSERT INTO runtime_events SELECT * FROM e;
+         CREATE TEMP TABLE r AS SELECT * FROM core_agent_runs LIMIT 1;
+         UPDATE r SET session_id = 'ghost', run_id = 'ghost-run';
+         INSERT INTO core_agent_runs SELECT * FROM r;
+         CREATE TEMP TABLE m AS SELECT * FROM session_messages LIMIT 1;
+         UPDATE m SET session_id = 'ghost';
+         INSERT INTO session_messages SELECT * FROM m;",
+    )
+    .expect("rows of a session without a header");
+    drop(conn);
+    let root = t.path().join("root");
+    let (code, report, err) = import(&db, &root);
+    assert_eq!(code, 1, "rows were refused: {err}");
+    assert!(
+        !err.contains("unaccounted"),
+        "every row accounted for: {err}"
+    );
+    for (table, key) in [
+        ("runtime_events", "ghost-event".to_owned()),
+        ("core_agent_runs", "ghost/ghost-run".to_owned()),
+        ("session_messages", format!("ghost/{}", first_sequence(&db))),
+    ] {
+        let t = find(&report["tables"], "table", table);
+        assert_eq!(
+            t["imported"].as_u64(),
+            t["rows"].as_u64().map(|n| n - 1),
+            "{t}"
+        );
+        assert_eq!(t["refused"][0]["key"], key.as_str(), "{t}");
+        assert_eq!(
+            t["refused"][0]["reason"], "its session is not in session_metadata",
+            "{t}"
+        );
+    }
+    assert_clean(&root);
+}
+
+/// The sequence of the message row the test above copies.
+fn first_sequence(db: &std::path::Path) -> i64 {
+    let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
+    conn.query_row(
+        "SELECT sequence FROM session_messages WHERE session_id = 'ghost'",
+        [],
+        |r| r.get(0),
+    )
+    .expect("the copied message")
+}
+
+/// A session whose header row is refused: every row of it is refused with it, its partial
+/// snapshots' segments too (found through its snapshots, by their keys, where the query
+/// joining every segment to its snapshot read them all for each such session).
+#[test]
+fn every_row_of_a_session_whose_header_is_refused_is_refused_with_it() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let db = fixture_copy(t.path());
+    let sid = "ac93ae77-6d35-4541-8bf3-d18391bb6a18";
+    let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
+    conn.execute(
+        "UPDATE session_metadata SET payload_json = 'not JSON' WHERE session_id = ?1",
+        [sid],
+    )
+    .expect("a header that does not decode");
+    drop(conn);
+    let root = t.path().join("root");
+    let (code, report, err) = import(&db, &root);
+    assert_eq!(code, 1, "rows were refused: {err}");
+    assert!(
+        !err.contains("unaccounted"),
+        "every row accounted for: {err}"
+    );
+    for (table, rows) in [
+        ("runtime_partial_snapshots", 2),
+        ("runtime_partial_segments", 2),
+        ("runtime_events", 10),
+        ("session_messages", 18),
+        ("core_agent_runs", 4),
+    ] {
+        let t = find(&report["tables"], "table", table);
+        let refused = t["refused"].as_array().expect("refused rows");
+        assert_eq!(refused.len(), rows, "{t}");
+        assert!(
+            refused
+                .iter()
+                .all(|r| r["reason"] == "its session's header was not imported"),
+            "{t}"
+        );
+    }
+    assert_clean(&root);
+}

@@ -1,11 +1,11 @@
 //! `makalog import-sqlite` refusing with nothing written: another schema, a file that is not a
 //! database, a busy root, a directory that is not a root, other sessions or claims under the
-//! source's ids.
+//! source's ids, a copy without the indexes its per-session reads need.
 #![cfg(feature = "sqlite")]
 
 mod common;
 
-use common::sqlite_gen::fixture_dir;
+use common::sqlite_gen::{fixture_dir, generate, Shape};
 use common::{fixture_copy, import, snapshot};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -226,4 +226,55 @@ fn a_database_missing_a_column_the_importer_reads_is_refused_with_nothing_writte
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no column cancellation_reason"), "{err}");
     assert!(!root.exists());
+}
+
+/// A copy of a ledger whose runtime events and ordinals lost their keys and indexes (as
+/// `CREATE TABLE … AS SELECT` makes): each session's reads would scan both tables whole, and
+/// the check of each ordinal would scan the events, about 2 × 10⁸ rows in all for 1,200
+/// sessions of 10 events (for a real ledger's millions of rows, hours). It is refused, naming
+/// the file and a table, with nothing written; with an index on each table's `session_id` the
+/// same copy imports.
+#[test]
+fn a_copy_too_large_to_read_without_the_indexes_a_sessions_rows_are_found_by_is_refused() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let db = t.path().join("db");
+    std::fs::create_dir_all(&db).expect("dir");
+    let shape = Shape {
+        sessions: 1200,
+        runs_per_session: 1,
+        events_per_run: 10,
+    };
+    generate(&db, shape);
+    let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
+    conn.execute_batch(
+        "PRAGMA foreign_keys = OFF;
+         ALTER TABLE runtime_events RENAME TO keyed; CREATE TABLE runtime_events AS SELECT * FROM keyed; DROP TABLE keyed;
+         ALTER TABLE runtime_session_event_ordinals RENAME TO keyed; CREATE TABLE runtime_session_event_ordinals AS SELECT * FROM keyed; DROP TABLE keyed;",
+    )
+    .expect("a copy without keys");
+    drop(conn);
+    let before = snapshot(&db);
+    let root = t.path().join("root");
+    let (code, _, err) = import(&db, &root);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("runtime.sqlite")
+            && err.contains("has no index")
+            && (err.contains("table runtime_events ")
+                || err.contains("table runtime_session_event_ordinals ")),
+        "{err}"
+    );
+    assert!(!root.exists(), "no root was created");
+    assert_eq!(before, snapshot(&db), "the source unchanged");
+
+    let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
+    conn.execute_batch(
+        "CREATE INDEX events_by_session ON runtime_events(session_id);
+         CREATE INDEX ordinals_by_session ON runtime_session_event_ordinals(session_id);",
+    )
+    .expect("the indexes");
+    drop(conn);
+    let (code, report, err) = import(&db, &root);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(report["written"]["sessions"], 1200, "{report}");
 }

@@ -15,6 +15,14 @@ use makalog::store::check_identity;
 use rusqlite::Connection;
 use std::collections::HashSet;
 
+/// A session's runtime events with their ordinals, in the session's order.
+pub(super) const EVENTS: &str =
+    "SELECT e.event_id, e.invocation_id, e.run_id, e.turn_id, e.event_seq, e.payload_json, e.committed_at, o.ordinal FROM runtime_events e LEFT JOIN runtime_session_event_ordinals o ON o.event_id = e.event_id AND o.session_id = e.session_id WHERE e.session_id = ?1 ORDER BY o.ordinal IS NULL, o.ordinal, e.committed_at, e.event_id";
+
+/// A session's ordinals that name no runtime event of it.
+pub(super) const ORPHAN_ORDINALS: &str =
+    "SELECT o.ordinal FROM runtime_session_event_ordinals o WHERE o.session_id = ?1 AND NOT EXISTS (SELECT 1 FROM runtime_events e WHERE e.event_id = o.event_id AND e.session_id = o.session_id)";
+
 /// The session's events so far as the store's view holds them: the store's own identity and
 /// sealing rules (MAKA-MODEL §1.1, `store::check_identity`) are checked against it, and the
 /// sequence number it would give an event is read from it.
@@ -90,11 +98,7 @@ pub fn runtime_events(
     // The ids of the events taken: the store keeps one event per id in a session.
     let mut ids: HashSet<String> = HashSet::new();
     let mut out = Vec::new();
-    let rows = select(
-        conn,
-        "SELECT e.event_id, e.invocation_id, e.run_id, e.turn_id, e.event_seq, e.payload_json, e.committed_at, o.ordinal FROM runtime_events e LEFT JOIN runtime_session_event_ordinals o ON o.event_id = e.event_id AND o.session_id = e.session_id WHERE e.session_id = ?1 ORDER BY o.ordinal IS NULL, o.ordinal, e.committed_at, e.event_id",
-        [sid],
-    )?;
+    let rows = select(conn, EVENTS, [sid])?;
     for r in &rows {
         let id = key_part(&r[0]);
         let invocation = key_part(&r[1]);
@@ -156,12 +160,12 @@ pub fn runtime_events(
     }
     let rest = partials.rest();
     place(&mut out, &view, rest, report);
-    for r in select(
-        conn,
-        "SELECT o.ordinal FROM runtime_session_event_ordinals o WHERE o.session_id = ?1 AND NOT EXISTS (SELECT 1 FROM runtime_events e WHERE e.event_id = o.event_id AND e.session_id = o.session_id)",
-        [sid],
-    )? {
-        report.refused("runtime_session_event_ordinals", format!("{sid}/{}", key_part(&r[0])), "names no runtime event of its session".into());
+    for r in select(conn, ORPHAN_ORDINALS, [sid])? {
+        report.refused(
+            "runtime_session_event_ordinals",
+            format!("{sid}/{}", key_part(&r[0])),
+            "names no runtime event of its session".into(),
+        );
     }
     Ok(out)
 }

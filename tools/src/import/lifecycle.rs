@@ -10,6 +10,14 @@ use makalog::model::{RootTurnAdmission, RootTurnRejection, RunEvent, RunHeader};
 use rusqlite::Connection;
 use std::collections::HashMap;
 
+/// A session's runs, by creation.
+pub(super) const RUNS: &str =
+    "SELECT run_id, created_at, record_json FROM core_agent_runs WHERE session_id = ?1 ORDER BY created_at, run_id";
+
+/// A session's run events, by run and sequence.
+pub(super) const RUN_EVENTS: &str =
+    "SELECT run_id, sequence, event_ts, record_json FROM core_agent_run_events WHERE session_id = ?1 ORDER BY run_id, sequence";
+
 pub(super) fn record(kind: RecordKind, canonical: &str) -> Planned {
     Planned::Record {
         kind,
@@ -34,11 +42,7 @@ pub fn turns(
         turn_records(
             conn,
             sid,
-            table(
-                "core_root_turn_admissions",
-                "admitted_at",
-                RecordKind::Admission,
-            ),
+            table(TURN_TABLES[0].0, TURN_TABLES[0].1, RecordKind::Admission),
             report,
             &|v| RootTurnAdmission::from_value(v).map(|a| a.canonical_json().to_owned()),
         )?,
@@ -46,14 +50,25 @@ pub fn turns(
             conn,
             sid,
             table(
-                "core_root_turn_start_rejections",
-                "rejected_at",
+                TURN_TABLES[1].0,
+                TURN_TABLES[1].1,
                 RecordKind::TurnRejection,
             ),
             report,
             &|v| RootTurnRejection::from_value(v).map(|r| r.canonical_json().to_owned()),
         )?,
     ])
+}
+
+/// The tables of turn records and their time columns: admissions, then start rejections.
+pub(super) const TURN_TABLES: [(&str, &str); 2] = [
+    ("core_root_turn_admissions", "admitted_at"),
+    ("core_root_turn_start_rejections", "rejected_at"),
+];
+
+/// A session's rows of a table of turn records, by time.
+pub(super) fn turn_sql(table: &str, at: &str) -> String {
+    format!("SELECT turn_id, {at}, record_json FROM {table} WHERE session_id = ?1 ORDER BY {at}, turn_id")
 }
 
 /// A table of turn records, the time column, the kind they become, and the format version of
@@ -80,7 +95,7 @@ fn turn_records(
     decode: &dyn Fn(serde_json::Value) -> makalog::Result<String>,
 ) -> rusqlite::Result<Vec<Timed>> {
     let mut out = Vec::new();
-    let sql = format!("SELECT turn_id, {at}, record_json FROM {table} WHERE session_id = ?1 ORDER BY {at}, turn_id");
+    let sql = turn_sql(table, at);
     for r in select(conn, &sql, [sid])? {
         // A kind newer than the root's format (a start rejection in a version 2 root) would
         // be refused by its session's writer midway, at every rerun: it is refused here.
@@ -131,17 +146,17 @@ pub fn runs(
     let table = "core_agent_runs";
     let mut headers = Vec::new();
     let mut created: HashMap<String, f64> = HashMap::new();
-    for r in select(
-        conn,
-        "SELECT run_id, created_at, record_json FROM core_agent_runs WHERE session_id = ?1 ORDER BY created_at, run_id",
-        [sid],
-    )? {
+    for r in select(conn, RUNS, [sid])? {
         let decoded = json(&r[2])
             .and_then(|v| RunHeader::from_value(v).map_err(|e| e.to_string()))
             .and_then(|h| {
                 let run_id = text(&r[0])?;
                 if h.run_id() != run_id || h.session_id() != sid {
-                    return Err(format!("its record names run {} of session {}", h.run_id(), h.session_id()));
+                    return Err(format!(
+                        "its record names run {} of session {}",
+                        h.run_id(),
+                        h.session_id()
+                    ));
                 }
                 fits(h.canonical_json())?;
                 Ok((h, time(&r[1])?))
@@ -150,7 +165,11 @@ pub fn runs(
             Ok((h, at)) => {
                 report.imported(table, 1);
                 created.insert(h.run_id().to_owned(), at);
-                headers.push(Timed::new(at, Rank::Run, record(RecordKind::Run, h.canonical_json())));
+                headers.push(Timed::new(
+                    at,
+                    Rank::Run,
+                    record(RecordKind::Run, h.canonical_json()),
+                ));
             }
             Err(why) => report.refused(table, format!("{sid}/{}", key(&[&r[0]])), why),
         }
@@ -170,11 +189,7 @@ fn run_events(
     let mut streams: Vec<Vec<Timed>> = Vec::new();
     let mut current: Option<String> = None;
     let (mut next, mut broken, mut terminal) = (0i64, false, false);
-    for r in select(
-        conn,
-        "SELECT run_id, sequence, event_ts, record_json FROM core_agent_run_events WHERE session_id = ?1 ORDER BY run_id, sequence",
-        [sid],
-    )? {
+    for r in select(conn, RUN_EVENTS, [sid])? {
         let run_id = super::sql::key_part(&r[0]);
         if current.as_deref() != Some(&run_id) {
             current = Some(run_id.clone());
@@ -210,7 +225,11 @@ fn run_events(
                 next += 1;
                 terminal |= event.is_terminal();
                 let stream = streams.last_mut().expect("a stream per run");
-                stream.push(Timed::new(ts.max(run_at), Rank::RunEvent, record(RecordKind::RunEvent, event.canonical_json())));
+                stream.push(Timed::new(
+                    ts.max(run_at),
+                    Rank::RunEvent,
+                    record(RecordKind::RunEvent, event.canonical_json()),
+                ));
             }
             Err(why) => {
                 broken = true;

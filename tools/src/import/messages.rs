@@ -11,41 +11,57 @@ use rusqlite::Connection;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashSet};
 
+/// A session's payload rows (messages kept in chunks), counted by sequence.
+pub(super) const CHUNKED: &str =
+    "SELECT sequence, count(*) FROM session_message_payloads WHERE session_id = ?1 GROUP BY sequence";
+
+/// A session's message rows, each with one of its payload rows.
+pub(super) const MESSAGES: &str =
+    "SELECT m.sequence, m.message_ts, m.record_json, p.record_bytes, p.sha256 FROM session_messages m LEFT JOIN (SELECT sequence, record_bytes, sha256 FROM session_message_payloads WHERE session_id = ?1 GROUP BY sequence) p ON p.sequence = m.sequence WHERE m.session_id = ?1 ORDER BY m.sequence";
+
+/// A chunked message's chunks: index, type, length and digest.
+pub(super) const CHUNK_SHAPES: &str =
+    "SELECT chunk_index, typeof(data), length(data), sha256 FROM session_message_chunks WHERE session_id = ?1 AND sequence = ?2 ORDER BY chunk_index";
+
+/// A session's payload rows that name no message.
+pub(super) const ORPHAN_PAYLOADS: &str =
+    "SELECT sequence FROM session_message_payloads p WHERE p.session_id = ?1 AND NOT EXISTS (SELECT 1 FROM session_messages m WHERE m.session_id = p.session_id AND m.sequence = p.sequence)";
+
+/// A session's chunk rows that name no message with a payload.
+pub(super) const ORPHAN_CHUNKS: &str =
+    "SELECT sequence, chunk_index FROM session_message_chunks c WHERE c.session_id = ?1 AND NOT EXISTS (SELECT 1 FROM session_message_payloads p JOIN session_messages m ON m.session_id = p.session_id AND m.sequence = p.sequence WHERE p.session_id = c.session_id AND p.sequence = c.sequence)";
+
+/// A chunked message's chunks' data, in order.
+pub(super) const CHUNK_DATA: &str =
+    "SELECT data FROM session_message_chunks WHERE session_id = ?1 AND sequence = ?2 ORDER BY chunk_index";
+
 /// Stored messages in sequence order; one kept in chunks is joined from them, its length and
 /// digests checked.
 pub fn messages(conn: &Connection, sid: &str, report: &mut Report) -> rusqlite::Result<Vec<Timed>> {
     let mut out = Vec::new();
     // Payload rows by sequence: a source without its primary keys may hold one twice.
-    let chunked: BTreeMap<i64, i64> = select(
-        conn,
-        "SELECT sequence, count(*) FROM session_message_payloads WHERE session_id = ?1 GROUP BY sequence",
-        [sid],
-    )?
-    .iter()
-    .filter_map(|r| Some((int(&r[0]).ok()?, int(&r[1]).ok()?)))
-    .collect();
+    let chunked: BTreeMap<i64, i64> = select(conn, CHUNKED, [sid])?
+        .iter()
+        .filter_map(|r| Some((int(&r[0]).ok()?, int(&r[1]).ok()?)))
+        .collect();
     let mut seen = HashSet::new();
     // Each message row with one of its payload rows (any: repeats are refused below).
-    for r in select(
-        conn,
-        "SELECT m.sequence, m.message_ts, m.record_json, p.record_bytes, p.sha256 FROM session_messages m LEFT JOIN (SELECT sequence, record_bytes, sha256 FROM session_message_payloads WHERE session_id = ?1 GROUP BY sequence) p ON p.sequence = m.sequence WHERE m.session_id = ?1 ORDER BY m.sequence",
-        [sid],
-    )? {
+    for r in select(conn, MESSAGES, [sid])? {
         let seq = int(&r[0]).unwrap_or(-1);
         let row_key = format!("{sid}/{}", key(&[&r[0]]));
         // A message row repeated (a source without its keys): the first is imported.
         if !seen.insert(seq) {
-            report.refused("session_messages", row_key, "repeats an earlier row of the message".into());
+            report.refused(
+                "session_messages",
+                row_key,
+                "repeats an earlier row of the message".into(),
+            );
             continue;
         }
         // The chunks' indexes, lengths and digests, not their data: a message is joined only
         // once they add up to what its payload row states, within what a record could become.
         let chunks = if chunked.contains_key(&seq) {
-            Some(select(
-                conn,
-                "SELECT chunk_index, typeof(data), length(data), sha256 FROM session_message_chunks WHERE session_id = ?1 AND sequence = ?2 ORDER BY chunk_index",
-                rusqlite::params![sid, seq],
-            )?)
+            Some(select(conn, CHUNK_SHAPES, rusqlite::params![sid, seq])?)
         } else {
             None
         };
@@ -58,7 +74,8 @@ pub fn messages(conn: &Connection, sid: &str, report: &mut Report) -> rusqlite::
                 Some(whole) => whole?,
                 None => text(&r[2])?.to_owned(),
             };
-            let value = serde_json::from_str(&text_json).map_err(|e| format!("is not JSON: {e}"))?;
+            let value =
+                serde_json::from_str(&text_json).map_err(|e| format!("is not JSON: {e}"))?;
             let m = StoredMessage::from_value(value).map_err(|e| e.to_string())?;
             fits(m.canonical_json())?;
             Ok::<_, String>((m, time(&r[1])?))
@@ -71,13 +88,25 @@ pub fn messages(conn: &Connection, sid: &str, report: &mut Report) -> rusqlite::
                     report.imported("session_message_payloads", 1);
                     report.imported("session_message_chunks", n_chunks);
                 }
-                out.push(Timed::new(ts, Rank::Message, record(RecordKind::Message, m.canonical_json())));
+                out.push(Timed::new(
+                    ts,
+                    Rank::Message,
+                    record(RecordKind::Message, m.canonical_json()),
+                ));
             }
             Err(why) => {
                 if let Some(chunks) = &chunks {
-                    report.refused("session_message_payloads", row_key.clone(), "its message was not imported".into());
+                    report.refused(
+                        "session_message_payloads",
+                        row_key.clone(),
+                        "its message was not imported".into(),
+                    );
                     for c in chunks {
-                        report.refused("session_message_chunks", format!("{row_key}/{}", key(&[&c[0]])), "its message was not imported".into());
+                        report.refused(
+                            "session_message_chunks",
+                            format!("{row_key}/{}", key(&[&c[0]])),
+                            "its message was not imported".into(),
+                        );
                     }
                 }
                 report.refused("session_messages", row_key, why);
@@ -96,19 +125,19 @@ pub fn messages(conn: &Connection, sid: &str, report: &mut Report) -> rusqlite::
         }
     }
     // A payload or chunk row whose message is not there was not read above.
-    for r in select(
-        conn,
-        "SELECT sequence FROM session_message_payloads p WHERE p.session_id = ?1 AND NOT EXISTS (SELECT 1 FROM session_messages m WHERE m.session_id = p.session_id AND m.sequence = p.sequence)",
-        [sid],
-    )? {
-        report.refused("session_message_payloads", format!("{sid}/{}", key(&[&r[0]])), "names no message".into());
+    for r in select(conn, ORPHAN_PAYLOADS, [sid])? {
+        report.refused(
+            "session_message_payloads",
+            format!("{sid}/{}", key(&[&r[0]])),
+            "names no message".into(),
+        );
     }
-    for r in select(
-        conn,
-        "SELECT sequence, chunk_index FROM session_message_chunks c WHERE c.session_id = ?1 AND NOT EXISTS (SELECT 1 FROM session_message_payloads p JOIN session_messages m ON m.session_id = p.session_id AND m.sequence = p.sequence WHERE p.session_id = c.session_id AND p.sequence = c.sequence)",
-        [sid],
-    )? {
-        report.refused("session_message_chunks", format!("{sid}/{}", key(&[&r[0], &r[1]])), "names no message with a payload".into());
+    for r in select(conn, ORPHAN_CHUNKS, [sid])? {
+        report.refused(
+            "session_message_chunks",
+            format!("{sid}/{}", key(&[&r[0], &r[1]])),
+            "names no message with a payload".into(),
+        );
     }
     Ok(out)
 }
@@ -154,9 +183,7 @@ fn joined(
         )));
     }
     let mut whole = Vec::with_capacity(stated as usize);
-    let mut stmt = conn.prepare_cached(
-        "SELECT data FROM session_message_chunks WHERE session_id = ?1 AND sequence = ?2 ORDER BY chunk_index",
-    )?;
+    let mut stmt = conn.prepare_cached(CHUNK_DATA)?;
     let mut rows = stmt.query(rusqlite::params![sid, seq])?;
     let mut i = 0;
     while let Some(row) = rows.next()? {

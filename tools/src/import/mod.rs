@@ -12,6 +12,7 @@ mod graph;
 mod lifecycle;
 mod messages;
 mod order;
+mod plans;
 mod report;
 mod rows;
 mod schema;
@@ -59,7 +60,9 @@ fn import(db_dir: &Path, root: &Path) -> Result<(Report, ImportOutcome), Stop> {
     let source = Source::open(db_dir).map_err(|e| refused(&e))?;
     let conn = &source.runtime;
     let sql = |e: rusqlite::Error| Stop::Refused(source.error(e).to_string());
-    let mut report = Report::new(&source.tables().map_err(|e| refused(&e))?);
+    let tables = source.tables().map_err(|e| refused(&e))?;
+    plans::check(conn, &db_dir.join(source::RUNTIME_DB), &tables).map_err(|e| refused(&e))?;
+    let mut report = Report::new(&tables);
     let ids = session::session_ids(conn, &mut report).map_err(sql)?;
     let claims = session::claims(conn, &mut report).map_err(sql)?;
     let graph = graph::graph_claims(conn, &mut report).map_err(sql)?;

@@ -12,41 +12,64 @@ struct Owned {
     /// The row's key, as an SQL expression.
     key: &'static str,
     from: &'static str,
-    /// The session the row belongs to, as an SQL expression.
+    /// The session the row belongs to, as an SQL expression, qualified: within the subquery
+    /// over `session_metadata` a bare `session_id` would name its own column.
     session: &'static str,
+    /// What takes one session's rows (`?1`) by an index, where `session = ?1` could not.
+    of_session: &'static str,
 }
 
 const OWNED: [Owned; 11] = [
-    Owned { table: "core_root_turn_admissions", key: "session_id || '/' || turn_id", from: "core_root_turn_admissions", session: "session_id" },
-    Owned { table: "core_root_turn_start_rejections", key: "session_id || '/' || turn_id", from: "core_root_turn_start_rejections", session: "session_id" },
-    Owned { table: "core_agent_runs", key: "session_id || '/' || run_id", from: "core_agent_runs", session: "session_id" },
-    Owned { table: "core_agent_run_events", key: "session_id || '/' || run_id || '/' || sequence", from: "core_agent_run_events", session: "session_id" },
-    Owned { table: "runtime_events", key: "event_id", from: "runtime_events", session: "session_id" },
-    Owned { table: "runtime_session_event_ordinals", key: "session_id || '/' || ordinal", from: "runtime_session_event_ordinals", session: "session_id" },
-    Owned { table: "runtime_partial_snapshots", key: "stream_key", from: "runtime_partial_snapshots", session: "session_id" },
-    Owned { table: "runtime_partial_segments", key: "s.stream_key || '/' || s.segment_seq", from: "runtime_partial_segments s LEFT JOIN runtime_partial_snapshots p ON p.stream_key = s.stream_key", session: "COALESCE(p.session_id, '')" },
-    Owned { table: "session_messages", key: "session_id || '/' || sequence", from: "session_messages", session: "session_id" },
-    Owned { table: "session_message_payloads", key: "session_id || '/' || sequence", from: "session_message_payloads", session: "session_id" },
-    Owned { table: "session_message_chunks", key: "session_id || '/' || sequence || '/' || chunk_index", from: "session_message_chunks", session: "session_id" },
+    Owned { table: "core_root_turn_admissions", key: "session_id || '/' || turn_id", from: "core_root_turn_admissions", session: "core_root_turn_admissions.session_id", of_session: OF_SESSION },
+    Owned { table: "core_root_turn_start_rejections", key: "session_id || '/' || turn_id", from: "core_root_turn_start_rejections", session: "core_root_turn_start_rejections.session_id", of_session: OF_SESSION },
+    Owned { table: "core_agent_runs", key: "session_id || '/' || run_id", from: "core_agent_runs", session: "core_agent_runs.session_id", of_session: OF_SESSION },
+    Owned { table: "core_agent_run_events", key: "session_id || '/' || run_id || '/' || sequence", from: "core_agent_run_events", session: "core_agent_run_events.session_id", of_session: OF_SESSION },
+    Owned { table: "runtime_events", key: "event_id", from: "runtime_events", session: "runtime_events.session_id", of_session: OF_SESSION },
+    Owned { table: "runtime_session_event_ordinals", key: "session_id || '/' || ordinal", from: "runtime_session_event_ordinals", session: "runtime_session_event_ordinals.session_id", of_session: OF_SESSION },
+    Owned { table: "runtime_partial_snapshots", key: "stream_key", from: "runtime_partial_snapshots", session: "runtime_partial_snapshots.session_id", of_session: OF_SESSION },
+    Owned { table: "runtime_partial_segments", key: "s.stream_key || '/' || s.segment_seq", from: "runtime_partial_segments s LEFT JOIN runtime_partial_snapshots p ON p.stream_key = s.stream_key", session: "COALESCE(p.session_id, '')", of_session: "s.stream_key IN (SELECT stream_key FROM runtime_partial_snapshots WHERE session_id = ?1)" },
+    Owned { table: "session_messages", key: "session_id || '/' || sequence", from: "session_messages", session: "session_messages.session_id", of_session: OF_SESSION },
+    Owned { table: "session_message_payloads", key: "session_id || '/' || sequence", from: "session_message_payloads", session: "session_message_payloads.session_id", of_session: OF_SESSION },
+    Owned { table: "session_message_chunks", key: "session_id || '/' || sequence || '/' || chunk_index", from: "session_message_chunks", session: "session_message_chunks.session_id", of_session: OF_SESSION },
 ];
 
+impl Owned {
+    /// The keys of the table's rows that `filter` takes, `{s}` in it standing for the session.
+    fn select(&self, filter: &str) -> String {
+        format!(
+            "SELECT {} FROM {} WHERE {}",
+            self.key,
+            self.from,
+            filter.replace("{s}", self.session)
+        )
+    }
+}
+
+/// What takes the rows of one session (`?1`) for most tables.
+const OF_SESSION: &str = "{s} = ?1";
+/// What takes the rows of a session the source has no header for.
+const HEADLESS: &str =
+    "{s} IS NULL OR NOT EXISTS (SELECT 1 FROM session_metadata m WHERE m.session_id = {s})";
+
+/// The queries that refuse a session's rows, run once per refused session, and those that
+/// refuse the rows of sessions without a header, run once.
+pub(super) fn queries() -> (Vec<String>, Vec<String>) {
+    let of_session = OWNED.iter().map(|o| o.select(o.of_session)).collect();
+    let headless = OWNED.iter().map(|o| o.select(HEADLESS)).collect();
+    (of_session, headless)
+}
+
+/// Refuses the rows of session `sid`, or with `None` those of sessions without a header.
 fn refuse_where(
     conn: &Connection,
-    filter: &str,
-    param: Option<&str>,
+    sid: Option<&str>,
     why: &str,
     report: &mut Report,
 ) -> rusqlite::Result<()> {
     for o in &OWNED {
-        let sql = format!(
-            "SELECT {} FROM {} WHERE {}",
-            o.key,
-            o.from,
-            filter.replace("{s}", o.session)
-        );
-        let rows = match param {
-            Some(p) => select(conn, &sql, [p])?,
-            None => select(conn, &sql, [])?,
+        let rows = match sid {
+            Some(sid) => select(conn, &o.select(o.of_session), [sid])?,
+            None => select(conn, &o.select(HEADLESS), [])?,
         };
         for r in rows {
             report.refused(o.table, key_part(&r[0]), why.to_owned());
@@ -59,7 +82,6 @@ fn refuse_where(
 pub fn refuse_session(conn: &Connection, sid: &str, report: &mut Report) -> rusqlite::Result<()> {
     refuse_where(
         conn,
-        "{s} = ?1",
         Some(sid),
         "its session's header was not imported",
         report,
@@ -68,11 +90,5 @@ pub fn refuse_session(conn: &Connection, sid: &str, report: &mut Report) -> rusq
 
 /// Refuses every row of a session the source holds no header for.
 pub fn refuse_headless(conn: &Connection, report: &mut Report) -> rusqlite::Result<()> {
-    refuse_where(
-        conn,
-        "{s} IS NULL OR NOT EXISTS (SELECT 1 FROM session_metadata m WHERE m.session_id = {s})",
-        None,
-        "its session is not in session_metadata",
-        report,
-    )
+    refuse_where(conn, None, "its session is not in session_metadata", report)
 }

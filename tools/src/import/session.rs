@@ -14,6 +14,10 @@ use rusqlite::Connection;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+/// A session's header row.
+pub(super) const HEADER: &str =
+    "SELECT payload_json, created_at FROM session_metadata WHERE session_id = ?1 LIMIT 1";
+
 /// A `subagent_spawns` row.
 pub struct SpawnRow {
     pub key: String,
@@ -144,11 +148,7 @@ fn header_of(
     conn: &Connection,
     sid: &str,
 ) -> rusqlite::Result<Result<(SessionHeader, u64), String>> {
-    let row = select(
-        conn,
-        "SELECT payload_json, created_at FROM session_metadata WHERE session_id = ?1 LIMIT 1",
-        [sid],
-    )?;
+    let row = select(conn, HEADER, [sid])?;
     Ok(row
         .first()
         .ok_or_else(|| "vanished while read".to_owned())

@@ -8,6 +8,14 @@ use makalog::event::RuntimeEvent;
 use rusqlite::Connection;
 use std::collections::HashMap;
 
+/// A session's live partial snapshots.
+pub(super) const SNAPSHOTS: &str =
+    "SELECT stream_key, after_event_id, payload_json, text_content FROM runtime_partial_snapshots WHERE session_id = ?1 ORDER BY updated_at, stream_key";
+
+/// A partial snapshot's text segments, in order.
+pub(super) const SEGMENTS: &str =
+    "SELECT segment_seq, text_content FROM runtime_partial_segments WHERE stream_key = ?1 ORDER BY segment_seq";
+
 /// A live partial snapshot, its text joined from its segments.
 pub struct Snapshot {
     pub key: String,
@@ -100,17 +108,9 @@ pub fn partial_snapshots(
     report: &mut Report,
 ) -> rusqlite::Result<Snapshots> {
     let mut out = Vec::new();
-    for r in select(
-        conn,
-        "SELECT stream_key, after_event_id, payload_json, text_content FROM runtime_partial_snapshots WHERE session_id = ?1 ORDER BY updated_at, stream_key",
-        [sid],
-    )? {
+    for r in select(conn, SNAPSHOTS, [sid])? {
         let key = key_part(&r[0]);
-        let segments = select(
-            conn,
-            "SELECT segment_seq, text_content FROM runtime_partial_segments WHERE stream_key = ?1 ORDER BY segment_seq",
-            [&key],
-        )?;
+        let segments = select(conn, SEGMENTS, [&key])?;
         let seg_keys: Vec<String> = segments.iter().map(|s| key_part(&s[0])).collect();
         let decoded = (|| {
             let mut value: serde_json::Value =
@@ -120,7 +120,10 @@ pub fn partial_snapshots(
                 joined.push_str(text(&s[1])?);
             }
             if let Some(content) = value.get_mut("content").and_then(|c| c.as_object_mut()) {
-                let textual = matches!(content.get("kind").and_then(|k| k.as_str()), Some("text" | "thinking"));
+                let textual = matches!(
+                    content.get("kind").and_then(|k| k.as_str()),
+                    Some("text" | "thinking")
+                );
                 match content.get("text").and_then(|t| t.as_str()) {
                     Some("") if textual => {
                         content.insert("text".into(), serde_json::Value::String(joined));
@@ -131,7 +134,8 @@ pub fn partial_snapshots(
                     _ => {}
                 }
             }
-            let event = RuntimeEvent::from_value(value).map_err(|e| format!("the canonical decoder refuses it: {e}"))?;
+            let event = RuntimeEvent::from_value(value)
+                .map_err(|e| format!("the canonical decoder refuses it: {e}"))?;
             if !event.partial() || event.session_id() != sid {
                 return Err("is not a partial event of its session".to_owned());
             }
@@ -139,7 +143,12 @@ pub fn partial_snapshots(
             Ok((event, opt_text(&r[1])?.map(str::to_owned)))
         })();
         match decoded {
-            Ok((event, after)) => out.push(Snapshot { key, after, event, segments: seg_keys }),
+            Ok((event, after)) => out.push(Snapshot {
+                key,
+                after,
+                event,
+                segments: seg_keys,
+            }),
             Err(why) => refuse_snapshot(report, &key, &seg_keys, why),
         }
     }

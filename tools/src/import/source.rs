@@ -16,6 +16,13 @@ pub enum SourceError {
     Sqlite { file: PathBuf, what: String },
     /// A database of a schema this importer does not know.
     Schema { file: PathBuf, what: String },
+    /// A database without the indexes the importer's repeated queries need, so large that
+    /// those queries would read `reads` rows by scanning whole tables (`table` the most).
+    Unindexed {
+        file: PathBuf,
+        table: String,
+        reads: u128,
+    },
 }
 
 impl std::fmt::Display for SourceError {
@@ -29,6 +36,15 @@ impl std::fmt::Display for SourceError {
                     file.display()
                 )
             }
+            SourceError::Unindexed { file, table, reads } => write!(
+                f,
+                "{}: table {table} has no index for the rows of one session (the original's \
+                 schema.sql gives it one): the import would read {reads} rows by scanning whole \
+                 tables, more than the {} it reads that way; add the original's indexes to a \
+                 copy and import the copy; nothing was imported",
+                file.display(),
+                super::plans::SCAN_BOUND
+            ),
         }
     }
 }

@@ -13,6 +13,10 @@ pub fn select(
     params: impl Params,
 ) -> rusqlite::Result<Vec<Vec<Value>>> {
     let mut stmt = conn.prepare_cached(sql)?;
+    debug_assert!(
+        stmt.parameter_count() == 0 || super::plans::is_checked(sql),
+        "a repeated query whose plan is not checked: {sql}"
+    );
     let n = stmt.column_count();
     let rows = stmt.query_map(params, |r| {
         (0..n)
