@@ -128,3 +128,46 @@ async fn a_stream_that_closes_while_the_user_is_asked_parks_the_turn_until_a_res
         assert!(again.recovered.is_empty(), "{case}: {:?}", again.recovered);
     }
 }
+
+/// A parked run that a recovery of this life ends (a host may run one mid-life, and a claimed
+/// intent's retry does) is no longer counted in flight: once more sessions than the open-runs
+/// file keeps idle have run turns, the parked session's slot is freed like any idle one's.
+/// The count was never given back, so the session stayed named, and its slot held, until a
+/// restart.
+#[tokio::test(start_paused = true)]
+async fn a_parked_run_a_recovery_of_this_life_ends_frees_its_sessions_slot() {
+    use makalog::runtime::{read_open_runs, Listing, IDLE_KEPT};
+    let (t, _owner, manager) = scripted(asks);
+    manager.recover_interrupted_sessions().expect("start");
+    let input = makalog::runtime::TurnInput {
+        turn_id: Some(PARKED.into()),
+        ..support::turns::text("go")
+    };
+    let mut turn = manager.send_message("s", input).await.expect("send");
+    while turn.events.recv().await.is_some() {}
+    let parked = turn.finish().await.expect("the turn");
+    assert_eq!(parked.status, "waiting_for_user");
+    let report = manager.recover_interrupted_sessions().expect("mid-life");
+    let ended: Vec<&str> = report.recovered.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(ended, [parked.run_id.as_str()], "the parked run ended");
+    for n in 0..=IDLE_KEPT {
+        let id = format!("other-{n}");
+        manager
+            .create_session(json!({"id": id, "backend": "fake", "model": "m"}))
+            .expect("session");
+        let turn = manager
+            .send_message(&id, support::turns::text("hi"))
+            .await
+            .expect("send");
+        turn.finish().await.expect("turn");
+    }
+    let storage = makalog::storage::RealStorage::new(t.path().join("root"));
+    let Listing::Open(named) = read_open_runs(&storage).expect("read") else {
+        panic!("the file is whole");
+    };
+    assert_eq!(named.len(), IDLE_KEPT, "the idle sessions the file keeps");
+    assert!(
+        named.iter().all(|(session, _)| session != "s"),
+        "the least recently used idle session is freed: {named:?}"
+    );
+}

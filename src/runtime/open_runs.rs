@@ -56,22 +56,31 @@ pub enum Listing {
 pub(crate) struct OpenRuns {
     file: Option<Box<dyn StorageFile>>,
     /// This process's sessions that hold a slot: by session, the slot, its runs in flight,
-    /// and when its last run ended (a tick of `clock`).
+    /// and when its last run ended (a tick of `clock`). Runs are kept by id, so a run ended
+    /// by a recovery of this life (a parked turn's) is let go as a turn's end lets go its own.
     in_use: HashMap<String, Marked>,
     clock: u64,
     /// Slots the file held when this process opened it: runs of an earlier life not yet
     /// recovered, never overwritten before a recovery ends them.
     earlier: BTreeSet<usize>,
-    /// Sessions with runs started while there was no file: the last run's id and how many are
-    /// in flight. The recovery that creates the file gives them slots.
-    untracked: BTreeMap<String, (String, usize)>,
+    /// Sessions with runs started while there was no file, and those of their runs still in
+    /// flight. The recovery that creates the file gives them slots.
+    untracked: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// A session's slot.
 struct Marked {
     slot: usize,
-    running: usize,
+    running: BTreeSet<String>,
     ended_at: u64,
+}
+
+/// The run a slot names for the runs of a session in flight: any one leads recovery to the
+/// session, which it scans for all of them.
+fn named(runs: &BTreeSet<String>) -> Result<&str> {
+    runs.last()
+        .map(String::as_str)
+        .ok_or_else(|| Error::InvalidInput("a slot for no run in flight".into()))
 }
 
 fn io(op: &'static str) -> impl Fn(std::io::Error) -> Error {
@@ -203,11 +212,14 @@ impl OpenRuns {
             .ok_or_else(|| Error::InvalidInput("no open-runs file".into()))?;
         let mut used = self.slots();
         let mut adopted = Vec::with_capacity(self.untracked.len());
-        for (session, (run, _)) in &self.untracked {
+        for (session, runs) in &self.untracked {
             let slot = free_slot(|i| used.contains(i))?;
             used.insert(slot);
-            file.write_all_at(&encode_slot(session, run)?, (slot * SLOT_LEN) as u64)
-                .map_err(io("write"))?;
+            file.write_all_at(
+                &encode_slot(session, named(runs)?)?,
+                (slot * SLOT_LEN) as u64,
+            )
+            .map_err(io("write"))?;
             adopted.push((session.clone(), slot));
         }
         let keep = used.last().map_or(0, |last| (last + 1) * SLOT_LEN);
@@ -231,8 +243,8 @@ impl OpenRuns {
         debug_assert!(self.in_use.is_empty(), "no slot is held without a file");
         let mut bytes = Vec::with_capacity(self.untracked.len() * SLOT_LEN);
         let mut adopted = Vec::with_capacity(self.untracked.len());
-        for (slot, (session, (run, _))) in self.untracked.iter().enumerate() {
-            bytes.extend_from_slice(&encode_slot(session, run)?);
+        for (slot, (session, runs)) in self.untracked.iter().enumerate() {
+            bytes.extend_from_slice(&encode_slot(session, named(runs)?)?);
             adopted.push((session.clone(), slot));
         }
         write_atomically(storage, Path::new(OPEN_RUNS_FILE), &bytes)?;
@@ -247,7 +259,7 @@ impl OpenRuns {
     /// written for them, and the earlier life's runs, ended, free theirs.
     fn adopt(&mut self, adopted: Vec<(String, usize)>) {
         for (session, slot) in adopted {
-            if let Some((_, running)) = self.untracked.remove(&session) {
+            if let Some(running) = self.untracked.remove(&session) {
                 debug_assert!(!self.in_use.contains_key(&session), "one count a session");
                 let marked = Marked {
                     slot,
@@ -268,10 +280,11 @@ impl OpenRuns {
     /// Records, durably, that run `run_id` of `session_id` is starting: writes and syncs the
     /// session's slot unless it holds one already. While the file does not exist the run is
     /// remembered for the recovery that creates it (until then, a crash leaves it to a
-    /// recovery that scans everything). Each run marked is told to [`OpenRuns::ended`] once.
+    /// recovery that scans everything). Each run marked is told to [`OpenRuns::ended`] when it
+    /// ends.
     pub fn mark(&mut self, storage: &dyn Storage, session_id: &str, run_id: &str) -> Result<()> {
         if let Some(m) = self.in_use.get_mut(session_id) {
-            m.running += 1;
+            m.running.insert(run_id.to_owned());
             return Ok(());
         }
         let bytes = encode_slot(session_id, run_id)?;
@@ -280,11 +293,10 @@ impl OpenRuns {
             false => None,
         };
         let Some(file) = file else {
-            let (last, running) = self
-                .untracked
+            self.untracked
                 .entry(session_id.to_owned())
-                .or_insert_with(|| (String::new(), 0));
-            (*last, *running) = (run_id.to_owned(), *running + 1);
+                .or_default()
+                .insert(run_id.to_owned());
             return Ok(());
         };
         let used = self.slots();
@@ -295,44 +307,57 @@ impl OpenRuns {
         file.sync_data().map_err(io("sync"))?;
         // Runs of the session begun while the file was missing (a creation that failed after
         // its rename) are counted with this one: the slot now names them all.
-        let earlier_runs = self.untracked.remove(session_id).map_or(0, |(_, n)| n);
+        let mut running = self.untracked.remove(session_id).unwrap_or_default();
+        running.insert(run_id.to_owned());
         let marked = Marked {
             slot,
-            running: 1 + earlier_runs,
+            running,
             ended_at: 0,
         };
         self.in_use.insert(session_id.to_owned(), marked);
         Ok(())
     }
 
-    /// Notes that a run of `session_id` ended (its terminal commit is durable). The session
-    /// keeps its slot; past [`IDLE_KEPT`] sessions with nothing in flight, the least recently
-    /// used one's slot is zeroed, not synced (a lost zeroing names a session whose runs ended).
-    pub fn ended(&mut self, session_id: &str) {
+    /// Notes that run `run_id` of `session_id` ended (its terminal commit is durable): true
+    /// when this process had marked it (a recovery also ends runs of an earlier life, which it
+    /// had not). The session keeps its slot; past [`IDLE_KEPT`] sessions with nothing in
+    /// flight, the least recently used one's slot is zeroed, not synced (a lost zeroing names
+    /// a session whose runs ended).
+    pub fn ended(&mut self, session_id: &str, run_id: &str) -> bool {
         self.clock += 1;
-        if let Some(m) = self.in_use.get_mut(session_id) {
-            debug_assert!(m.running > 0, "a run ends once");
-            m.running = m.running.saturating_sub(1);
-            m.ended_at = self.clock;
-        } else if let Some((_, running)) = self.untracked.get_mut(session_id) {
-            *running = running.saturating_sub(1);
-            if *running == 0 {
+        let counted = if let Some(m) = self.in_use.get_mut(session_id) {
+            let counted = m.running.remove(run_id);
+            if counted {
+                m.ended_at = self.clock;
+            }
+            counted
+        } else if let Some(running) = self.untracked.get_mut(session_id) {
+            let counted = running.remove(run_id);
+            if running.is_empty() {
                 self.untracked.remove(session_id);
             }
-        }
-        let idle = self.in_use.values().filter(|m| m.running == 0).count();
+            counted
+        } else {
+            false
+        };
+        let idle = self
+            .in_use
+            .values()
+            .filter(|m| m.running.is_empty())
+            .count();
         if idle <= IDLE_KEPT {
-            return;
+            return counted;
         }
         let oldest = self
             .in_use
             .iter()
-            .filter(|(_, m)| m.running == 0)
+            .filter(|(_, m)| m.running.is_empty())
             .min_by_key(|(_, m)| m.ended_at)
             .map(|(s, _)| s.clone());
         if let (Some(file), Some(m)) = (&self.file, oldest.and_then(|s| self.in_use.remove(&s))) {
             let _ = file.write_all_at(&[0u8; SLOT_LEN], (m.slot * SLOT_LEN) as u64);
         }
+        counted
     }
 }
 

@@ -21,8 +21,8 @@ fn runs_started_while_there_was_no_file_are_named_when_a_recovery_makes_it() {
     for (s, r) in [("a", "a-1"), ("b", "b-1"), ("b", "b-2"), ("c", "c-1")] {
         runs.mark(&storage, s, r).expect("mark");
     }
-    runs.ended("a");
-    runs.ended("b");
+    assert!(runs.ended("a", "a-1"));
+    assert!(runs.ended("b", "b-1"));
     assert_eq!(read_open_runs(&storage).expect("read"), Listing::Missing);
     runs.reset(&storage).expect("reset");
     let in_flight = named(&[("b", "b-2"), ("c", "c-1")]);
@@ -30,10 +30,10 @@ fn runs_started_while_there_was_no_file_are_named_when_a_recovery_makes_it() {
     // Their sessions hold those slots now: a later run of `c` writes nothing new.
     runs.mark(&storage, "c", "c-2").expect("mark");
     assert_eq!(read_open_runs(&storage).expect("read"), in_flight);
-    for s in ["b", "c", "c"] {
-        runs.ended(s);
+    for (s, r) in [("b", "b-2"), ("c", "c-1"), ("c", "c-2")] {
+        assert!(runs.ended(s, r));
     }
-    let running: usize = runs.in_use.values().map(|m| m.running).sum();
+    let running: usize = runs.in_use.values().map(|m| m.running.len()).sum();
     assert_eq!(running, 0, "every run counted in ended once");
     runs.reset(&storage).expect("reset");
     runs.mark(&storage, "d", "d-1").expect("mark");
@@ -58,10 +58,32 @@ fn runs_remembered_without_the_file_are_counted_with_the_slot_taken_later() {
         .expect("another handle makes the file");
     runs.mark(&storage, "a", "a-2").expect("mark");
     assert!(runs.untracked.is_empty());
-    assert_eq!(runs.in_use["a"].running, 2);
-    runs.ended("a");
-    runs.ended("a");
-    assert_eq!(runs.in_use["a"].running, 0, "both ends counted, once each");
+    assert_eq!(runs.in_use["a"].running.len(), 2);
+    assert!(runs.ended("a", "a-1"));
+    assert!(runs.ended("a", "a-2"));
+    assert!(runs.in_use["a"].running.is_empty(), "both ends counted");
+}
+
+/// A recovery ends runs of an earlier life, which this process never marked, and may end a
+/// run of this life (a parked turn's): only the latter is let go, and only once. A session's
+/// other run in flight keeps it in flight.
+#[test]
+fn only_a_run_this_process_marked_is_let_go_and_only_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let storage = RealStorage::new(dir.path().to_path_buf());
+    let mut runs = OpenRuns::default();
+    runs.reset(&storage).expect("the file");
+    runs.mark(&storage, "a", "a-parked").expect("mark");
+    runs.mark(&storage, "a", "a-next").expect("mark");
+    assert!(!runs.ended("a", "a-of-an-earlier-life"));
+    assert!(!runs.ended("b", "b-of-an-earlier-life"));
+    assert_eq!(runs.in_use["a"].running.len(), 2, "nothing let go");
+    assert!(runs.ended("a", "a-parked"));
+    assert!(!runs.ended("a", "a-parked"), "once");
+    assert_eq!(
+        runs.in_use["a"].running.iter().collect::<Vec<_>>(),
+        ["a-next"]
+    );
 }
 
 /// A file claiming a terabyte (a hole, then one byte): read whole, it cost as much memory

@@ -91,7 +91,11 @@ pub(super) fn commit(
     }?;
     // A lock a panic poisoned leaves the run named: a later start finds it ended.
     if let Ok(mut open) = lock(&inner.open_runs) {
-        open.ended(&begun.ids.session_id);
+        let counted = open.ended(&begun.ids.session_id, &begun.ids.run_id);
+        debug_assert!(
+            counted,
+            "a turn's run is marked when it begins and ends once"
+        );
     }
     Ok((outcome, replaced))
 }
