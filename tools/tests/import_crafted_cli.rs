@@ -83,8 +83,8 @@ fn a_graph_claim_on_a_turn_another_claim_holds_is_refused_by_its_key() {
     assert_eq!(report["written"]["nothingNew"], true, "{report}");
 }
 
-/// Rows of a session the source holds no header for (an event, a run, a message): each is
-/// refused by its key as naming no session. The query that finds them compared each session
+/// Rows of a session the source holds no header for (an event, a run, a message, a segment of
+/// no snapshot): each is refused by its key as naming no session. The query that finds them compared each session
 /// table's `session_id` with itself (SQLite binds a bare name to the innermost table), so it
 /// found none, and they were left unaccounted for.
 #[test]
@@ -102,7 +102,10 @@ fn rows_of_a_session_without_a_header_are_refused_by_their_keys() {
          INSERT INTO core_agent_runs SELECT * FROM r;
          CREATE TEMP TABLE m AS SELECT * FROM session_messages LIMIT 1;
          UPDATE m SET session_id = 'ghost';
-         INSERT INTO session_messages SELECT * FROM m;",
+         INSERT INTO session_messages SELECT * FROM m;
+         CREATE TEMP TABLE g AS SELECT * FROM runtime_partial_segments LIMIT 1;
+         UPDATE g SET stream_key = 'ghost-stream', segment_seq = 1;
+         INSERT INTO runtime_partial_segments SELECT * FROM g;",
     )
     .expect("rows of a session without a header");
     drop(conn);
@@ -117,6 +120,7 @@ fn rows_of_a_session_without_a_header_are_refused_by_their_keys() {
         ("runtime_events", "ghost-event".to_owned()),
         ("core_agent_runs", "ghost/ghost-run".to_owned()),
         ("session_messages", format!("ghost/{}", first_sequence(&db))),
+        ("runtime_partial_segments", "ghost-stream/1".to_owned()),
     ] {
         let t = find(&report["tables"], "table", table);
         assert_eq!(

@@ -232,8 +232,8 @@ fn a_database_missing_a_column_the_importer_reads_is_refused_with_nothing_writte
 /// `CREATE TABLE … AS SELECT` makes): each session's reads would scan both tables whole, and
 /// the check of each ordinal would scan the events, about 2 × 10⁸ rows in all for 1,200
 /// sessions of 10 events (for a real ledger's millions of rows, hours). It is refused, naming
-/// the file and a table, with nothing written; with an index on each table's `session_id` the
-/// same copy imports.
+/// the file and a table, with nothing written; once the original's indexes of the two tables
+/// (their keys, and by session) are added to it, the same copy imports.
 #[test]
 fn a_copy_too_large_to_read_without_the_indexes_a_sessions_rows_are_found_by_is_refused() {
     let t = tempfile::tempdir().expect("tempdir");
@@ -259,7 +259,7 @@ fn a_copy_too_large_to_read_without_the_indexes_a_sessions_rows_are_found_by_is_
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("runtime.sqlite")
-            && err.contains("has no index")
+            && err.contains("lacks an index")
             && (err.contains("table runtime_events ")
                 || err.contains("table runtime_session_event_ordinals ")),
         "{err}"
@@ -269,10 +269,12 @@ fn a_copy_too_large_to_read_without_the_indexes_a_sessions_rows_are_found_by_is_
 
     let conn = rusqlite::Connection::open(db.join("runtime.sqlite")).expect("open");
     conn.execute_batch(
-        "CREATE INDEX events_by_session ON runtime_events(session_id);
-         CREATE INDEX ordinals_by_session ON runtime_session_event_ordinals(session_id);",
+        "CREATE UNIQUE INDEX events_by_id ON runtime_events(event_id);
+         CREATE INDEX runtime_events_by_session ON runtime_events(session_id, committed_at, event_id);
+         CREATE UNIQUE INDEX ordinals_by_event ON runtime_session_event_ordinals(event_id);
+         CREATE UNIQUE INDEX ordinals_by_session ON runtime_session_event_ordinals(session_id, ordinal);",
     )
-    .expect("the indexes");
+    .expect("the original's indexes");
     drop(conn);
     let (code, report, err) = import(&db, &root);
     assert_eq!(code, 0, "{err}");

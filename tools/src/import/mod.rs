@@ -13,6 +13,7 @@ mod lifecycle;
 mod messages;
 mod order;
 mod plans;
+mod query_plan;
 mod report;
 mod rows;
 mod schema;

@@ -17,7 +17,7 @@ pub enum SourceError {
     /// A database of a schema this importer does not know.
     Schema { file: PathBuf, what: String },
     /// A database without the indexes the importer's repeated queries need, so large that
-    /// those queries would read `reads` rows by scanning whole tables (`table` the most).
+    /// those queries would read `reads` rows beyond those they take (`table`'s the most).
     Unindexed {
         file: PathBuf,
         table: String,
@@ -38,10 +38,11 @@ impl std::fmt::Display for SourceError {
             }
             SourceError::Unindexed { file, table, reads } => write!(
                 f,
-                "{}: table {table} has no index for the rows of one session (the original's \
-                 schema.sql gives it one): the import would read {reads} rows by scanning whole \
-                 tables, more than the {} it reads that way; add the original's indexes to a \
-                 copy and import the copy; nothing was imported",
+                "{}: table {table} lacks an index the original's schema.sql gives it: the \
+                 import would read about {reads} rows beyond those it takes (whole tables, or \
+                 a whole session's rows, for each session or row), more than the {} it reads \
+                 so; add the original's indexes to a copy and import the copy; nothing was \
+                 imported",
                 file.display(),
                 super::plans::SCAN_BOUND
             ),

@@ -1,0 +1,124 @@
+use super::super::query_plan::aliases;
+use super::*;
+use crate::import::source::RUNTIME_DB;
+
+/// A copy of the original's ledger (the compat fixture) in a new directory, `edit` run on it.
+fn fixture_copy(edit: &str) -> (tempfile::TempDir, Connection) {
+    let t = tempfile::tempdir().expect("tempdir");
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/compat/maka-sqlite")
+        .join(RUNTIME_DB);
+    let to = t.path().join(RUNTIME_DB);
+    std::fs::copy(from, &to).expect("copy");
+    let conn = Connection::open(&to).expect("open");
+    conn.execute_batch(edit).expect("edit");
+    (t, conn)
+}
+
+/// Every table the repeated queries read, with `rows` rows, and `sessions` sessions.
+fn counts(conn: &Connection, sessions: u64, rows: u64) -> Vec<Table> {
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .expect("tables");
+    let names: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .expect("names")
+        .collect::<rusqlite::Result<_>>()
+        .expect("names");
+    names
+        .into_iter()
+        .map(|name| Table {
+            file: RUNTIME_DB,
+            rows: if name == "session_metadata" {
+                sessions
+            } else {
+                rows
+            },
+            name,
+        })
+        .collect()
+}
+
+const KEYLESS: &str = "PRAGMA foreign_keys = OFF;
+    ALTER TABLE runtime_events RENAME TO k; CREATE TABLE runtime_events AS SELECT * FROM k; DROP TABLE k;
+    ALTER TABLE runtime_session_event_ordinals RENAME TO k; CREATE TABLE runtime_session_event_ordinals AS SELECT * FROM k; DROP TABLE k;";
+
+#[test]
+fn aliases_name_tables_not_subqueries_or_keywords() {
+    let a = aliases(messages::MESSAGES);
+    assert_eq!(a["m"], "session_messages");
+    assert_eq!(a["session_message_payloads"], "session_message_payloads");
+    assert!(!a.contains_key("p"), "p is a subquery: {a:?}");
+    assert!(!a.contains_key("WHERE"), "{a:?}");
+    let a = aliases(events::ORPHAN_ORDINALS);
+    assert_eq!(a["o"], "runtime_session_event_ordinals");
+    assert_eq!(a["e"], "runtime_events");
+}
+
+/// On the original's own schema no repeated query reads more than the rows it takes, at
+/// any size: a real ledger is never refused. (The refusal of a session's partial segments
+/// read every segment for each such session until it went through the session's snapshots.)
+#[test]
+fn on_the_originals_schema_nothing_is_read_beyond_what_is_taken() {
+    let (_t, conn) = fixture_copy("");
+    let excess = excess_reads(&conn, &counts(&conn, 1 << 20, 1 << 40)).expect("plans");
+    assert!(excess.is_empty(), "{excess:?}");
+}
+
+/// Events and ordinals without their keys: each session's queries read both tables whole,
+/// one for each ordinal: refused at 1,000 sessions of a million rows, a small copy taken.
+#[test]
+fn a_copy_without_keys_is_refused_by_its_size() {
+    let (t, conn) = fixture_copy(KEYLESS);
+    let path = t.path().join(RUNTIME_DB);
+    let refused = check(&conn, &path, &counts(&conn, 1_000, 1_000_000));
+    assert!(
+        matches!(&refused, Err(SourceError::Unindexed { table, .. }) if table.starts_with("runtime_")),
+        "{refused:?}"
+    );
+    check(&conn, &path, &counts(&conn, 7, 30)).expect("a small copy");
+}
+
+/// With an index on `session_id` alone, each event of a session looks up its ordinal among
+/// all the session's ordinals, and each ordinal its event: ten sessions of 200,000 events
+/// read 8 × 10⁹ rows though nothing is scanned. Such lookups were counted as free.
+#[test]
+fn a_join_on_a_whole_sessions_rows_is_counted() {
+    let edit = format!(
+        "{KEYLESS}
+         CREATE INDEX events_by_session ON runtime_events(session_id);
+         CREATE INDEX ordinals_by_session ON runtime_session_event_ordinals(session_id);"
+    );
+    let (t, conn) = fixture_copy(&edit);
+    let excess = excess_reads(&conn, &counts(&conn, 10, 2_000_000)).expect("plans");
+    let ordinals = excess
+        .get("runtime_session_event_ordinals")
+        .copied()
+        .unwrap_or(0);
+    assert!(ordinals >= 2_000_000 * 200_000, "{excess:?}");
+    let path = t.path().join(RUNTIME_DB);
+    assert!(check(&conn, &path, &counts(&conn, 10, 2_000_000)).is_err());
+}
+
+/// Statistics taken while the ordinals were few make SQLite read them whole for each event
+/// (a nested loop, no automatic index, and no correlated subquery in the plan): counted per
+/// event, where it was counted once per session.
+#[test]
+fn a_nested_loop_join_is_counted_per_row_taken() {
+    let edit = "PRAGMA foreign_keys = OFF;
+        ALTER TABLE runtime_session_event_ordinals RENAME TO k; CREATE TABLE runtime_session_event_ordinals AS SELECT * FROM k; DROP TABLE k;
+        ANALYZE;";
+    let (_t, conn) = fixture_copy(edit);
+    let steps = steps(&conn, events::EVENTS).expect("plan");
+    let ordinals = steps
+        .iter()
+        .find(|s| s.table == "runtime_session_event_ordinals")
+        .expect("the ordinals are read");
+    assert_eq!(ordinals.lookup, Lookup::Scan, "{steps:?}");
+    assert!(ordinals.nested, "{steps:?}");
+    let excess = excess_reads(&conn, &counts(&conn, 30, 1_000_000)).expect("plans");
+    assert!(
+        excess["runtime_session_event_ordinals"] >= 1_000_000 * 1_000_000,
+        "{excess:?}"
+    );
+}

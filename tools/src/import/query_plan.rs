@@ -1,0 +1,123 @@
+//! What SQLite's plan for a query (`EXPLAIN QUERY PLAN`) says each of its steps reads: the
+//! table, how it finds rows, and whether the step runs once per row the query takes.
+
+use rusqlite::Connection;
+use std::collections::{HashMap, HashSet};
+
+/// How a step of a plan finds its table's rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// Every row (`SCAN`).
+    Scan,
+    /// An automatic index, which SQLite builds from every row each time the query runs.
+    AutomaticIndex,
+    /// By an index on `session_id` alone: a whole session's rows.
+    SessionRows,
+    /// By a key, or an index that narrows the rows further.
+    Key,
+}
+
+/// A step of a plan that reads a table of the query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    pub table: String,
+    pub lookup: Lookup,
+    /// Runs once per row the query takes: a later table of a join, or a table of a
+    /// correlated subquery.
+    pub nested: bool,
+}
+
+/// The steps of `sql`'s plan that read its tables, in plan order (its parameters bound to
+/// empty text, which a plan does not depend on).
+pub fn steps(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<Step>> {
+    let aliases = aliases(sql);
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+    let n = stmt.parameter_count();
+    let plan: Vec<(i64, i64, String)> = stmt
+        .query_map(
+            rusqlite::params_from_iter(std::iter::repeat_n("", n)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(3)?)),
+        )?
+        .collect::<rusqlite::Result<_>>()?;
+    let by_id: HashMap<i64, (i64, &str)> = plan
+        .iter()
+        .map(|(id, parent, d)| (*id, (*parent, d.as_str())))
+        .collect();
+    // Whether a step lies under a correlated subquery; the walk takes at most one step per
+    // step of the plan.
+    let correlated = |mut id: i64| {
+        for _ in 0..plan.len() {
+            match by_id.get(&id) {
+                Some((_, d)) if d.starts_with("CORRELATED ") => return true,
+                Some((parent, _)) => id = *parent,
+                None => return false,
+            }
+        }
+        false
+    };
+    let mut driven: HashSet<i64> = HashSet::new();
+    let mut out = Vec::new();
+    for (_, parent, detail) in &plan {
+        let mut words = detail.split_whitespace();
+        let lookup = match words.next() {
+            Some("SCAN") => Lookup::Scan,
+            Some("SEARCH") if detail.contains(" AUTOMATIC ") => Lookup::AutomaticIndex,
+            Some("SEARCH") if detail.contains("(session_id=?)") => Lookup::SessionRows,
+            Some("SEARCH") => Lookup::Key,
+            _ => continue,
+        };
+        let Some(table) = words.next().and_then(|name| aliases.get(name)) else {
+            continue;
+        };
+        // The first table its parent reads drives it; each later one is read per row taken.
+        let first = driven.insert(*parent);
+        out.push(Step {
+            table: table.clone(),
+            lookup,
+            nested: !first || correlated(*parent),
+        });
+    }
+    Ok(out)
+}
+
+/// The table of `sql`'s outermost `FROM`.
+pub fn outermost(sql: &str) -> Option<String> {
+    let mut tokens = tokens(sql);
+    tokens.find(|t| t.eq_ignore_ascii_case("FROM"))?;
+    tokens.next().filter(|t| is_name(t)).map(str::to_owned)
+}
+
+fn tokens(sql: &str) -> impl Iterator<Item = &str> {
+    sql.split(|c: char| c.is_whitespace() || c == ',' || c == ')')
+        .filter(|t| !t.is_empty())
+}
+
+/// The tables `sql` reads, by the name or alias its plan calls them (`FROM t`, `JOIN t a`).
+/// A subquery in parentheses is no table: its own tables are named inside it.
+pub fn aliases(sql: &str) -> HashMap<String, String> {
+    const NOT_ALIAS: [&str; 8] = [
+        "WHERE", "ON", "LEFT", "JOIN", "ORDER", "GROUP", "LIMIT", "INNER",
+    ];
+    let tokens: Vec<&str> = tokens(sql).collect();
+    let mut out = HashMap::new();
+    for (i, w) in tokens.iter().enumerate() {
+        if !(w.eq_ignore_ascii_case("FROM") || w.eq_ignore_ascii_case("JOIN")) {
+            continue;
+        }
+        let Some(table) = tokens.get(i + 1).filter(|t| is_name(t)) else {
+            continue;
+        };
+        out.insert(table.to_string(), table.to_string());
+        if let Some(alias) = tokens
+            .get(i + 2)
+            .filter(|t| is_name(t) && !NOT_ALIAS.iter().any(|k| t.eq_ignore_ascii_case(k)))
+        {
+            out.insert(alias.to_string(), table.to_string());
+        }
+    }
+    out
+}
+
+fn is_name(t: &str) -> bool {
+    t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
