@@ -11,7 +11,8 @@
 //! recently used zeroed first, not synced): a slot whose zeroing was lost, or one kept, names
 //! a session whose runs have ended, which recovery visits and passes. A turn parked waiting
 //! for the user (§12: its stream closed while the user was asked) keeps its run in flight
-//! here until a recovery ends it: the next start's, or a claimed intent's retry (§12 step 4).
+//! here until a recovery ends it: the next start's, one the host runs, or a claimed intent's
+//! retry (§12 step 4).
 //! Slots a process finds occupied when it opens the file name sessions of an earlier life:
 //! they are never reused before a recovery has ended their runs.
 //!

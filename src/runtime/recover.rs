@@ -127,8 +127,11 @@ pub(crate) fn recover_run(inner: &Inner, run: &RunHeader) -> Result<RecoveredRun
         (&then, active.as_ref()),
     )?;
     // A run of this life (a parked turn's) is no longer in flight; one of an earlier life
-    // was never counted here.
-    super::manager::lock(&inner.open_runs)?.ended(session_id, run_id);
+    // was never counted here. The run has ended whatever follows: a lock a panic poisoned
+    // leaves it named, for a later start to find ended (as a turn's end does).
+    if let Ok(mut open) = super::manager::lock(&inner.open_runs) {
+        open.ended(session_id, run_id);
+    }
     Ok(RecoveredRun {
         session_id: session_id.to_owned(),
         run_id: run_id.to_owned(),

@@ -102,7 +102,7 @@ pub(super) fn commit(
 
 /// The outcome of a turn parked in `waiting_for_user`: nothing more is written (no terminal,
 /// no `turn_state`, no header), and its run stays named in the open-runs file, for a recovery
-/// to end (the next start's, or a claimed intent's retry).
+/// to end (the next start's, one the host runs, or a claimed intent's retry).
 pub(super) fn parked(inner: &Inner, begun: &Begun, events: usize, w: &Writer<'_>) -> TurnOutcome {
     let ids = &begun.ids;
     TurnOutcome {

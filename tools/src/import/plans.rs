@@ -18,41 +18,62 @@ use std::sync::OnceLock;
 /// without its indexes would take hours.
 pub const SCAN_BOUND: u128 = 1 << 27;
 
-/// A query the importer runs once per row of a table (or once).
+/// A query the importer repeats, and what it runs once for.
 struct Repeated {
     sql: String,
-    per_row_of: Option<&'static str>,
+    per: Per,
+}
+
+/// What a query runs once for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Per {
+    /// The whole import.
+    Once,
+    /// Each session, taking its rows.
+    Session,
+    /// Each row of `table`, taking the rows whose `by` columns hold that row's values.
+    Row {
+        table: &'static str,
+        by: &'static [&'static str],
+    },
 }
 
 fn repeated() -> &'static [Repeated] {
     static ALL: OnceLock<Vec<Repeated>> = OnceLock::new();
     ALL.get_or_init(|| {
-        let per = |table, sql: &str| Repeated {
+        let of = |per, sql: &str| Repeated {
             sql: sql.to_owned(),
-            per_row_of: table,
+            per,
         };
-        let sessions = Some("session_metadata");
+        let message = Per::Row {
+            table: "session_messages",
+            by: &["session_id", "sequence"],
+        };
+        let snapshot = Per::Row {
+            table: "runtime_partial_snapshots",
+            by: &["stream_key"],
+        };
         let mut all = vec![
-            per(sessions, session::HEADER),
-            per(sessions, lifecycle::RUNS),
-            per(sessions, lifecycle::RUN_EVENTS),
-            per(sessions, events::EVENTS),
-            per(sessions, events::ORPHAN_ORDINALS),
-            per(sessions, snapshots::SNAPSHOTS),
-            per(Some("runtime_partial_snapshots"), snapshots::SEGMENTS),
-            per(sessions, messages::CHUNKED),
-            per(sessions, messages::MESSAGES),
-            per(sessions, messages::ORPHAN_PAYLOADS),
-            per(sessions, messages::ORPHAN_CHUNKS),
-            per(Some("session_messages"), messages::CHUNK_SHAPES),
-            per(Some("session_messages"), messages::CHUNK_DATA),
+            of(Per::Session, session::HEADER),
+            of(Per::Session, lifecycle::RUNS),
+            of(Per::Session, lifecycle::RUN_EVENTS),
+            of(Per::Session, events::EVENTS),
+            of(Per::Session, events::ORPHAN_ORDINALS),
+            of(Per::Session, snapshots::SNAPSHOTS),
+            of(snapshot, snapshots::SEGMENTS),
+            of(Per::Session, messages::CHUNKED),
+            of(Per::Session, messages::MESSAGES),
+            of(Per::Session, messages::ORPHAN_PAYLOADS),
+            of(Per::Session, messages::ORPHAN_CHUNKS),
+            of(message, messages::CHUNK_SHAPES),
+            of(message, messages::CHUNK_DATA),
         ];
         for (table, at) in lifecycle::TURN_TABLES {
-            all.push(per(sessions, &lifecycle::turn_sql(table, at)));
+            all.push(of(Per::Session, &lifecycle::turn_sql(table, at)));
         }
         let (of_session, headless) = rows::queries();
-        all.extend(of_session.iter().map(|sql| per(sessions, sql)));
-        all.extend(headless.iter().map(|sql| per(None, sql)));
+        all.extend(of_session.iter().map(|sql| of(Per::Session, sql)));
+        all.extend(headless.iter().map(|sql| of(Per::Once, sql)));
         all
     })
 }
@@ -85,12 +106,13 @@ pub fn check(conn: &Connection, path: &Path, tables: &[Table]) -> Result<(), Sou
 }
 
 /// By table, the rows the repeated queries would read beyond those they take, estimated from
-/// SQLite's plans and the tables' row counts. Per run of a query: a whole-table read (a scan,
-/// or an automatic index, which SQLite builds once a run), and a lookup of one session's rows
-/// where a query runs per message or snapshot. Per row a query takes (over all its runs, the
-/// rows of its outermost table): a table read in a join or a correlated subquery, whole or a
-/// session's rows at a time. A lookup by a key, and a read every import makes anyway (a query
-/// run once reading a table once; each session reading its own rows) counts nothing.
+/// SQLite's plans and the tables' rows. Per run of a query: a whole-table read (a scan, or an
+/// automatic index, which SQLite builds once a run), and a lookup reading more than the rows
+/// the run takes (a session's chunks for each message). Per row a query takes (over all its
+/// runs, the rows of its outermost table): a table read in a join or a correlated subquery,
+/// whole, or as many rows as the most that share the lookup's values (a session's rows, by an
+/// index on `session_id` alone). A lookup by a unique key, and a read every import makes anyway
+/// (a query run once reading a table once; a run reading the rows it takes) count nothing.
 fn excess_reads(conn: &Connection, tables: &[Table]) -> rusqlite::Result<HashMap<String, u128>> {
     let rows: HashMap<&str, u64> = tables
         .iter()
@@ -98,28 +120,31 @@ fn excess_reads(conn: &Connection, tables: &[Table]) -> rusqlite::Result<HashMap
         .map(|t| (t.name.as_str(), t.rows))
         .collect();
     let count = |table: &str| u128::from(rows.get(table).copied().unwrap_or(0));
-    let sessions = count("session_metadata").max(1);
+    let mut sharing = Sharing::new(conn);
     let mut by_table: HashMap<String, u128> = HashMap::new();
     for r in repeated() {
-        let runs = r.per_row_of.map_or(1, count);
-        let per_session = r.per_row_of == Some("session_metadata");
+        let runs = match r.per {
+            Per::Once => 1,
+            Per::Session => count("session_metadata"),
+            Per::Row { table, .. } => count(table),
+        };
         let taken = super::query_plan::outermost(&r.sql).map_or(0, |t| count(&t));
         for step in steps(conn, &r.sql)? {
             let whole = count(&step.table);
-            let of_a_session = whole / sessions;
-            let repeated = r.per_row_of.is_some();
-            let reads = match step.lookup {
-                Lookup::AutomaticIndex if repeated => runs.saturating_mul(whole),
-                Lookup::Scan if step.nested => taken.saturating_mul(whole),
-                Lookup::Scan if repeated => runs.saturating_mul(whole),
-                // A lookup of a session's rows that finds one (`session_metadata`'s) is a key's.
-                Lookup::SessionRows if step.nested && of_a_session > 1 => {
-                    taken.saturating_mul(of_a_session)
+            let reads = match (&step.lookup, step.nested, r.per) {
+                (Lookup::Scan, true, _) => taken.saturating_mul(whole),
+                (Lookup::Scan | Lookup::AutomaticIndex, _, Per::Once) => 0,
+                (Lookup::Scan | Lookup::AutomaticIndex, _, _) => runs.saturating_mul(whole),
+                (Lookup::Search(by), true, _) => match sharing.most(&step.table, by)? {
+                    1 => 0,
+                    most => taken.saturating_mul(most),
+                },
+                (Lookup::Search(by), false, Per::Row { by: takes, .. })
+                    if !takes.iter().all(|c| by.iter().any(|b| b == c)) =>
+                {
+                    runs.saturating_mul(sharing.most(&step.table, by)?)
                 }
-                Lookup::SessionRows if !step.nested && repeated && !per_session => {
-                    runs.saturating_mul(of_a_session)
-                }
-                _ => 0,
+                (Lookup::Search(_), false, _) => 0,
             };
             if reads > 0 {
                 let n = by_table.entry(step.table).or_default();
@@ -128,6 +153,74 @@ fn excess_reads(conn: &Connection, tables: &[Table]) -> rusqlite::Result<HashMap
         }
     }
     Ok(by_table)
+}
+
+/// The most rows of a table that share values of some columns: 1 where the columns hold a
+/// unique index's (no row is read then); otherwise counted, which reads the table once (only
+/// a copy without the original's keys comes to that).
+struct Sharing<'a> {
+    conn: &'a Connection,
+    known: HashMap<(String, Vec<String>), u128>,
+}
+
+impl<'a> Sharing<'a> {
+    fn new(conn: &'a Connection) -> Self {
+        Sharing {
+            conn,
+            known: HashMap::new(),
+        }
+    }
+
+    fn most(&mut self, table: &str, columns: &[String]) -> rusqlite::Result<u128> {
+        let key = (table.to_owned(), columns.to_vec());
+        if let Some(n) = self.known.get(&key) {
+            return Ok(*n);
+        }
+        let n = if columns.iter().any(|c| c == "rowid") || self.unique(table, columns)? {
+            1
+        } else {
+            let quoted: Vec<String> = columns.iter().map(|c| quote(c)).collect();
+            let sql = format!(
+                "SELECT max(n) FROM (SELECT count(*) AS n FROM {} GROUP BY {})",
+                quote(table),
+                quoted.join(", ")
+            );
+            let most: Option<i64> = self.conn.query_row(&sql, [], |r| r.get(0))?;
+            u128::try_from(most.unwrap_or(0)).unwrap_or(0)
+        };
+        self.known.insert(key, n);
+        Ok(n)
+    }
+
+    /// Whether `columns` hold every column of one of the table's unique indexes.
+    fn unique(&self, table: &str, columns: &[String]) -> rusqlite::Result<bool> {
+        let mut list = self
+            .conn
+            .prepare("SELECT name FROM pragma_index_list(?1) WHERE \"unique\" = 1")?;
+        let indexes: Vec<String> = list
+            .query_map([table], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut info = self
+            .conn
+            .prepare("SELECT name FROM pragma_index_info(?1)")?;
+        for index in indexes {
+            let keyed: Vec<Option<String>> = info
+                .query_map([&index], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            // An index on an expression has a column without a name, which no lookup names.
+            if keyed
+                .iter()
+                .all(|k| k.as_ref().is_some_and(|k| columns.contains(k)))
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 #[cfg(test)]

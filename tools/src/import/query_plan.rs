@@ -5,16 +5,15 @@ use rusqlite::Connection;
 use std::collections::{HashMap, HashSet};
 
 /// How a step of a plan finds its table's rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
     /// Every row (`SCAN`).
     Scan,
     /// An automatic index, which SQLite builds from every row each time the query runs.
     AutomaticIndex,
-    /// By an index on `session_id` alone: a whole session's rows.
-    SessionRows,
-    /// By a key, or an index that narrows the rows further.
-    Key,
+    /// By an index: the rows holding given values of these columns (`rowid` for a rowid
+    /// table's own key).
+    Search(Vec<String>),
 }
 
 /// A step of a plan that reads a table of the query.
@@ -62,8 +61,7 @@ pub fn steps(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<Step>> {
         let lookup = match words.next() {
             Some("SCAN") => Lookup::Scan,
             Some("SEARCH") if detail.contains(" AUTOMATIC ") => Lookup::AutomaticIndex,
-            Some("SEARCH") if detail.contains("(session_id=?)") => Lookup::SessionRows,
-            Some("SEARCH") => Lookup::Key,
+            Some("SEARCH") => Lookup::Search(constrained(detail)),
             _ => continue,
         };
         let Some(table) = words.next().and_then(|name| aliases.get(name)) else {
@@ -78,6 +76,21 @@ pub fn steps(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<Step>> {
         });
     }
     Ok(out)
+}
+
+/// The columns a `SEARCH` step's constraint holds equal to values, as its plan prints them:
+/// `… (event_id=? AND session_id=?)`. A range (`x>?`) narrows nothing this counts.
+fn constrained(detail: &str) -> Vec<String> {
+    let Some(open) = detail.rfind('(') else {
+        return Vec::new();
+    };
+    let inner = &detail[open + 1..];
+    let inner = &inner[..inner.find(')').unwrap_or(inner.len())];
+    inner
+        .split(" AND ")
+        .filter_map(|term| term.trim().strip_suffix("=?"))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The table of `sql`'s outermost `FROM`.

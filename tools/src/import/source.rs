@@ -38,11 +38,11 @@ impl std::fmt::Display for SourceError {
             }
             SourceError::Unindexed { file, table, reads } => write!(
                 f,
-                "{}: table {table} lacks an index the original's schema.sql gives it: the \
-                 import would read about {reads} rows beyond those it takes (whole tables, or \
-                 a whole session's rows, for each session or row), more than the {} it reads \
-                 so; add the original's indexes to a copy and import the copy; nothing was \
-                 imported",
+                "{}: too costly to import as it is: the importer's queries would read about \
+                 {reads} rows beyond those they take (most of them of {table}), more than {}; \
+                 a table lacks an index the original's schema.sql gives it, or statistics in \
+                 sqlite_stat1 steer SQLite past one: add the original's indexes to a copy (or \
+                 drop its statistics) and import the copy; nothing was imported",
                 file.display(),
                 super::plans::SCAN_BOUND
             ),
