@@ -45,8 +45,9 @@ fn repeated() -> &'static [Repeated] {
             sql: sql.to_owned(),
             per,
         };
+        // Run for each chunked message: those with a payload row.
         let message = Per::Row {
-            table: "session_messages",
+            table: "session_message_payloads",
             by: &["session_id", "sequence"],
         };
         let snapshot = Per::Row {
@@ -179,10 +180,17 @@ impl<'a> Sharing<'a> {
         let n = if columns.iter().any(|c| c == "rowid") || self.unique(table, columns)? {
             1
         } else {
+            debug_assert!(!columns.is_empty(), "a search holds some column equal");
             let quoted: Vec<String> = columns.iter().map(|c| quote(c)).collect();
+            // NULL equals no value a lookup is given.
             let sql = format!(
-                "SELECT max(n) FROM (SELECT count(*) AS n FROM {} GROUP BY {})",
+                "SELECT max(n) FROM (SELECT count(*) AS n FROM {} WHERE {} GROUP BY {})",
                 quote(table),
+                quoted
+                    .iter()
+                    .map(|c| format!("{c} IS NOT NULL"))
+                    .collect::<Vec<_>>()
+                    .join(" AND "),
                 quoted.join(", ")
             );
             let most: Option<i64> = self.conn.query_row(&sql, [], |r| r.get(0))?;
@@ -192,11 +200,12 @@ impl<'a> Sharing<'a> {
         Ok(n)
     }
 
-    /// Whether `columns` hold every column of one of the table's unique indexes.
+    /// Whether `columns` hold every column of one of the table's unique indexes (over the
+    /// whole table: a partial one is unique only among the rows it holds).
     fn unique(&self, table: &str, columns: &[String]) -> rusqlite::Result<bool> {
-        let mut list = self
-            .conn
-            .prepare("SELECT name FROM pragma_index_list(?1) WHERE \"unique\" = 1")?;
+        let mut list = self.conn.prepare(
+            "SELECT name FROM pragma_index_list(?1) WHERE \"unique\" = 1 AND partial = 0",
+        )?;
         let indexes: Vec<String> = list
             .query_map([table], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;

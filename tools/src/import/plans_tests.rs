@@ -161,3 +161,86 @@ fn a_nested_loop_join_is_counted_per_row_taken() {
         "{excess:?}"
     );
 }
+
+/// The columns a search holds equal, from the plan's constraint after the index: a skip-scan's
+/// `ANY(…)` and a range are not among them (the last `(` was taken for the constraint, and a
+/// skip-scan's left none, which made the check fail on a `GROUP BY` of nothing).
+#[test]
+fn a_searchs_columns_are_read_from_its_whole_constraint() {
+    use super::super::query_plan::constrained;
+    let cases: [(&str, &[&str]); 5] = [
+        (
+            "SEARCH m USING COVERING INDEX session_metadata_by_parent (ANY(parent_session_id) AND session_id=?)",
+            &["session_id"],
+        ),
+        (
+            "SEARCH o USING INDEX x (event_id=? AND session_id=?) LEFT-JOIN",
+            &["event_id", "session_id"],
+        ),
+        ("SEARCH t USING INTEGER PRIMARY KEY (rowid=?)", &["rowid"]),
+        ("SEARCH t USING INDEX i (x=? AND y>? AND y<?)", &["x"]),
+        ("SEARCH t USING INDEX i (y>?)", &[]),
+    ];
+    for (detail, want) in cases {
+        assert_eq!(constrained(detail), want, "{detail}");
+    }
+}
+
+/// `session_metadata` rebuilt without its key but with the original's other indexes and
+/// statistics: SQLite skip-scans an index to find a session's header. A cheap copy to read,
+/// imported, where the check failed with an SQL error.
+#[test]
+fn a_skip_scan_is_read_and_the_copy_taken() {
+    let edit = "PRAGMA foreign_keys = OFF;
+        ALTER TABLE session_metadata RENAME TO k; CREATE TABLE session_metadata AS SELECT * FROM k; DROP TABLE k;
+        CREATE INDEX session_metadata_by_recency ON session_metadata(is_archived, last_message_at DESC, last_used_at DESC, session_id);
+        CREATE INDEX session_metadata_by_parent ON session_metadata(parent_session_id, session_id);
+        CREATE INDEX session_metadata_by_revision ON session_metadata(revision_root_session_id, revision_index, session_id);
+        ANALYZE;";
+    let (t, conn) = fixture_copy(edit);
+    let path = t.path().join(RUNTIME_DB);
+    check(&conn, &path, &held(&conn)).expect("taken");
+}
+
+/// A unique index over part of a table (`WHERE ordinal = 1`) is no key of it: the copy of the
+/// long session with indexes on `session_id` alone stays refused with such indexes added.
+#[test]
+fn a_partial_unique_index_is_no_key() {
+    let edit = format!(
+        "{KEYLESS}
+         CREATE INDEX events_by_session ON runtime_events(session_id);
+         CREATE INDEX ordinals_by_session ON runtime_session_event_ordinals(session_id);
+         CREATE UNIQUE INDEX one_ordinal ON runtime_session_event_ordinals(session_id) WHERE ordinal = 1;
+         CREATE UNIQUE INDEX one_event ON runtime_events(session_id) WHERE event_seq = 1 AND session_id = 'none';
+         CREATE TEMP TABLE n AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) SELECT i FROM n;
+         INSERT INTO runtime_events (event_id, session_id, invocation_id, run_id, turn_id, event_seq, event_kind, payload_json, committed_at)
+             SELECT 'long-' || i, 'long', 'inv-long', 'run-long', 'turn-long', i, 'text', '{{}}', i FROM n;
+         INSERT INTO runtime_session_event_ordinals (session_id, ordinal, event_id) SELECT 'long', i, 'long-' || i FROM n;"
+    );
+    let (t, conn) = fixture_copy(&edit);
+    let path = t.path().join(RUNTIME_DB);
+    assert!(check(&conn, &path, &held(&conn)).is_err());
+}
+
+/// A message's chunks are looked up for each chunked message (each payload row), not each
+/// message: a million messages of which ten are chunked, with chunks found by session alone,
+/// read ten sessions' chunks, where each message was counted.
+#[test]
+fn chunk_lookups_are_counted_per_chunked_message() {
+    let edit = "PRAGMA foreign_keys = OFF;
+        ALTER TABLE session_message_chunks RENAME TO k; CREATE TABLE session_message_chunks AS SELECT * FROM k; DROP TABLE k;
+        CREATE INDEX chunks_by_session ON session_message_chunks(session_id);
+        CREATE TEMP TABLE n AS WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 15) SELECT i FROM n;
+        INSERT INTO session_message_chunks SELECT 'long', 1, i, x'00', printf('%.*c', 64, '0') FROM n;";
+    let (t, conn) = fixture_copy(edit);
+    let mut tables = counts(&conn, 10, 10);
+    for t in &mut tables {
+        if t.name == "session_messages" {
+            t.rows = 1_000_000_000;
+        }
+    }
+    let excess = excess_reads(&conn, &tables).expect("plans");
+    let chunks = excess.get("session_message_chunks").copied().unwrap_or(0);
+    assert!(chunks > 0 && chunks <= 2 * 10 * 16, "{excess:?}");
+    check(&conn, &t.path().join(RUNTIME_DB), &tables).expect("taken");
+}

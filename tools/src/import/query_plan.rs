@@ -61,7 +61,11 @@ pub fn steps(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<Step>> {
         let lookup = match words.next() {
             Some("SCAN") => Lookup::Scan,
             Some("SEARCH") if detail.contains(" AUTOMATIC ") => Lookup::AutomaticIndex,
-            Some("SEARCH") => Lookup::Search(constrained(detail)),
+            // A search by ranges alone (or a skip-scan's `ANY(…)`) is counted as a scan.
+            Some("SEARCH") => match constrained(detail) {
+                by if by.is_empty() => Lookup::Scan,
+                by => Lookup::Search(by),
+            },
             _ => continue,
         };
         let Some(table) = words.next().and_then(|name| aliases.get(name)) else {
@@ -78,14 +82,26 @@ pub fn steps(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<Step>> {
     Ok(out)
 }
 
-/// The columns a `SEARCH` step's constraint holds equal to values, as its plan prints them:
-/// `… (event_id=? AND session_id=?)`. A range (`x>?`) narrows nothing this counts.
-fn constrained(detail: &str) -> Vec<String> {
-    let Some(open) = detail.rfind('(') else {
+/// The columns a `SEARCH` step's constraint holds equal to values, as its plan prints them
+/// after the index: `… (event_id=? AND session_id=?)`, or a skip-scan's
+/// `(ANY(parent_session_id) AND session_id=?)`. A range (`x>?`) narrows nothing this counts.
+pub(super) fn constrained(detail: &str) -> Vec<String> {
+    let Some(open) = detail.find(" (") else {
         return Vec::new();
     };
-    let inner = &detail[open + 1..];
-    let inner = &inner[..inner.find(')').unwrap_or(inner.len())];
+    let mut depth = 0usize;
+    let mut inner = "";
+    for (i, c) in detail[open + 1..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 1 => {
+                inner = &detail[open + 2..open + 1 + i];
+                break;
+            }
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
     inner
         .split(" AND ")
         .filter_map(|term| term.trim().strip_suffix("=?"))
