@@ -110,12 +110,7 @@ fn rows_of_a_session_without_a_header_are_refused_by_their_keys() {
     .expect("rows of a session without a header");
     drop(conn);
     let root = t.path().join("root");
-    let (code, report, err) = import(&db, &root);
-    assert_eq!(code, 1, "rows were refused: {err}");
-    assert!(
-        !err.contains("unaccounted"),
-        "every row accounted for: {err}"
-    );
+    let report = import_refusing_rows(&db, &root);
     for (table, key) in [
         ("runtime_events", "ghost-event".to_owned()),
         ("core_agent_runs", "ghost/ghost-run".to_owned()),
@@ -164,12 +159,7 @@ fn every_row_of_a_session_whose_header_is_refused_is_refused_with_it() {
     .expect("a header that does not decode");
     drop(conn);
     let root = t.path().join("root");
-    let (code, report, err) = import(&db, &root);
-    assert_eq!(code, 1, "rows were refused: {err}");
-    assert!(
-        !err.contains("unaccounted"),
-        "every row accounted for: {err}"
-    );
+    let report = import_refusing_rows(&db, &root);
     for (table, rows) in [
         ("runtime_partial_snapshots", 2),
         ("runtime_partial_segments", 2),
@@ -188,4 +178,15 @@ fn every_row_of_a_session_whose_header_is_refused_is_refused_with_it() {
         );
     }
     assert_clean(&root);
+}
+
+/// Imports `db` into `root`: some rows refused (exit 1), every row accounted for; the report.
+fn import_refusing_rows(db: &std::path::Path, root: &std::path::Path) -> serde_json::Value {
+    let (code, report, err) = import(db, root);
+    assert_eq!(code, 1, "rows were refused: {err}");
+    assert!(
+        !err.contains("unaccounted"),
+        "every row accounted for: {err}"
+    );
+    report
 }

@@ -43,6 +43,16 @@ const KEYLESS: &str = "PRAGMA foreign_keys = OFF;
     ALTER TABLE runtime_events RENAME TO k; CREATE TABLE runtime_events AS SELECT * FROM k; DROP TABLE k;
     ALTER TABLE runtime_session_event_ordinals RENAME TO k; CREATE TABLE runtime_session_event_ordinals AS SELECT * FROM k; DROP TABLE k;";
 
+/// Indexes on `session_id` alone for the events and ordinals.
+const BY_SESSION: &str = "CREATE INDEX events_by_session ON runtime_events(session_id);
+    CREATE INDEX ordinals_by_session ON runtime_session_event_ordinals(session_id);";
+
+/// One session of 20,000 events and their ordinals.
+const LONG_SESSION: &str = "CREATE TEMP TABLE n AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) SELECT i FROM n;
+    INSERT INTO runtime_events (event_id, session_id, invocation_id, run_id, turn_id, event_seq, event_kind, payload_json, committed_at)
+        SELECT 'long-' || i, 'long', 'inv-long', 'run-long', 'turn-long', i, 'text', '{}', i FROM n;
+    INSERT INTO runtime_session_event_ordinals (session_id, ordinal, event_id) SELECT 'long', i, 'long-' || i FROM n;";
+
 #[test]
 fn aliases_name_tables_not_subqueries_or_keywords() {
     let a = aliases(messages::MESSAGES);
@@ -100,15 +110,7 @@ fn held(conn: &Connection) -> Vec<Table> {
 /// were counted as nothing, then by the average session, which one long session hides.
 #[test]
 fn a_join_on_a_whole_sessions_rows_is_counted_by_the_longest_session() {
-    let edit = format!(
-        "{KEYLESS}
-         CREATE INDEX events_by_session ON runtime_events(session_id);
-         CREATE INDEX ordinals_by_session ON runtime_session_event_ordinals(session_id);
-         CREATE TEMP TABLE n AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) SELECT i FROM n;
-         INSERT INTO runtime_events (event_id, session_id, invocation_id, run_id, turn_id, event_seq, event_kind, payload_json, committed_at)
-             SELECT 'long-' || i, 'long', 'inv-long', 'run-long', 'turn-long', i, 'text', '{{}}', i FROM n;
-         INSERT INTO runtime_session_event_ordinals (session_id, ordinal, event_id) SELECT 'long', i, 'long-' || i FROM n;"
-    );
+    let edit = format!("{KEYLESS}{BY_SESSION}{LONG_SESSION}");
     let (t, conn) = fixture_copy(&edit);
     let excess = excess_reads(&conn, &held(&conn)).expect("plans");
     let ordinals = excess
@@ -206,17 +208,9 @@ fn a_skip_scan_is_read_and_the_copy_taken() {
 /// long session with indexes on `session_id` alone stays refused with such indexes added.
 #[test]
 fn a_partial_unique_index_is_no_key() {
-    let edit = format!(
-        "{KEYLESS}
-         CREATE INDEX events_by_session ON runtime_events(session_id);
-         CREATE INDEX ordinals_by_session ON runtime_session_event_ordinals(session_id);
-         CREATE UNIQUE INDEX one_ordinal ON runtime_session_event_ordinals(session_id) WHERE ordinal = 1;
-         CREATE UNIQUE INDEX one_event ON runtime_events(session_id) WHERE event_seq = 1 AND session_id = 'none';
-         CREATE TEMP TABLE n AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) SELECT i FROM n;
-         INSERT INTO runtime_events (event_id, session_id, invocation_id, run_id, turn_id, event_seq, event_kind, payload_json, committed_at)
-             SELECT 'long-' || i, 'long', 'inv-long', 'run-long', 'turn-long', i, 'text', '{{}}', i FROM n;
-         INSERT INTO runtime_session_event_ordinals (session_id, ordinal, event_id) SELECT 'long', i, 'long-' || i FROM n;"
-    );
+    let partial = "CREATE UNIQUE INDEX one_ordinal ON runtime_session_event_ordinals(session_id) WHERE ordinal = 1;
+        CREATE UNIQUE INDEX one_event ON runtime_events(session_id) WHERE event_seq = 1 AND session_id = 'none';";
+    let edit = format!("{KEYLESS}{BY_SESSION}{partial}{LONG_SESSION}");
     let (t, conn) = fixture_copy(&edit);
     let path = t.path().join(RUNTIME_DB);
     assert!(check(&conn, &path, &held(&conn)).is_err());
