@@ -177,10 +177,24 @@ impl<'a> Sharing<'a> {
         if let Some(n) = self.known.get(&key) {
             return Ok(*n);
         }
-        let n = if columns.iter().any(|c| c == "rowid") || self.unique(table, columns)? {
+        // Only the table's own columns: a plan's text is parsed, and an index may be named
+        // like a constraint.
+        let own = self.columns(table)?;
+        let columns: Vec<String> = columns
+            .iter()
+            .filter(|c| *c == "rowid" || own.contains(*c))
+            .cloned()
+            .collect();
+        let n = if columns.iter().any(|c| c == "rowid") || self.unique(table, &columns)? {
             1
+        } else if columns.is_empty() {
+            let n: i64 = self.conn.query_row(
+                &format!("SELECT count(*) FROM {}", quote(table)),
+                [],
+                |r| r.get(0),
+            )?;
+            u128::try_from(n).unwrap_or(0)
         } else {
-            debug_assert!(!columns.is_empty(), "a search holds some column equal");
             let quoted: Vec<String> = columns.iter().map(|c| quote(c)).collect();
             // NULL equals no value a lookup is given.
             let sql = format!(
@@ -198,6 +212,15 @@ impl<'a> Sharing<'a> {
         };
         self.known.insert(key, n);
         Ok(n)
+    }
+
+    /// The table's columns.
+    fn columns(&self, table: &str) -> rusqlite::Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name FROM pragma_table_info(?1)")?;
+        let names = stmt.query_map([table], |r| r.get(0))?;
+        names.collect()
     }
 
     /// Whether `columns` hold every column of one of the table's unique indexes (over the

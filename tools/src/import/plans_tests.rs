@@ -170,7 +170,7 @@ fn a_nested_loop_join_is_counted_per_row_taken() {
 #[test]
 fn a_searchs_columns_are_read_from_its_whole_constraint() {
     use super::super::query_plan::constrained;
-    let cases: [(&str, &[&str]); 5] = [
+    let cases: [(&str, &[&str]); 6] = [
         (
             "SEARCH m USING COVERING INDEX session_metadata_by_parent (ANY(parent_session_id) AND session_id=?)",
             &["session_id"],
@@ -182,10 +182,43 @@ fn a_searchs_columns_are_read_from_its_whole_constraint() {
         ("SEARCH t USING INTEGER PRIMARY KEY (rowid=?)", &["rowid"]),
         ("SEARCH t USING INDEX i (x=? AND y>? AND y<?)", &["x"]),
         ("SEARCH t USING INDEX i (y>?)", &[]),
+        (
+            "SEARCH o USING INDEX o (event_id=?) (session_id=?)",
+            &["session_id"],
+        ),
     ];
     for (detail, want) in cases {
         assert_eq!(constrained(detail), want, "{detail}");
     }
+    use super::super::query_plan::lookup_of;
+    assert_eq!(
+        lookup_of("SEARCH t USING INDEX i (y>? AND y<?)"),
+        Some(Lookup::Scan),
+        "a search by a range alone reads like a scan"
+    );
+    assert_eq!(lookup_of("USE TEMP B-TREE FOR ORDER BY"), None);
+}
+
+/// The most rows sharing a value: NULL equals no value a lookup is given, so a hundred rows
+/// of NULL share none.
+#[test]
+fn rows_of_null_share_no_value() {
+    let conn = Connection::open_in_memory().expect("memory");
+    conn.execute_batch(
+        "CREATE TABLE t (a TEXT, b TEXT);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100)
+             INSERT INTO t SELECT NULL, 'x' FROM n;
+         INSERT INTO t VALUES ('v', 'x'), ('v', 'y');",
+    )
+    .expect("rows");
+    let mut sharing = Sharing::new(&conn);
+    assert_eq!(sharing.most("t", &["a".to_owned()]).expect("most"), 2);
+    assert_eq!(sharing.most("t", &["b".to_owned()]).expect("most"), 101);
+    assert_eq!(
+        sharing.most("t", &["nosuch".to_owned()]).expect("most"),
+        102,
+        "a name the table has not is no column: every row"
+    );
 }
 
 /// `session_metadata` rebuilt without its key but with the original's other indexes and
@@ -198,8 +231,27 @@ fn a_skip_scan_is_read_and_the_copy_taken() {
         CREATE INDEX session_metadata_by_recency ON session_metadata(is_archived, last_message_at DESC, last_used_at DESC, session_id);
         CREATE INDEX session_metadata_by_parent ON session_metadata(parent_session_id, session_id);
         CREATE INDEX session_metadata_by_revision ON session_metadata(revision_root_session_id, revision_index, session_id);
+        CREATE TEMP TABLE n AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40) SELECT i FROM n;
+        CREATE TEMP TABLE one AS SELECT * FROM session_metadata LIMIT 1;
+        INSERT INTO session_metadata SELECT 'more-' || n.i, one.payload_json, one.created_at, one.last_used_at, one.last_message_at, one.name, one.is_flagged, one.is_archived, one.parent_session_id, one.revision_root_session_id, one.revision_index, one.has_unread, one.backend, one.llm_connection_slug, one.model, one.metadata_version, one.committed_at, one.subagent_parent_session_id, one.subagent_parent_run_id, one.subagent_tool_call_id, one.subagent_swarm_id, one.subagent_item_id, one.subagent_request_fingerprint, one.subagent_initial_turn_id, one.subagent_initial_run_id, one.external_adapter_id, one.external_source_session_id FROM n, one;
         ANALYZE;";
     let (t, conn) = fixture_copy(edit);
+    let skip_scans = repeated().iter().any(|r| {
+        let mut plan = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", r.sql))
+            .expect("plan");
+        let n = plan.parameter_count();
+        let details: Vec<String> = plan
+            .query_map(
+                rusqlite::params_from_iter(std::iter::repeat_n("", n)),
+                |r| r.get(3),
+            )
+            .expect("steps")
+            .collect::<rusqlite::Result<_>>()
+            .expect("steps");
+        details.iter().any(|d| d.contains("ANY("))
+    });
+    assert!(skip_scans, "some lookup skip-scans an index");
     let path = t.path().join(RUNTIME_DB);
     check(&conn, &path, &held(&conn)).expect("taken");
 }

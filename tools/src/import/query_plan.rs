@@ -57,18 +57,14 @@ pub fn steps(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<Step>> {
     let mut driven: HashSet<i64> = HashSet::new();
     let mut out = Vec::new();
     for (_, parent, detail) in &plan {
-        let mut words = detail.split_whitespace();
-        let lookup = match words.next() {
-            Some("SCAN") => Lookup::Scan,
-            Some("SEARCH") if detail.contains(" AUTOMATIC ") => Lookup::AutomaticIndex,
-            // A search by ranges alone (or a skip-scan's `ANY(…)`) is counted as a scan.
-            Some("SEARCH") => match constrained(detail) {
-                by if by.is_empty() => Lookup::Scan,
-                by => Lookup::Search(by),
-            },
-            _ => continue,
+        let Some(lookup) = lookup_of(detail) else {
+            continue;
         };
-        let Some(table) = words.next().and_then(|name| aliases.get(name)) else {
+        let Some(table) = detail
+            .split_whitespace()
+            .nth(1)
+            .and_then(|name| aliases.get(name))
+        else {
             continue;
         };
         // The first table its parent reads drives it; each later one is read per row taken.
@@ -82,23 +78,40 @@ pub fn steps(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<Step>> {
     Ok(out)
 }
 
+/// How a step reads its table, from its detail; `None` for a step that reads none.
+pub(super) fn lookup_of(detail: &str) -> Option<Lookup> {
+    match detail.split_whitespace().next()? {
+        "SCAN" => Some(Lookup::Scan),
+        "SEARCH" if detail.contains(" AUTOMATIC ") => Some(Lookup::AutomaticIndex),
+        // A search by ranges alone (or a skip-scan's `ANY(…)` alone) is counted as a scan.
+        "SEARCH" => match constrained(detail) {
+            by if by.is_empty() => Some(Lookup::Scan),
+            by => Some(Lookup::Search(by)),
+        },
+        _ => None,
+    }
+}
+
 /// The columns a `SEARCH` step's constraint holds equal to values, as its plan prints them
-/// after the index: `… (event_id=? AND session_id=?)`, or a skip-scan's
-/// `(ANY(parent_session_id) AND session_id=?)`. A range (`x>?`) narrows nothing this counts.
+/// in its last parenthesized group: `… (event_id=? AND session_id=?) LEFT-JOIN`, or a
+/// skip-scan's `(ANY(parent_session_id) AND session_id=?)`; an index named with parentheses
+/// comes before it. A range (`x>?`) narrows nothing this counts.
 pub(super) fn constrained(detail: &str) -> Vec<String> {
-    let Some(open) = detail.find(" (") else {
-        return Vec::new();
-    };
-    let mut depth = 0usize;
-    let mut inner = "";
-    for (i, c) in detail[open + 1..].char_indices() {
+    let (mut depth, mut start, mut inner) = (0usize, 0usize, "");
+    for (i, c) in detail.char_indices() {
         match c {
-            '(' => depth += 1,
-            ')' if depth == 1 => {
-                inner = &detail[open + 2..open + 1 + i];
-                break;
+            '(' => {
+                if depth == 0 {
+                    start = i + 1;
+                }
+                depth += 1;
             }
-            ')' => depth = depth.saturating_sub(1),
+            ')' if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    inner = &detail[start..i];
+                }
+            }
             _ => {}
         }
     }
