@@ -84,9 +84,9 @@ fn a_graph_claim_on_a_turn_another_claim_holds_is_refused_by_its_key() {
 }
 
 /// Rows of a session the source holds no header for (an event, a run, a message, a segment of
-/// no snapshot): each is refused by its key as naming no session. The query that finds them compared each session
-/// table's `session_id` with itself (SQLite binds a bare name to the innermost table), so it
-/// found none, and they were left unaccounted for.
+/// no snapshot): each is refused by its key as naming no session. The query that finds them
+/// compared each session table's `session_id` with itself (SQLite binds a bare name to the
+/// innermost table), so it found none, and they were left unaccounted for.
 #[test]
 fn rows_of_a_session_without_a_header_are_refused_by_their_keys() {
     let t = tempfile::tempdir().expect("tempdir");

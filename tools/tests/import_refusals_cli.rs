@@ -260,8 +260,8 @@ fn a_copy_too_large_to_read_without_the_indexes_a_sessions_rows_are_found_by_is_
     assert!(
         err.contains("runtime.sqlite")
             && err.contains("lacks an index")
-            && (err.contains("(most of them of runtime_events)")
-                || err.contains("(most of them of runtime_session_event_ordinals)")),
+            && (err.contains("(runtime_events the table read most)")
+                || err.contains("(runtime_session_event_ordinals the table read most)")),
         "{err}"
     );
     assert!(!root.exists(), "no root was created");

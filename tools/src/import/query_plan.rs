@@ -26,18 +26,10 @@ pub struct Step {
     pub nested: bool,
 }
 
-/// The steps of `sql`'s plan that read its tables, in plan order (its parameters bound to
-/// empty text, which a plan does not depend on).
+/// The steps of `sql`'s plan that read its tables, in plan order.
 pub fn steps(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<Step>> {
     let aliases = aliases(sql);
-    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
-    let n = stmt.parameter_count();
-    let plan: Vec<(i64, i64, String)> = stmt
-        .query_map(
-            rusqlite::params_from_iter(std::iter::repeat_n("", n)),
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(3)?)),
-        )?
-        .collect::<rusqlite::Result<_>>()?;
+    let plan = plan(conn, sql)?;
     let by_id: HashMap<i64, (i64, &str)> = plan
         .iter()
         .map(|(id, parent, d)| (*id, (*parent, d.as_str())))
@@ -60,6 +52,9 @@ pub fn steps(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<Step>> {
         let Some(lookup) = lookup_of(detail) else {
             continue;
         };
+        // The first step its parent reads drives it, a subquery's as much as a table's; each
+        // later one is read per row taken.
+        let first = driven.insert(*parent);
         let Some(table) = detail
             .split_whitespace()
             .nth(1)
@@ -67,8 +62,6 @@ pub fn steps(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<Step>> {
         else {
             continue;
         };
-        // The first table its parent reads drives it; each later one is read per row taken.
-        let first = driven.insert(*parent);
         out.push(Step {
             table: table.clone(),
             lookup,
@@ -76,6 +69,18 @@ pub fn steps(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<Step>> {
         });
     }
     Ok(out)
+}
+
+/// `sql`'s plan: each step's id, its parent's, and its detail (the parameters bound to
+/// empty text, which a plan does not depend on).
+pub(super) fn plan(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<(i64, i64, String)>> {
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+    let n = stmt.parameter_count();
+    let steps = stmt.query_map(
+        rusqlite::params_from_iter(std::iter::repeat_n("", n)),
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(3)?)),
+    )?;
+    steps.collect()
 }
 
 /// How a step reads its table, from its detail; `None` for a step that reads none.

@@ -41,6 +41,10 @@ const OWNED: [Owned; 11] = [
 impl Owned {
     /// The keys of the table's rows that `filter` takes, `{s}` in it standing for the session.
     fn select(&self, filter: &str) -> String {
+        debug_assert!(
+            !(filter.contains("{s}") && self.session.is_empty()),
+            "a filter naming the session of a table that names it otherwise"
+        );
         format!(
             "SELECT {} FROM {} WHERE {}",
             self.key,

@@ -39,7 +39,7 @@ impl std::fmt::Display for SourceError {
             SourceError::Unindexed { file, table, reads } => write!(
                 f,
                 "{}: too costly to import as it is: the importer's queries would read about \
-                 {reads} rows beyond those they take (most of them of {table}), more than {}; \
+                 {reads} rows beyond those they take ({table} the table read most), more than {}; \
                  a table lacks an index the original's schema.sql gives it, or statistics in \
                  sqlite_stat1 steer SQLite past one: add the original's indexes to a copy (or \
                  drop its statistics) and import the copy; nothing was imported",
