@@ -39,9 +39,22 @@ fn counts(conn: &Connection, sessions: u64, rows: u64) -> Vec<Table> {
         .collect()
 }
 
-const KEYLESS: &str = "PRAGMA foreign_keys = OFF;
-    ALTER TABLE runtime_events RENAME TO k; CREATE TABLE runtime_events AS SELECT * FROM k; DROP TABLE k;
-    ALTER TABLE runtime_session_event_ordinals RENAME TO k; CREATE TABLE runtime_session_event_ordinals AS SELECT * FROM k; DROP TABLE k;";
+/// SQL rebuilding each of `tables` without its keys and indexes, as `CREATE TABLE … AS
+/// SELECT` copies it.
+fn without_keys(tables: &[&str]) -> String {
+    let mut sql = String::from("PRAGMA foreign_keys = OFF;");
+    for t in tables {
+        sql.push_str(&format!(
+            "ALTER TABLE {t} RENAME TO k; CREATE TABLE {t} AS SELECT * FROM k; DROP TABLE k;"
+        ));
+    }
+    sql
+}
+
+/// The events and ordinals without their keys.
+fn keyless() -> String {
+    without_keys(&["runtime_events", "runtime_session_event_ordinals"])
+}
 
 /// Indexes on `session_id` alone for the events and ordinals.
 const BY_SESSION: &str = "CREATE INDEX events_by_session ON runtime_events(session_id);
@@ -79,7 +92,7 @@ fn on_the_originals_schema_nothing_is_read_beyond_what_is_taken() {
 /// one for each ordinal: refused at 1,000 sessions of a million rows, a small copy taken.
 #[test]
 fn a_copy_without_keys_is_refused_by_its_size() {
-    let (t, conn) = fixture_copy(KEYLESS);
+    let (t, conn) = fixture_copy(&keyless());
     let path = t.path().join(RUNTIME_DB);
     let refused = check(&conn, &path, &counts(&conn, 1_000, 1_000_000));
     assert!(
@@ -110,7 +123,7 @@ fn held(conn: &Connection) -> Vec<Table> {
 /// were counted as nothing, then by the average session, which one long session hides.
 #[test]
 fn a_join_on_a_whole_sessions_rows_is_counted_by_the_longest_session() {
-    let edit = format!("{KEYLESS}{BY_SESSION}{LONG_SESSION}");
+    let edit = format!("{}{BY_SESSION}{LONG_SESSION}", keyless());
     let (t, conn) = fixture_copy(&edit);
     let excess = excess_reads(&conn, &held(&conn)).expect("plans");
     let ordinals = excess
@@ -127,11 +140,10 @@ fn a_join_on_a_whole_sessions_rows_is_counted_by_the_longest_session() {
 /// that sequence.
 #[test]
 fn a_lookup_by_a_column_that_is_no_key_is_counted() {
-    let edit = "PRAGMA foreign_keys = OFF;
-        ALTER TABLE session_messages RENAME TO k; CREATE TABLE session_messages AS SELECT * FROM k; DROP TABLE k;
-        CREATE INDEX messages_by_sequence ON session_messages(sequence);
+    let edit = without_keys(&["session_messages"])
+        + "CREATE INDEX messages_by_sequence ON session_messages(sequence);
         CREATE INDEX messages_by_time ON session_messages(session_id, message_ts);";
-    let (_t, conn) = fixture_copy(edit);
+    let (_t, conn) = fixture_copy(&edit);
     let excess = excess_reads(&conn, &counts(&conn, 10_000, 1_000_000)).expect("plans");
     assert!(
         excess
@@ -146,10 +158,8 @@ fn a_lookup_by_a_column_that_is_no_key_is_counted() {
 /// event, where it was counted once per session.
 #[test]
 fn a_nested_loop_join_is_counted_per_row_taken() {
-    let edit = "PRAGMA foreign_keys = OFF;
-        ALTER TABLE runtime_session_event_ordinals RENAME TO k; CREATE TABLE runtime_session_event_ordinals AS SELECT * FROM k; DROP TABLE k;
-        ANALYZE;";
-    let (_t, conn) = fixture_copy(edit);
+    let edit = without_keys(&["runtime_session_event_ordinals"]) + "ANALYZE;";
+    let (_t, conn) = fixture_copy(&edit);
     let steps = steps(&conn, events::EVENTS).expect("plan");
     let ordinals = steps
         .iter()
@@ -227,16 +237,15 @@ fn rows_of_null_share_no_value() {
 /// imported, where the check failed with an SQL error.
 #[test]
 fn a_skip_scan_is_read_and_the_copy_taken() {
-    let edit = "PRAGMA foreign_keys = OFF;
-        ALTER TABLE session_metadata RENAME TO k; CREATE TABLE session_metadata AS SELECT * FROM k; DROP TABLE k;
-        CREATE INDEX session_metadata_by_recency ON session_metadata(is_archived, last_message_at DESC, last_used_at DESC, session_id);
+    let edit = without_keys(&["session_metadata"])
+        + "CREATE INDEX session_metadata_by_recency ON session_metadata(is_archived, last_message_at DESC, last_used_at DESC, session_id);
         CREATE INDEX session_metadata_by_parent ON session_metadata(parent_session_id, session_id);
         CREATE INDEX session_metadata_by_revision ON session_metadata(revision_root_session_id, revision_index, session_id);
         CREATE TEMP TABLE n AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40) SELECT i FROM n;
         CREATE TEMP TABLE one AS SELECT * FROM session_metadata LIMIT 1;
         INSERT INTO session_metadata SELECT 'more-' || n.i, one.payload_json, one.created_at, one.last_used_at, one.last_message_at, one.name, one.is_flagged, one.is_archived, one.parent_session_id, one.revision_root_session_id, one.revision_index, one.has_unread, one.backend, one.llm_connection_slug, one.model, one.metadata_version, one.committed_at, one.subagent_parent_session_id, one.subagent_parent_run_id, one.subagent_tool_call_id, one.subagent_swarm_id, one.subagent_item_id, one.subagent_request_fingerprint, one.subagent_initial_turn_id, one.subagent_initial_run_id, one.external_adapter_id, one.external_source_session_id FROM n, one;
         ANALYZE;";
-    let (t, conn) = fixture_copy(edit);
+    let (t, conn) = fixture_copy(&edit);
     let skip_scans = repeated().iter().any(|r| {
         super::super::query_plan::plan(&conn, &r.sql)
             .expect("plan")
@@ -254,7 +263,7 @@ fn a_skip_scan_is_read_and_the_copy_taken() {
 fn a_partial_unique_index_is_no_key() {
     let partial = "CREATE UNIQUE INDEX one_ordinal ON runtime_session_event_ordinals(session_id) WHERE ordinal = 1;
         CREATE UNIQUE INDEX one_event ON runtime_events(session_id) WHERE event_seq = 1 AND session_id = 'none';";
-    let edit = format!("{KEYLESS}{BY_SESSION}{partial}{LONG_SESSION}");
+    let edit = format!("{}{BY_SESSION}{partial}{LONG_SESSION}", keyless());
     let (t, conn) = fixture_copy(&edit);
     let path = t.path().join(RUNTIME_DB);
     assert!(check(&conn, &path, &held(&conn)).is_err());
@@ -265,12 +274,11 @@ fn a_partial_unique_index_is_no_key() {
 /// read ten sessions' chunks, where each message was counted.
 #[test]
 fn chunk_lookups_are_counted_per_chunked_message() {
-    let edit = "PRAGMA foreign_keys = OFF;
-        ALTER TABLE session_message_chunks RENAME TO k; CREATE TABLE session_message_chunks AS SELECT * FROM k; DROP TABLE k;
-        CREATE INDEX chunks_by_session ON session_message_chunks(session_id);
+    let edit = without_keys(&["session_message_chunks"])
+        + "CREATE INDEX chunks_by_session ON session_message_chunks(session_id);
         CREATE TEMP TABLE n AS WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 15) SELECT i FROM n;
         INSERT INTO session_message_chunks SELECT 'long', 1, i, x'00', printf('%.*c', 64, '0') FROM n;";
-    let (t, conn) = fixture_copy(edit);
+    let (t, conn) = fixture_copy(&edit);
     let mut tables = counts(&conn, 10, 10);
     for t in &mut tables {
         if t.name == "session_messages" {
